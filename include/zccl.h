@@ -1,0 +1,325 @@
+/*
+ * zccl: NCCL-shaped collectives that move error-bounded lossy-compressed data.
+ *
+ * Every name here has an NCCL twin: replace the `zccl` prefix with `nccl`
+ * (ZCCL_ with NCCL_) and the semantics are NCCL 2.28's, except where a comment
+ * says otherwise. The compression extension (zcclCompression_t and friends) is
+ * zccl's own. For programs written against nccl.h, see zccl_nccl.h.
+ *
+ * Buffers and streams
+ *   A collective's buffers are either all host memory or all CUDA device
+ *   memory of the communicator's device.
+ *   - Host buffers: the call is blocking. When it returns zcclSuccess the
+ *     operation is complete on this rank and the buffers may be reused;
+ *     `stream` is ignored and may be NULL.
+ *   - Device buffers (CUDA builds): the call is stream-ordered, as in NCCL. It
+ *     returns once the operation is enqueued; the operation starts after the
+ *     work already queued on `stream` and work queued on `stream` afterwards
+ *     waits for it. Errors detected later are reported by
+ *     zcclCommGetAsyncError.
+ *   Between zcclGroupStart and zcclGroupEnd calls are only recorded; they run
+ *   (and, for host buffers, complete) in zcclGroupEnd.
+ *
+ * Errors
+ *   Every function returns a zcclResult_t. On failure a one-line explanation
+ *   is available from zcclGetLastError and is logged at ZCCL_DEBUG=WARN.
+ *   Argument errors are zcclInvalidArgument; calls that are valid but not
+ *   possible in the current state (or not built in this version) are
+ *   zcclInvalidUsage.
+ *
+ * Thread safety
+ *   As NCCL: a communicator may be used by one thread at a time; different
+ *   communicators may be used concurrently from different threads.
+ */
+#ifndef ZCCL_H_
+#define ZCCL_H_
+
+#include <limits.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZCCL_MAJOR 0
+#define ZCCL_MINOR 1
+#define ZCCL_PATCH 0
+#define ZCCL_SUFFIX ""
+/* Same encoding as NCCL_VERSION_CODE for versions >= 2.9. */
+#define ZCCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define ZCCL_VERSION_CODE ZCCL_VERSION(ZCCL_MAJOR, ZCCL_MINOR, ZCCL_PATCH)
+
+/* A CUDA stream. Identical to cudaStream_t (struct CUstream_st*), declared
+ * here so that host-only programs need no CUDA headers. */
+struct CUstream_st;
+typedef struct CUstream_st* zcclStream_t;
+
+/* Opaque communicator. */
+typedef struct zcclComm* zcclComm_t;
+#define ZCCL_COMM_NULL NULL
+
+#define ZCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[ZCCL_UNIQUE_ID_BYTES];
+} zcclUniqueId;
+
+/* Result codes: the values of ncclResult_t. */
+typedef enum {
+  zcclSuccess = 0,
+  zcclUnhandledCudaError = 1,
+  zcclSystemError = 2,
+  zcclInternalError = 3,
+  zcclInvalidArgument = 4,
+  zcclInvalidUsage = 5,
+  zcclRemoteError = 6,
+  zcclInProgress = 7,
+  zcclNumResults = 8
+} zcclResult_t;
+
+/* Data types: the values of ncclDataType_t. */
+typedef enum {
+  zcclInt8 = 0,
+  zcclChar = 0,
+  zcclUint8 = 1,
+  zcclInt32 = 2,
+  zcclInt = 2,
+  zcclUint32 = 3,
+  zcclInt64 = 4,
+  zcclUint64 = 5,
+  zcclFloat16 = 6,
+  zcclHalf = 6,
+  zcclFloat32 = 7,
+  zcclFloat = 7,
+  zcclFloat64 = 8,
+  zcclDouble = 8,
+  zcclBfloat16 = 9,
+  zcclFloat8e4m3 = 10,
+  zcclFloat8e5m2 = 11,
+  zcclNumTypes = 12
+} zcclDataType_t;
+
+/* Reduction operations: the values of ncclRedOp_t. */
+typedef enum {
+  zcclSum = 0,
+  zcclProd = 1,
+  zcclMax = 2,
+  zcclMin = 3,
+  zcclAvg = 4,
+  zcclNumOps = 5,
+  zcclMaxRedOp = 0x7fffffff
+} zcclRedOp_t;
+
+/* ---------------------------------------------------------------------------
+ * Compression (zccl's extension)
+ *
+ * Compression applies to float32/float64 data: data movement (AllGather,
+ * Broadcast, Gather, Scatter, AlltoAll, Send/Recv) and SUM/AVG/MAX/MIN
+ * reductions. Every other type or op, and messages smaller than minBytes,
+ * take the uncompressed (lossless) path.
+ *
+ * Error bound of one compress/decompress: |x - x'| <= eb_abs for every finite
+ * element, where eb_abs is
+ *   zcclErrorAbs        eb
+ *   zcclErrorRel        eb * (max - min) of the data of all ranks taking part
+ *                       (fill and non-finite values excluded)
+ *   zcclErrorTargetAbs  eb is the bound on the collective's *output*; the
+ *                       library divides it among the contributions
+ *   zcclErrorTargetRel  as TargetAbs, with eb relative to the global range
+ * Non-finite values and the fill value (when hasFill) are carried exactly.
+ * ------------------------------------------------------------------------- */
+typedef enum {
+  zcclCodecNone = 0, /* never compress */
+  zcclCodecAuto = 1, /* let the cost model choose, including not compressing */
+  zcclCodecSzp = 2,  /* fZ-light/SZp-style block codec (decompress-op-compress) */
+  zcclCodecHz = 3,   /* same stream format, reductions done on compressed data */
+  zcclCodecRle = 4,  /* lossless run-length coding of zero runs (sparse data) */
+  zcclCodecZfp = 5,  /* libzfp fixed accuracy (the baseline codec) */
+  zcclNumCodecs = 6
+} zcclCodec_t;
+
+typedef enum {
+  zcclErrorAbs = 0,
+  zcclErrorRel = 1,
+  zcclErrorTargetAbs = 2,
+  zcclErrorTargetRel = 3,
+  zcclNumErrorModes = 4
+} zcclErrorMode_t;
+
+typedef struct {
+  int codec;           /* a zcclCodec_t, or ZCCL_CONFIG_UNDEF_INT in a config:
+                          "use ZCCL_COMPRESSION or the built-in default" */
+  int mode;            /* a zcclErrorMode_t */
+  double eb;           /* error bound, > 0, interpreted by mode */
+  int hasFill;         /* 1: values equal to fillValue are carried exactly */
+  double fillValue;    /* e.g. a NetCDF _FillValue */
+  size_t minBytes;     /* messages smaller than this go uncompressed */
+} zcclCompression_t;
+
+/* Off, REL 1e-3 when turned on, no fill value, 64 KiB threshold. */
+#define ZCCL_COMPRESSION_INITIALIZER \
+  { zcclCodecNone, zcclErrorRel, 1e-3, 0, 0.0, (size_t)64 << 10 }
+
+/* ---------------------------------------------------------------------------
+ * Communicator configuration (NCCL's ncclConfig_t, plus compression)
+ * ------------------------------------------------------------------------- */
+#define ZCCL_CONFIG_UNDEF_INT INT_MIN
+#define ZCCL_CONFIG_UNDEF_PTR NULL
+#define ZCCL_SPLIT_NOCOLOR -1
+#define ZCCL_API_MAGIC 0x7a63636cu /* "zccl" */
+
+typedef struct zcclConfig_v1 {
+  /* Filled by ZCCL_CONFIG_INITIALIZER; identify the struct's layout. */
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  /* 1 (default): calls block as documented above. 0: zcclCommInitRank and
+   * collectives may return zcclInProgress; poll zcclCommGetAsyncError. */
+  int blocking;
+  /* Shown in log lines; default "zccl". */
+  const char* commName;
+  /* Reserved for NCCL compatibility (resource sharing on split); ignored. */
+  int splitShare;
+  /* The communicator's default compression. Left at its initializer
+   * (codec == ZCCL_CONFIG_UNDEF_INT), the ZCCL_COMPRESSION environment
+   * variable or, without it, "off" applies. */
+  zcclCompression_t compression;
+} zcclConfig_t;
+
+#define ZCCL_CONFIG_INITIALIZER                                              \
+  {                                                                          \
+    sizeof(zcclConfig_t), ZCCL_API_MAGIC, ZCCL_VERSION_CODE,                 \
+        ZCCL_CONFIG_UNDEF_INT, ZCCL_CONFIG_UNDEF_PTR, ZCCL_CONFIG_UNDEF_INT, \
+    {                                                                        \
+      ZCCL_CONFIG_UNDEF_INT, zcclErrorRel, 1e-3, 0, 0.0, (size_t)64 << 10    \
+    }                                                                        \
+  }
+
+/* ---------------------------------------------------------------------------
+ * Library
+ * ------------------------------------------------------------------------- */
+
+/* Writes ZCCL_VERSION_CODE of the library (not of the header) to *version. */
+zcclResult_t zcclGetVersion(int* version);
+
+/* A static string naming a result code ("invalid argument", ...). */
+const char* zcclGetErrorString(zcclResult_t result);
+
+/* The last error message of the calling thread (file:line and the reason),
+ * or "" when none. With a non-NULL comm whose asynchronous error is set and
+ * no newer message in this thread, that error's message. */
+const char* zcclGetLastError(zcclComm_t comm);
+
+/* ---------------------------------------------------------------------------
+ * Communicators
+ * ------------------------------------------------------------------------- */
+
+/* Creates an id for zcclCommInitRank; called on one rank, then distributed
+ * to all ranks by the application (MPI_Bcast, a file, ...). */
+zcclResult_t zcclGetUniqueId(zcclUniqueId* uniqueId);
+
+/* Creates a communicator of nranks ranks, this process being `rank`
+ * (0 <= rank < nranks). Collective over all nranks processes; blocking.
+ * nranks == 1 needs no id. */
+zcclResult_t zcclCommInitRank(zcclComm_t* comm, int nranks, zcclUniqueId commId, int rank);
+zcclResult_t zcclCommInitRankConfig(zcclComm_t* comm, int nranks, zcclUniqueId commId, int rank,
+                                    zcclConfig_t* config);
+
+/* Completes every operation issued on comm; collective. Then destroy it. */
+zcclResult_t zcclCommFinalize(zcclComm_t comm);
+/* Frees comm's resources (after Finalize, or waiting for pending work). */
+zcclResult_t zcclCommDestroy(zcclComm_t comm);
+/* Cancels pending operations and frees everything; never blocks on peers. */
+zcclResult_t zcclCommAbort(zcclComm_t comm);
+
+/* Splits comm into sub-communicators, one per color, ranks ordered by key
+ * (then by rank in comm). color ZCCL_SPLIT_NOCOLOR gives *newcomm = NULL.
+ * Collective over comm. config NULL: inherit comm's configuration. */
+zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newcomm,
+                           zcclConfig_t* config);
+
+/* zcclSuccess, zcclInProgress (non-blocking communicator still working), or
+ * the error that stopped an asynchronous operation (a dead peer, ...). */
+zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError);
+
+zcclResult_t zcclCommCount(const zcclComm_t comm, int* count);
+/* The CUDA device the communicator was created on, -1 when it has none
+ * (built without CUDA or no device present). */
+zcclResult_t zcclCommCuDevice(const zcclComm_t comm, int* device);
+zcclResult_t zcclCommUserRank(const zcclComm_t comm, int* rank);
+
+/* The communicator's default compression for later calls (local, not
+ * collective: set the same value on every rank). */
+zcclResult_t zcclCommSetCompression(zcclComm_t comm, const zcclCompression_t* compression);
+zcclResult_t zcclCommGetCompression(const zcclComm_t comm, zcclCompression_t* compression);
+
+/* Parses the ZCCL_COMPRESSION syntax: comma-separated key=value pairs
+ *   codec=none|auto|szp|hz|rle|zfp  mode=abs|rel|target|target-rel
+ *   eb=<float>  fill=<float>|none  min_bytes=<size, K/M/G suffixes>
+ * Keys not given keep the value *compression already has.
+ * "off"/"none"/"" mean codec=none. zcclInvalidArgument on any error. */
+zcclResult_t zcclCompressionFromString(const char* text, zcclCompression_t* compression);
+/* Formats a compression setting in the syntax above (always parseable). */
+zcclResult_t zcclCompressionToString(const zcclCompression_t* compression, char* buf, size_t len);
+
+/* ---------------------------------------------------------------------------
+ * Collectives. counts are elements of datatype. In-place forms as NCCL.
+ * ------------------------------------------------------------------------- */
+
+/* recvbuff[i] = op over ranks of sendbuff[i]; in place if sendbuff == recvbuff. */
+zcclResult_t zcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                           zcclStream_t stream);
+
+/* root's sendbuff to every rank's recvbuff; in place if sendbuff == recvbuff. */
+zcclResult_t zcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           zcclDataType_t datatype, int root, zcclComm_t comm,
+                           zcclStream_t stream);
+
+/* Reduction to root's recvbuff (recvbuff unused elsewhere). */
+zcclResult_t zcclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                        zcclDataType_t datatype, zcclRedOp_t op, int root, zcclComm_t comm,
+                        zcclStream_t stream);
+
+/* Rank i's sendcount elements land at recvbuff + i*sendcount on every rank;
+ * in place if sendbuff == recvbuff + rank*sendcount. */
+zcclResult_t zcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream);
+
+/* Reduce nranks*recvcount elements, rank i keeps block i; in place if
+ * recvbuff == sendbuff + rank*recvcount. */
+zcclResult_t zcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                               zcclStream_t stream);
+
+/* Block j of sendbuff (count elements) goes to rank j, block i of recvbuff
+ * comes from rank i. Out of place only. */
+zcclResult_t zcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                          zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream);
+
+/* Rank i's count elements land at root's recvbuff + i*count; in place if
+ * sendbuff == recvbuff + root*count on root. */
+zcclResult_t zcclGather(const void* sendbuff, void* recvbuff, size_t count,
+                        zcclDataType_t datatype, int root, zcclComm_t comm, zcclStream_t stream);
+
+/* root's sendbuff + i*count goes to rank i's recvbuff; in place if
+ * recvbuff == sendbuff + root*count on root. */
+zcclResult_t zcclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                         zcclDataType_t datatype, int root, zcclComm_t comm, zcclStream_t stream);
+
+/* Point to point. The peer posts the matching call with the same count and
+ * datatype. Several sends/recvs that depend on each other go in a group. */
+zcclResult_t zcclSend(const void* sendbuff, size_t count, zcclDataType_t datatype, int peer,
+                      zcclComm_t comm, zcclStream_t stream);
+zcclResult_t zcclRecv(void* recvbuff, size_t count, zcclDataType_t datatype, int peer,
+                      zcclComm_t comm, zcclStream_t stream);
+
+/* Groups nest; the outermost zcclGroupEnd issues everything recorded since
+ * the outermost zcclGroupStart, as one deadlock-free operation per comm. */
+zcclResult_t zcclGroupStart(void);
+zcclResult_t zcclGroupEnd(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZCCL_H_ */

@@ -1,0 +1,47 @@
+#include <stdint.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "zb_bootstrap.h"
+#include "zu_error.h"
+
+#define ZB_ID_MAGIC 0x4449435au /* "ZCID" little-endian */
+#define ZB_ID_VERSION 1u
+
+/* Byte layout, little-endian host order (ids don't leave the job's
+ * machines, which share an architecture). */
+typedef struct {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t kind;
+  uint8_t secret[16];
+} zb_id_header_t;
+
+_Static_assert(sizeof(zb_id_header_t) <= ZCCL_UNIQUE_ID_BYTES, "unique id too small");
+
+zcclResult_t zb_id_create(zcclUniqueId* id) {
+  zb_id_header_t h = {.magic = ZB_ID_MAGIC, .version = ZB_ID_VERSION, .kind = ZB_ID_KIND_NONE};
+  size_t got = 0;
+  while (got < sizeof h.secret) {
+    ssize_t n = getrandom(h.secret + got, sizeof h.secret - got, 0);
+    ZU_RETURN_ERR_IF(n < 0, zcclSystemError, "getrandom failed for the unique id's secret");
+    got += (size_t)n;
+  }
+  memset(id, 0, sizeof *id);
+  memcpy(id->internal, &h, sizeof h);
+  return zcclSuccess;
+}
+
+zcclResult_t zb_id_check(const zcclUniqueId* id, zb_id_kind_t* kind) {
+  zb_id_header_t h;
+  memcpy(&h, id->internal, sizeof h);
+  ZU_RETURN_ERR_IF(h.magic != ZB_ID_MAGIC, zcclInvalidArgument,
+                   "the unique id was not made by zcclGetUniqueId (bad magic 0x%08x)", h.magic);
+  ZU_RETURN_ERR_IF(h.version != ZB_ID_VERSION, zcclInvalidArgument,
+                   "the unique id has format version %u; this zccl reads version %u", h.version,
+                   ZB_ID_VERSION);
+  ZU_RETURN_ERR_IF(h.kind > ZB_ID_KIND_PMIX, zcclInvalidArgument, "the unique id has unknown kind %u",
+                   h.kind);
+  *kind = (zb_id_kind_t)h.kind;
+  return zcclSuccess;
+}

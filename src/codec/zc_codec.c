@@ -1,0 +1,27 @@
+#include "zc_codec.h"
+
+#include <strings.h>
+#include <zfp.h>
+
+/* "built" turns to 1 as each codec lands; until then collectives asked to use
+ * one report that it is not built instead of silently sending plain data. */
+static const zc_codec_info_t zc_codecs[zcclNumCodecs] = {
+    {zcclCodecNone, "none", "no compression: the lossless path", 1},
+    {zcclCodecAuto, "auto", "the cost model picks a codec or none per call", 0},
+    {zcclCodecSzp, "szp", "error-bounded block codec; reductions decompress, reduce, recompress", 0},
+    {zcclCodecHz, "hz", "szp's stream format with reductions on compressed data (homomorphic)", 0},
+    {zcclCodecRle, "rle", "lossless run-length coding of zero runs, reduced while encoded", 0},
+    {zcclCodecZfp, "zfp", "libzfp fixed-accuracy (baseline)", 0},
+};
+
+const zc_codec_info_t* zc_codec_info(int id) {
+  return (id >= 0 && id < zcclNumCodecs) ? &zc_codecs[id] : NULL;
+}
+
+const zc_codec_info_t* zc_codec_by_name(const char* name) {
+  for (int i = 0; i < zcclNumCodecs; i++)
+    if (strcasecmp(name, zc_codecs[i].name) == 0) return &zc_codecs[i];
+  return NULL;
+}
+
+const char* zc_zfp_version(void) { return zfp_version_string; }

@@ -1,0 +1,32 @@
+/* The codecs zccl can put on the wire, as one explicit table (STYLE 2).
+ * Pure computation on memory: this layer has no threads, no I/O and reads no
+ * environment. */
+#ifndef ZC_CODEC_H_
+#define ZC_CODEC_H_
+
+#include "zccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  zcclCodec_t id;
+  const char* name; /* as written in ZCCL_COMPRESSION's codec= */
+  const char* desc;
+  int built;        /* 1 when this build can compress with it */
+} zc_codec_info_t;
+
+/* The entry for id, NULL when id is not a zcclCodec_t. */
+const zc_codec_info_t* zc_codec_info(int id);
+/* The entry whose name matches (case-insensitive), NULL when none. */
+const zc_codec_info_t* zc_codec_by_name(const char* name);
+
+/* Version of libzfp this build links (the ZFP baseline codec). */
+const char* zc_zfp_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZC_CODEC_H_ */

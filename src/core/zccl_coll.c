@@ -1,0 +1,152 @@
+/* Collective and point-to-point entry points: NCCL's argument rules, then
+ * the call goes down to proto. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "zccl_core.h"
+#include "zp_coll.h"
+#include "zu_dtype.h"
+
+/* Whether this rank reads sendbuff / writes recvbuff for the call. */
+static int zccl_uses_send(const zp_coll_args_t* a) {
+  switch (a->coll) {
+    case ZP_COLL_BROADCAST:
+    case ZP_COLL_SCATTER: return a->rank == a->root;
+    case ZP_COLL_RECV: return 0;
+    default: return 1;
+  }
+}
+
+static int zccl_uses_recv(const zp_coll_args_t* a) {
+  switch (a->coll) {
+    case ZP_COLL_REDUCE:
+    case ZP_COLL_GATHER: return a->rank == a->root;
+    case ZP_COLL_SEND: return 0;
+    default: return 1;
+  }
+}
+
+/* Elements in the larger of the two buffers: count scaled by nranks for
+ * the collectives whose other buffer holds one block per rank. */
+static int zccl_total_elems(const zp_coll_args_t* a, size_t* total) {
+  int scaled = a->coll == ZP_COLL_ALLGATHER || a->coll == ZP_COLL_REDUCESCATTER ||
+               a->coll == ZP_COLL_ALLTOALL || a->coll == ZP_COLL_GATHER || a->coll == ZP_COLL_SCATTER;
+  size_t n = (size_t)a->nranks;
+  if (scaled && a->count > SIZE_MAX / n) return -1;
+  *total = scaled ? a->count * n : a->count;
+  return 0;
+}
+
+static zcclResult_t zccl_coll_enqueue(zp_coll_args_t* a, zcclComm_t comm) {
+  const char* name = zp_coll_name(a->coll);
+  char fn[32];
+  snprintf(fn, sizeof fn, "zccl%s", name);
+  ZU_CHECK(zccl_comm_check(fn, comm));
+  ZU_RETURN_ERR_IF(comm->finalized, zcclInvalidUsage, "%s: comm is finalized", fn);
+  ZU_RETURN_ERR_IF(comm->async_error != zcclSuccess, comm->async_error,
+                   "%s: comm has a pending error from an earlier operation: %s", fn, comm->async_msg);
+  a->rank = comm->rank;
+  a->nranks = comm->nranks;
+  a->compression = comm->compression;
+
+  size_t esize = zu_dtype_size(a->datatype);
+  ZU_RETURN_ERR_IF(esize == 0, zcclInvalidArgument, "%s: invalid datatype %d", fn, (int)a->datatype);
+  if (zp_coll_reduces(a->coll))
+    ZU_RETURN_ERR_IF((int)a->op < 0 || a->op >= zcclNumOps, zcclInvalidArgument,
+                     "%s: invalid reduction op %d (sum, prod, max, min, avg)", fn, (int)a->op);
+  if (zp_coll_rooted(a->coll))
+    ZU_RETURN_ERR_IF(a->root < 0 || a->root >= a->nranks, zcclInvalidArgument,
+                     "%s: %s %d is outside [0, nranks=%d)", fn,
+                     a->coll == ZP_COLL_SEND || a->coll == ZP_COLL_RECV ? "peer" : "root", a->root,
+                     a->nranks);
+  size_t total;
+  ZU_RETURN_ERR_IF(zccl_total_elems(a, &total) != 0 || total > (size_t)PTRDIFF_MAX / esize,
+                   zcclInvalidArgument, "%s: count %zu x %d ranks of %s overflows the address space",
+                   fn, a->count, a->nranks, zu_dtype_name(a->datatype));
+  if (a->count > 0) {
+    ZU_RETURN_ERR_IF(zccl_uses_send(a) && a->sendbuff == NULL, zcclInvalidArgument,
+                     "%s: sendbuff is NULL with count %zu", fn, a->count);
+    ZU_RETURN_ERR_IF(zccl_uses_recv(a) && a->recvbuff == NULL, zcclInvalidArgument,
+                     "%s: recvbuff is NULL with count %zu", fn, a->count);
+    ZU_RETURN_ERR_IF(a->coll == ZP_COLL_ALLTOALL && a->sendbuff == a->recvbuff, zcclInvalidArgument,
+                     "%s: in-place AlltoAll is not supported (sendbuff == recvbuff)", fn);
+  }
+  ZU_TRACE(ZU_LOG_COLL, "%s count %zu %s %s root %d comm %p", fn, a->count, zu_dtype_name(a->datatype),
+           zp_coll_reduces(a->coll) ? zu_op_name(a->op) : "-", a->root, (void*)comm);
+  /* A collective of zero elements has nothing to move on any rank. Point to
+   * point calls still pair up, so they go down. */
+  if (a->count == 0 && a->coll != ZP_COLL_SEND && a->coll != ZP_COLL_RECV) return zcclSuccess;
+  ZU_CHECK(zp_coll_run(a));
+  return zcclSuccess;
+}
+
+zcclResult_t zcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, zcclDataType_t datatype,
+                           zcclRedOp_t op, zcclComm_t comm, zcclStream_t stream) {
+  zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sendbuff, .recvbuff = recvbuff,
+                      .count = count, .datatype = datatype, .op = op, .stream = stream};
+  return zccl_coll_enqueue(&a, comm);
+}
+
+zcclResult_t zcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, zcclDataType_t datatype,
+                           int root, zcclComm_t comm, zcclStream_t stream) {
+  zp_coll_args_t a = {.coll = ZP_COLL_BROADCAST, .sendbuff = sendbuff, .recvbuff = recvbuff,
+                      .count = count, .datatype = datatype, .root = root, .stream = stream};
+  return zccl_coll_enqueue(&a, comm);
+}
+
+zcclResult_t zcclReduce(const void* sendbuff, void* recvbuff, size_t count, zcclDataType_t datatype,
+                        zcclRedOp_t op, int root, zcclComm_t comm, zcclStream_t stream) {
+  zp_coll_args_t a = {.coll = ZP_COLL_REDUCE, .sendbuff = sendbuff, .recvbuff = recvbuff,
+                      .count = count, .datatype = datatype, .op = op, .root = root, .stream = stream};
+  return zccl_coll_enqueue(&a, comm);
+}
+
+zcclResult_t zcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           zcclDataType_t datatype, zcclComm_t comm, zcclStream_t stream) {
+  zp_coll_args_t a = {.coll = ZP_COLL_ALLGATHER, .sendbuff = sendbuff, .recvbuff = recvbuff,
+                      .count = sendcount, .datatype = datatype, .stream = stream};
+  return zccl_coll_enqueue(&a, comm);
+}
+
+zcclResult_t zcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               zcclDataType_t datatype, zcclRedOp_t op, zcclComm_t comm,
+                               zcclStream_t stream) {
+  zp_coll_args_t a = {.coll = ZP_COLL_REDUCESCATTER, .sendbuff = sendbuff, .recvbuff = recvbuff,
+                      .count = recvcount, .datatype = datatype, .op = op, .stream = stream};
+  return zccl_coll_enqueue(&a, comm);
+}
+
+zcclResult_t zcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, zcclDataType_t datatype,
+                          zcclComm_t comm, zcclStream_t stream) {
+  zp_coll_args_t a = {.coll = ZP_COLL_ALLTOALL, .sendbuff = sendbuff, .recvbuff = recvbuff,
+                      .count = count, .datatype = datatype, .stream = stream};
+  return zccl_coll_enqueue(&a, comm);
+}
+
+zcclResult_t zcclGather(const void* sendbuff, void* recvbuff, size_t count, zcclDataType_t datatype,
+                        int root, zcclComm_t comm, zcclStream_t stream) {
+  zp_coll_args_t a = {.coll = ZP_COLL_GATHER, .sendbuff = sendbuff, .recvbuff = recvbuff,
+                      .count = count, .datatype = datatype, .root = root, .stream = stream};
+  return zccl_coll_enqueue(&a, comm);
+}
+
+zcclResult_t zcclScatter(const void* sendbuff, void* recvbuff, size_t count, zcclDataType_t datatype,
+                         int root, zcclComm_t comm, zcclStream_t stream) {
+  zp_coll_args_t a = {.coll = ZP_COLL_SCATTER, .sendbuff = sendbuff, .recvbuff = recvbuff,
+                      .count = count, .datatype = datatype, .root = root, .stream = stream};
+  return zccl_coll_enqueue(&a, comm);
+}
+
+zcclResult_t zcclSend(const void* sendbuff, size_t count, zcclDataType_t datatype, int peer,
+                      zcclComm_t comm, zcclStream_t stream) {
+  zp_coll_args_t a = {.coll = ZP_COLL_SEND, .sendbuff = sendbuff, .count = count,
+                      .datatype = datatype, .root = peer, .stream = stream};
+  return zccl_coll_enqueue(&a, comm);
+}
+
+zcclResult_t zcclRecv(void* recvbuff, size_t count, zcclDataType_t datatype, int peer,
+                      zcclComm_t comm, zcclStream_t stream) {
+  zp_coll_args_t a = {.coll = ZP_COLL_RECV, .recvbuff = recvbuff, .count = count,
+                      .datatype = datatype, .root = peer, .stream = stream};
+  return zccl_coll_enqueue(&a, comm);
+}

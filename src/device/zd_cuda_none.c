@@ -1,0 +1,18 @@
+/* The CUDA entry points of a build without CUDA (ZCCL_CUDA=OFF). */
+#include <stdio.h>
+#include <string.h>
+
+#include "zd_device.h"
+#include "zu_error.h"
+
+zcclResult_t zd_cuda_query(zd_cuda_info_t* info) {
+  memset(info, 0, sizeof *info);
+  snprintf(info->status, sizeof info->status, "built without CUDA (ZCCL_CUDA=OFF)");
+  return zcclSuccess;
+}
+
+int zd_cuda_current_device(void) { return -1; }
+
+zcclResult_t zd_cuda_selftest(void) {
+  return ZU_ERROR(zcclInvalidUsage, "zccl was built without CUDA (ZCCL_CUDA=OFF)");
+}

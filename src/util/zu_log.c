@@ -1,0 +1,140 @@
+#include "zu_log.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "zu_error.h"
+#include "zu_param.h"
+
+static pthread_once_t zu_log_once = PTHREAD_ONCE_INIT;
+static zu_log_level_t zu_level = ZU_LOG_WARN;
+static uint32_t zu_mask = ZU_LOG_INIT | ZU_LOG_BOOTSTRAP | ZU_LOG_ENV;
+static FILE* zu_log_file = NULL; /* NULL: stderr */
+static char zu_host[64] = "?";
+static _Thread_local int zu_log_rank = -1;
+
+static const struct {
+  const char* name;
+  uint32_t bit;
+} zu_subsys_names[] = {
+    {"INIT", ZU_LOG_INIT}, {"COLL", ZU_LOG_COLL},     {"P2P", ZU_LOG_P2P},
+    {"NET", ZU_LOG_NET},   {"BOOTSTRAP", ZU_LOG_BOOTSTRAP}, {"CODEC", ZU_LOG_CODEC},
+    {"DEVICE", ZU_LOG_DEVICE}, {"TUNING", ZU_LOG_TUNING}, {"ENV", ZU_LOG_ENV},
+    {"ALL", ZU_LOG_ALL},
+};
+
+int zu_log_parse_subsys(const char* text, uint32_t* mask) {
+  int invert = 0;
+  if (text[0] == '^') {
+    invert = 1;
+    text++;
+  }
+  uint32_t m = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", text);
+  char* save = NULL;
+  for (char* tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    size_t i, n = sizeof zu_subsys_names / sizeof zu_subsys_names[0];
+    for (i = 0; i < n; i++)
+      if (strcasecmp(tok, zu_subsys_names[i].name) == 0) break;
+    if (i == n) return -1;
+    m |= zu_subsys_names[i].bit;
+  }
+  *mask = invert ? ~m : m;
+  return 0;
+}
+
+static const char* zu_subsys_name(uint32_t subsys) {
+  if (subsys == ZU_LOG_ALL) return "";
+  for (size_t i = 0; i < sizeof zu_subsys_names / sizeof zu_subsys_names[0]; i++)
+    if (zu_subsys_names[i].bit == subsys) return zu_subsys_names[i].name;
+  return "";
+}
+
+/* Expands %h (host) and %p (pid) in a ZCCL_DEBUG_FILE pattern. */
+static void zu_log_expand_path(const char* pattern, char* out, size_t len) {
+  size_t o = 0;
+  for (const char* s = pattern; *s && o + 1 < len; s++) {
+    if (s[0] == '%' && (s[1] == 'h' || s[1] == 'p')) {
+      int n = s[1] == 'h' ? snprintf(out + o, len - o, "%s", zu_host)
+                          : snprintf(out + o, len - o, "%d", (int)getpid());
+      o += (n > 0 && (size_t)n < len - o) ? (size_t)n : 0;
+      s++;
+    } else {
+      out[o++] = *s;
+    }
+  }
+  out[o] = '\0';
+}
+
+static void zu_log_init(void) {
+  gethostname(zu_host, sizeof zu_host - 1);
+  zu_host[sizeof zu_host - 1] = '\0';
+  char* dot = strchr(zu_host, '.');
+  if (dot) *dot = '\0';
+
+  const char* lv = zu_param_str(ZU_PARAM_DEBUG);
+  static const char* names[] = {"NONE", "VERSION", "WARN", "INFO", "TRACE"};
+  int found = 0;
+  for (int i = 0; i <= ZU_LOG_TRACE; i++)
+    if (strcasecmp(lv, names[i]) == 0) {
+      zu_level = (zu_log_level_t)i;
+      found = 1;
+    }
+  const char* file = zu_param_str(ZU_PARAM_DEBUG_FILE);
+  if (file[0] != '\0') {
+    char path[512];
+    zu_log_expand_path(file, path, sizeof path);
+    zu_log_file = fopen(path, "a");
+    if (zu_log_file == NULL)
+      fprintf(stderr, "%s:%d zccl WARN cannot open ZCCL_DEBUG_FILE '%s'; logging to stderr\n",
+              zu_host, (int)getpid(), path);
+    else
+      setvbuf(zu_log_file, NULL, _IOLBF, 0);
+  }
+  if (!found)
+    fprintf(stderr, "%s:%d zccl WARN ZCCL_DEBUG='%s' is not NONE|VERSION|WARN|INFO|TRACE; using WARN\n",
+            zu_host, (int)getpid(), lv);
+  const char* sub = zu_param_str(ZU_PARAM_DEBUG_SUBSYS);
+  if (zu_log_parse_subsys(sub, &zu_mask) != 0)
+    fprintf(stderr, "%s:%d zccl WARN ZCCL_DEBUG_SUBSYS='%s' has an unknown subsystem; using %s\n",
+            zu_host, (int)getpid(), sub, zu_param_def(ZU_PARAM_DEBUG_SUBSYS)->def);
+}
+
+zu_log_level_t zu_log_level(void) {
+  pthread_once(&zu_log_once, zu_log_init);
+  return zu_level;
+}
+
+uint32_t zu_log_mask(void) {
+  pthread_once(&zu_log_once, zu_log_init);
+  return zu_mask;
+}
+
+void zu_log_set_rank(int rank) { zu_log_rank = rank; }
+
+void zu_log(zu_log_level_t level, uint32_t subsys, const char* file, int line, const char* fmt, ...) {
+  pthread_once(&zu_log_once, zu_log_init);
+  static const char* tags[] = {"NONE", "VERSION", "WARN", "INFO", "TRACE"};
+  char msg[1024];
+  char rank[16] = "-";
+  if (zu_log_rank >= 0) snprintf(rank, sizeof rank, "%d", zu_log_rank);
+  const char* sub = zu_subsys_name(subsys);
+  int n = snprintf(msg, sizeof msg, "%s:%d:%ld [%s] zccl %s %s%s", zu_host, (int)getpid(),
+                   (long)syscall(SYS_gettid), rank, tags[level], sub, sub[0] ? " " : "");
+  if (level == ZU_LOG_TRACE && n > 0 && (size_t)n < sizeof msg)
+    n += snprintf(msg + n, sizeof msg - n, "%s:%d ", zu_basename(file), line);
+  if (n > 0 && (size_t)n < sizeof msg) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof msg - n, fmt, ap);
+    va_end(ap);
+  }
+  FILE* out = zu_log_file ? zu_log_file : stderr;
+  fprintf(out, "%s\n", msg); /* one call: lines from threads don't interleave */
+}

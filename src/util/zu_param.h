@@ -1,0 +1,65 @@
+/* Every environment parameter zccl reads, in one table: name, type, default
+ * and a one-line description. `zccl-info --params` prints it and
+ * docs/env.md is generated from it. Read parameters only through this
+ * interface (never getenv directly) so the table stays complete. Values are
+ * read from the environment at each call: call at init points, not in
+ * loops. */
+#ifndef ZU_PARAM_H_
+#define ZU_PARAM_H_
+
+#include <stdint.h>
+#include <stdio.h>
+#include "zccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
+
+/* X(id, type, default, description). The variable is ZCCL_<id>. */
+#define ZU_PARAM_LIST(X)                                                                  \
+  X(DEBUG, STR, "WARN",                                                                   \
+    "Log level: NONE, VERSION, WARN, INFO or TRACE (each includes the ones before it).")  \
+  X(DEBUG_SUBSYS, STR, "INIT,BOOTSTRAP,ENV",                                              \
+    "Subsystems logged at INFO/TRACE, comma-separated: INIT, COLL, P2P, NET, BOOTSTRAP, " \
+    "CODEC, DEVICE, TUNING, ENV or ALL; a leading ^ logs all but those.")                 \
+  X(DEBUG_FILE, STR, "",                                                                  \
+    "Write log lines to this file instead of stderr; %h is replaced by the host name, "   \
+    "%p by the process id.")                                                              \
+  X(COMPRESSION, STR, "",                                                                 \
+    "Default compression of communicators whose config does not set one, e.g. "          \
+    "codec=hz,mode=rel,eb=1e-3 (keys: codec, mode, eb, fill, min_bytes; see zccl.h). "    \
+    "Malformed values make communicator creation fail.")
+
+typedef enum {
+#define ZU_PARAM_ENUM(id, type, def, desc) ZU_PARAM_##id,
+  ZU_PARAM_LIST(ZU_PARAM_ENUM)
+#undef ZU_PARAM_ENUM
+  ZU_NUM_PARAMS
+} zu_param_id_t;
+
+typedef struct {
+  const char* name; /* "ZCCL_DEBUG" */
+  zu_param_type_t type;
+  const char* def;  /* default, as it would be written in the environment */
+  const char* desc;
+} zu_param_def_t;
+
+const zu_param_def_t* zu_param_def(zu_param_id_t id);
+
+/* The value: the environment's when set and non-empty, else the default. */
+const char* zu_param_str(zu_param_id_t id);
+/* 1 when the variable is set (to anything non-empty) in the environment. */
+int zu_param_is_set(zu_param_id_t id);
+/* Parses "123", "64K", "1M", "2G" (powers of 1024). 0 ok, -1 malformed. */
+int zu_parse_size(const char* text, int64_t* value);
+
+/* Prints the table: plain text, or as Markdown (docs/env.md). */
+void zu_param_print(FILE* out, int markdown);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZU_PARAM_H_ */

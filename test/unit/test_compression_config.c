@@ -1,0 +1,195 @@
+/* The compression setting: ZCCL_COMPRESSION syntax (good and malformed),
+ * round trips through the text form, and which source wins at comm init.
+ * Run without arguments for the parser; with "env-good", "env-bad" or
+ * "env-config-wins" CTest sets ZCCL_COMPRESSION for the process. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+
+static zcclUniqueId zero_id;
+
+static void test_parse_good(void) {
+  zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+  CHECK(c.codec == zcclCodecNone && c.mode == zcclErrorRel && c.eb == 1e-3 && !c.hasFill);
+
+  CHECK_RES(zcclCompressionFromString("codec=hz,mode=rel,eb=1e-3", &c), zcclSuccess);
+  CHECK(c.codec == zcclCodecHz && c.mode == zcclErrorRel && c.eb == 1e-3);
+  CHECK_RES(zcclCompressionFromString(" codec = SZP , mode=abs , eb=0.5 ,min_bytes=1M", &c), zcclSuccess);
+  CHECK(c.codec == zcclCodecSzp && c.mode == zcclErrorAbs && c.eb == 0.5 && c.minBytes == (1u << 20));
+  CHECK_RES(zcclCompressionFromString("fill=-1e34", &c), zcclSuccess); /* other keys kept */
+  CHECK(c.codec == zcclCodecSzp && c.hasFill && c.fillValue == -1e34);
+  CHECK_RES(zcclCompressionFromString("fill=none", &c), zcclSuccess);
+  CHECK(!c.hasFill);
+  CHECK_RES(zcclCompressionFromString("zfp,eb=1e-4", &c), zcclSuccess); /* bare codec first */
+  CHECK(c.codec == zcclCodecZfp && c.eb == 1e-4);
+  CHECK_RES(zcclCompressionFromString("mode=target", &c), zcclSuccess);
+  CHECK(c.mode == zcclErrorTargetAbs);
+  CHECK_RES(zcclCompressionFromString("mode=target-rel", &c), zcclSuccess);
+  CHECK(c.mode == zcclErrorTargetRel);
+  CHECK_RES(zcclCompressionFromString("codec=rle,min_bytes=64K", &c), zcclSuccess);
+  CHECK(c.codec == zcclCodecRle && c.minBytes == 65536);
+  CHECK_RES(zcclCompressionFromString("codec=auto", &c), zcclSuccess);
+  CHECK(c.codec == zcclCodecAuto);
+  CHECK_RES(zcclCompressionFromString("off", &c), zcclSuccess);
+  CHECK(c.codec == zcclCodecNone);
+  c.codec = zcclCodecHz;
+  CHECK_RES(zcclCompressionFromString("", &c), zcclSuccess);
+  CHECK(c.codec == zcclCodecNone);
+  CHECK_RES(zcclCompressionFromString("none", &c), zcclSuccess);
+  CHECK(c.codec == zcclCodecNone);
+}
+
+static void test_parse_malformed(void) {
+  static const struct {
+    const char* text;
+    const char* msg;
+  } bad[] = {
+      {"codec=lz4", "unknown codec 'lz4'"},
+      {"codec=hz,eb=abc", "eb='abc' is not a number"},
+      {"codec=hz,eb=1e-3x", "eb='1e-3x'"},
+      {"codec=hz,eb=0", "must be finite and > 0"},
+      {"codec=hz,eb=-1e-3", "must be finite and > 0"},
+      {"codec=hz,eb=inf", "must be finite"},
+      {"codec=hz,eb=nan", "must be finite"},
+      {"codec=hz,eb=1e999", "eb='1e999' is not a number"},
+      {"codec=hz,mode=relative", "unknown mode 'relative'"},
+      {"codec=hz,speed=fast", "unknown key 'speed'"},
+      {"codec=", "codec has no value"},
+      {"codec=hz,,eb=1", "'' is not key=value"},
+      {"eb=1e-3,hz", "'hz' is not key=value"},
+      {"codec=hz,fill=land", "fill='land'"},
+      {"codec=hz,fill=inf", "fill value must be finite"},
+      {"codec=hz,min_bytes=-5", "min_bytes='-5'"},
+      {"codec=hz,min_bytes=12Q", "min_bytes='12Q'"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+    zcclCompression_t before = c;
+    CHECK_RES(zcclCompressionFromString(bad[i].text, &c), zcclInvalidArgument);
+    CHECK_LAST_ERROR_HAS(bad[i].msg);
+    CHECK(memcmp(&c, &before, sizeof c) == 0); /* untouched on error */
+  }
+  zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+  CHECK_RES(zcclCompressionFromString(NULL, &c), zcclInvalidArgument);
+  CHECK_RES(zcclCompressionFromString("hz", NULL), zcclInvalidArgument);
+  char longtext[600];
+  memset(longtext, 'a', sizeof longtext - 1);
+  longtext[sizeof longtext - 1] = '\0';
+  CHECK_RES(zcclCompressionFromString(longtext, &c), zcclInvalidArgument);
+}
+
+static void test_round_trip(void) {
+  zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+  c.codec = zcclCodecHz;
+  c.mode = zcclErrorTargetRel;
+  c.eb = 0.1; /* not exact in binary: %.17g must round-trip it */
+  c.hasFill = 1;
+  c.fillValue = -9.99e33;
+  c.minBytes = 12345;
+  char text[200];
+  CHECK_RES(zcclCompressionToString(&c, text, sizeof text), zcclSuccess);
+  zcclCompression_t d = ZCCL_COMPRESSION_INITIALIZER;
+  CHECK_RES(zcclCompressionFromString(text, &d), zcclSuccess);
+  CHECK(memcmp(&c, &d, sizeof c) == 0);
+  CHECK_RES(zcclCompressionToString(&c, text, 10), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("too small");
+  c.mode = 9;
+  CHECK_RES(zcclCompressionToString(&c, text, sizeof text), zcclInvalidArgument);
+}
+
+static void test_comm_setting(void) {
+  zcclComm_t comm;
+  CHECK_RES(zcclCommInitRank(&comm, 1, zero_id, 0), zcclSuccess);
+  zcclCompression_t c;
+  CHECK_RES(zcclCommGetCompression(comm, &c), zcclSuccess);
+  CHECK(c.codec == zcclCodecNone); /* default: off */
+  zcclCompression_t want = ZCCL_COMPRESSION_INITIALIZER;
+  want.codec = zcclCodecSzp;
+  want.eb = 1e-5;
+  CHECK_RES(zcclCommSetCompression(comm, &want), zcclSuccess);
+  CHECK_RES(zcclCommGetCompression(comm, &c), zcclSuccess);
+  CHECK(c.codec == zcclCodecSzp && c.eb == 1e-5);
+  want.eb = NAN;
+  CHECK_RES(zcclCommSetCompression(comm, &want), zcclInvalidArgument);
+  CHECK_RES(zcclCommGetCompression(comm, &c), zcclSuccess);
+  CHECK(c.eb == 1e-5); /* the bad setting was not applied */
+  CHECK_RES(zcclCommSetCompression(comm, NULL), zcclInvalidArgument);
+  CHECK_RES(zcclCommGetCompression(comm, NULL), zcclInvalidArgument);
+  CHECK_RES(zcclCommSetCompression(NULL, &want), zcclInvalidArgument);
+  CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
+}
+
+/* CTest: ZCCL_COMPRESSION=codec=hz,mode=abs,eb=2.5e-4,fill=-1e34 */
+static void test_env_good(void) {
+  zcclComm_t comm, sub;
+  CHECK_RES(zcclCommInitRank(&comm, 1, zero_id, 0), zcclSuccess);
+  zcclCompression_t c;
+  CHECK_RES(zcclCommGetCompression(comm, &c), zcclSuccess);
+  CHECK(c.codec == zcclCodecHz && c.mode == zcclErrorAbs && c.eb == 2.5e-4 && c.hasFill &&
+        c.fillValue == -1e34);
+  /* A split inherits its parent's setting. */
+  c.eb = 1e-2;
+  CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
+  CHECK_RES(zcclCommSplit(comm, 0, 0, &sub, NULL), zcclSuccess);
+  zcclCompression_t s;
+  CHECK_RES(zcclCommGetCompression(sub, &s), zcclSuccess);
+  CHECK(s.eb == 1e-2 && s.codec == zcclCodecHz);
+  CHECK_RES(zcclCommDestroy(sub), zcclSuccess);
+  CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
+}
+
+/* CTest: ZCCL_COMPRESSION=codec=hz,eb=abc */
+static void test_env_bad(void) {
+  zcclComm_t comm = (zcclComm_t)(void*)&comm;
+  CHECK_RES(zcclCommInitRank(&comm, 1, zero_id, 0), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("ZCCL_COMPRESSION is malformed");
+  CHECK_LAST_ERROR_HAS("eb='abc'");
+  CHECK(comm == NULL);
+  /* An explicit config does not read the environment. */
+  zcclConfig_t cfg = ZCCL_CONFIG_INITIALIZER;
+  cfg.compression.codec = zcclCodecSzp;
+  CHECK_RES(zcclCommInitRankConfig(&comm, 1, zero_id, 0, &cfg), zcclSuccess);
+  CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
+}
+
+/* CTest: ZCCL_COMPRESSION=codec=hz,eb=1e-3; the config says zfp. */
+static void test_env_config_wins(void) {
+  zcclComm_t comm;
+  zcclConfig_t cfg = ZCCL_CONFIG_INITIALIZER;
+  cfg.compression.codec = zcclCodecZfp;
+  cfg.compression.mode = zcclErrorAbs;
+  cfg.compression.eb = 0.25;
+  CHECK_RES(zcclCommInitRankConfig(&comm, 1, zero_id, 0, &cfg), zcclSuccess);
+  zcclCompression_t c;
+  CHECK_RES(zcclCommGetCompression(comm, &c), zcclSuccess);
+  CHECK(c.codec == zcclCodecZfp && c.mode == zcclErrorAbs && c.eb == 0.25);
+  CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
+  /* Without config the environment applies. */
+  CHECK_RES(zcclCommInitRank(&comm, 1, zero_id, 0), zcclSuccess);
+  CHECK_RES(zcclCommGetCompression(comm, &c), zcclSuccess);
+  CHECK(c.codec == zcclCodecHz && c.eb == 1e-3);
+  CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "parser";
+  if (strcmp(mode, "parser") == 0) {
+    const char* env = getenv("ZCCL_COMPRESSION");
+    CHECK(env == NULL || env[0] == '\0'); /* empty counts as unset */
+    test_parse_good();
+    test_parse_malformed();
+    test_round_trip();
+    test_comm_setting();
+  } else if (strcmp(mode, "env-good") == 0) {
+    test_env_good();
+  } else if (strcmp(mode, "env-bad") == 0) {
+    test_env_bad();
+  } else if (strcmp(mode, "env-config-wins") == 0) {
+    test_env_config_wins();
+  } else {
+    fprintf(stderr, "unknown mode %s\n", mode);
+    return 2;
+  }
+  TEST_DONE();
+}
