@@ -21,6 +21,13 @@ const char* zu_error_string(zcclResult_t code) {
   }
 }
 
+const char* zu_error_name(zcclResult_t code) {
+  static const char* names[zcclNumResults] = {
+      "zcclSuccess",       "zcclUnhandledCudaError", "zcclSystemError", "zcclInternalError",
+      "zcclInvalidArgument", "zcclInvalidUsage",     "zcclRemoteError", "zcclInProgress"};
+  return (code >= 0 && code < zcclNumResults) ? names[code] : "unknown";
+}
+
 const char* zu_basename(const char* path) {
   const char* s = strrchr(path, '/');
   return s ? s + 1 : path;
@@ -36,7 +43,7 @@ zcclResult_t zu_error_set(zcclResult_t code, const char* file, int line, const c
   }
   zu_last_seq++;
   if (ZU_LOG_ENABLED(ZU_LOG_WARN, ZU_LOG_ALL))
-    zu_log(ZU_LOG_WARN, ZU_LOG_ALL, file, line, "%s (%s)", zu_last_msg, zu_error_string(code));
+    zu_log(ZU_LOG_WARN, ZU_LOG_ALL, file, line, "%s (%s)", zu_last_msg, zu_error_name(code));
   return code;
 }
 

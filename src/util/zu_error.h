@@ -20,6 +20,9 @@ zcclResult_t zu_error_set(zcclResult_t code, const char* file, int line, const c
 /* Static text for a result code (zcclGetErrorString). */
 const char* zu_error_string(zcclResult_t code);
 
+/* The enumerator's name, "zcclInvalidArgument", for log lines. */
+const char* zu_error_name(zcclResult_t code);
+
 /* This thread's last error message ("" when none). */
 const char* zu_error_last(void);
 /* Sequence number of this thread's last error (0: none); lets a caller tell
