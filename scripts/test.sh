@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is needed, builds, and runs the
 # whole CTest suite, then the unit tests again under AddressSanitizer +
-# UndefinedBehaviorSanitizer and under ThreadSanitizer.
+# UndefinedBehaviorSanitizer and under ThreadSanitizer, then the fuzzers
+# (label fuzz) for a bounded time in a clang build.
 #   scripts/test.sh            everything
 #   ZCCL_TEST_JOBS=N           parallel build/test jobs (default: nproc)
 set -euo pipefail
@@ -47,8 +48,12 @@ run_suite() {
 run_suite release "$ROOT/build" "" -DCMAKE_BUILD_TYPE=Release
 run_suite asan-ubsan "$ROOT/build-asan" unit -DCMAKE_BUILD_TYPE=Debug \
   -DZCCL_SANITIZE=address,undefined -DZCCL_BUILD_PERF=OFF
+# The thread build also covers ZCCL_CUDA=OFF.
 run_suite tsan "$ROOT/build-tsan" unit -DCMAKE_BUILD_TYPE=Debug \
-  -DZCCL_SANITIZE=thread -DZCCL_BUILD_PERF=OFF
+  -DZCCL_SANITIZE=thread -DZCCL_BUILD_PERF=OFF -DZCCL_CUDA=OFF
+# libFuzzer (clang) over the decoders and parsers, a bounded time each.
+run_suite fuzz "$ROOT/build-fuzz" fuzz -DCMAKE_BUILD_TYPE=Debug -DZCCL_FUZZ=ON \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DZCCL_CUDA=OFF -DZCCL_BUILD_PERF=OFF
 
 echo "zccl: $total_pass passed, $total_fail failed, $total_skip skipped"
 exit $status
