@@ -255,7 +255,8 @@ zcclResult_t zcclCommGetCompression(const zcclComm_t comm, zcclCompression_t* co
 /* Parses the ZCCL_COMPRESSION syntax: comma-separated key=value pairs
  *   codec=none|auto|szp|hz|rle|zfp  mode=abs|rel|target|target-rel
  *   eb=<float>  fill=<float>|none  min_bytes=<size, K/M/G suffixes>
- * Keys not given keep the value *compression already has.
+ * Keys not given keep the value *compression already has (a codec of
+ * ZCCL_CONFIG_UNDEF_INT counts as none).
  * "off"/"none"/"" mean codec=none. zcclInvalidArgument on any error. */
 zcclResult_t zcclCompressionFromString(const char* text, zcclCompression_t* compression);
 /* Formats a compression setting in the syntax above (always parseable). */

@@ -460,8 +460,9 @@ int main(int argc, char** argv) {
     for (int m = 0; m < 2; m++) {
       if (m == 0 ? !run_zccl_plain : !run_zccl_comp) continue;
       zcclCommSetCompression(c.comm, m == 0 ? &plain : &comp);
-      row = (row_t){.method = m == 0 ? "zccl" : "zccl-compressed", .codec = m == 0 ? "none" : o.compression,
-                    .algo = "auto"};
+      static const char* codec_names[zcclNumCodecs] = {"none", "auto", "szp", "hz", "rle", "zfp"};
+      row = (row_t){.method = m == 0 ? "zccl" : "zccl-compressed",
+                    .codec = codec_names[m == 0 ? zcclCodecNone : comp.codec], .algo = "auto"};
       if (time_method(&c, run_zccl, count, send, recv, &row) != 0) {
         if (c.rank == 0) printf("# %s: stopped: %s\n", row.method, c.zccl_why);
         if (m == 0) run_zccl_plain = 0;

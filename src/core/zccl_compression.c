@@ -59,6 +59,8 @@ zcclResult_t zcclCompressionFromString(const char* text, zcclCompression_t* comp
                    fn, sizeof buf - 1);
   snprintf(buf, sizeof buf, "%s", text);
   zcclCompression_t c = *compression;
+  /* A config's "not set" codec becomes none unless the text names one. */
+  if (c.codec == ZCCL_CONFIG_UNDEF_INT) c.codec = zcclCodecNone;
   char* all = zccl_trim(buf);
   if (all[0] == '\0' || strcasecmp(all, "off") == 0 || strcasecmp(all, "none") == 0) {
     compression->codec = zcclCodecNone;

@@ -44,6 +44,9 @@ static void test_parse_good(void) {
   CHECK(c.codec == zcclCodecNone);
   CHECK_RES(zcclCompressionFromString("none", &c), zcclSuccess);
   CHECK(c.codec == zcclCodecNone);
+  zcclConfig_t cfg = ZCCL_CONFIG_INITIALIZER; /* codec "not set" */
+  CHECK_RES(zcclCompressionFromString("eb=1e-4", &cfg.compression), zcclSuccess);
+  CHECK(cfg.compression.codec == zcclCodecNone && cfg.compression.eb == 1e-4);
 }
 
 static void test_parse_malformed(void) {
