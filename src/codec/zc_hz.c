@@ -1,0 +1,99 @@
+/* Homomorphic operations (hZCCL): SUM, MAX and MIN of two streams on their
+ * integer tracks, chunk by chunk, without reconstructing ordinary values. */
+#include <math.h>
+#include <string.h>
+
+#include "zc_szp_internal.h"
+#include "zu_error.h"
+
+static int zc_compatible(const zc_header_t* a, const zc_header_t* b) {
+  return a->dtype == b->dtype && a->count == b->count && memcmp(&a->eb, &b->eb, 8) == 0 &&
+         a->chunk_log2 == b->chunk_log2 && a->has_fill == b->has_fill &&
+         (!a->has_fill || memcmp(&a->fill, &b->fill, 8) == 0) && a->divisor == b->divisor;
+}
+
+/* The dtype's a op b for exception positions (NaN if either is NaN). */
+static double zc_value_op(zcclRedOp_t op, zcclDataType_t dtype, double a, double b) {
+  if (dtype == zcclFloat32) {
+    float x = (float)a, y = (float)b;
+    if (op == zcclSum) return (double)(x + y);
+    if (isnan(x) || isnan(y)) return (double)NAN;
+    return (double)(op == zcclMax ? (x > y ? x : y) : (x < y ? x : y));
+  }
+  if (op == zcclSum) return a + b;
+  if (isnan(a) || isnan(b)) return NAN;
+  return op == zcclMax ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+zcclResult_t zc_hop(zcclRedOp_t op, const void* a, size_t a_size, const void* b, size_t b_size, void* out,
+                    size_t cap, size_t* size) {
+  ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
+                   "zc_hop: op %d is not sum, max or min", (int)op);
+  ZU_RETURN_ERR_IF(out == NULL || size == NULL, zcclInvalidArgument, "zc_hop: NULL argument");
+  zc_header_t ha, hb;
+  ZU_CHECK(zc_header_read(a, a_size, &ha));
+  ZU_CHECK(zc_header_read(b, b_size, &hb));
+  ZU_RETURN_ERR_IF(!zc_compatible(&ha, &hb), zcclInvalidArgument,
+                   "zc_hop: streams differ in dtype, count, error bound, chunk size, fill or divisor");
+  size_t head = ZC_HEADER_BYTES + (size_t)ha.nchunks * 4;
+  ZU_RETURN_ERR_IF(cap < head, zcclInvalidArgument, "zc_hop: output buffer too small");
+  ZU_RETURN_ERR_IF((const uint8_t*)out < (const uint8_t*)a + a_size && (const uint8_t*)a < (uint8_t*)out + cap,
+                   zcclInvalidArgument, "zc_hop: out overlaps input a");
+  ZU_RETURN_ERR_IF((const uint8_t*)out < (const uint8_t*)b + b_size && (const uint8_t*)b < (uint8_t*)out + cap,
+                   zcclInvalidArgument, "zc_hop: out overlaps input b");
+  uint8_t* o = out;
+  memcpy(o, a, ZC_HEADER_BYTES);
+  zc_grid_t g;
+  zc_grid_init(ha.eb, &g);
+  const uint8_t *ca = ha.chunks, *cb = hb.chunks;
+  size_t at = head, chunk = (size_t)1 << ha.chunk_log2;
+  for (uint32_t c = 0; c < ha.nchunks; c++) {
+    uint32_t na = zc_get_u32(ha.index + 4 * (size_t)c), nb = zc_get_u32(hb.index + 4 * (size_t)c);
+    size_t first = (size_t)c << ha.chunk_log2;
+    size_t n = ha.count - first < chunk ? ha.count - first : chunk;
+    zc_parse_t pa, pb;
+    if (zc_parse_begin(&pa, ca, na, n, ha.dtype, ha.has_fill) != 0 ||
+        zc_parse_begin(&pb, cb, nb, n, hb.dtype, hb.has_fill) != 0)
+      return ZU_ERROR(zcclInvalidArgument, "zc_hop: chunk %u is truncated", c);
+    if (cap - at < 8) return zc_emit_error(-1, "zc_hop");
+    zc_emit_t e;
+    zc_emit_begin(&e, o + at, cap - at, ha.dtype, ha.has_fill);
+    while (pa.left > 0) {
+      zc_ivals_t va, vb, vr;
+      int nva, nvb;
+      if (zc_parse_block(&pa, &va, &nva) != 0 || zc_parse_block(&pb, &vb, &nvb) != 0)
+        return ZU_ERROR(zcclInvalidArgument, "zc_hop: chunk %u is malformed", c);
+      for (int i = 0; i < nva; i++) {
+        int ka = va.kind[i], kb = vb.kind[i];
+        if (ka == ZC_KIND_FILL || kb == ZC_KIND_FILL) {
+          vr.kind[i] = ZC_KIND_FILL;
+        } else if (ka == ZC_KIND_EXCEPTION || kb == ZC_KIND_EXCEPTION) {
+          double x = ka == ZC_KIND_EXCEPTION ? va.raw[i]
+                     : ha.dtype == zcclFloat32 ? (double)zc_dequant_f32(va.q[i], &g)
+                                               : zc_dequant_f64(va.q[i], &g);
+          double y = kb == ZC_KIND_EXCEPTION ? vb.raw[i]
+                     : ha.dtype == zcclFloat32 ? (double)zc_dequant_f32(vb.q[i], &g)
+                                               : zc_dequant_f64(vb.q[i], &g);
+          vr.kind[i] = ZC_KIND_EXCEPTION;
+          vr.raw[i] = zc_value_op(op, ha.dtype, x, y);
+        } else {
+          int64_t x = va.q[i], y = vb.q[i];
+          vr.kind[i] = ZC_KIND_ORDINARY;
+          vr.q[i] = op == zcclSum ? (int64_t)((uint64_t)x + (uint64_t)y)
+                    : op == zcclMax ? (x > y ? x : y)
+                                    : (x < y ? x : y);
+        }
+      }
+      int rc = zc_emit_block(&e, &vr, nva);
+      if (rc != 0) return zc_emit_error(rc, "zc_hop");
+    }
+    if (pa.o != na || pb.o != nb) return ZU_ERROR(zcclInvalidArgument, "zc_hop: chunk %u has trailing bytes", c);
+    size_t bytes = zc_emit_end(&e);
+    zc_put_u32(o + ZC_HEADER_BYTES + 4 * (size_t)c, (uint32_t)bytes);
+    at += bytes;
+    ca += na;
+    cb += nb;
+  }
+  *size = at;
+  return zcclSuccess;
+}

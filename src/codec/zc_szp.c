@@ -1,0 +1,451 @@
+/* The stream codec on the host: header, chunks, and the chunk emitter that
+ * compression, integer encoding and homomorphic operations share, so all of
+ * them write the canonical bytes of docs/format.md. */
+#include "zc_szp.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "zc_szp_block.h"
+#include "zc_szp_internal.h"
+#include "zu_error.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "zccl's stream codec assumes a little-endian host"
+#endif
+
+static const uint8_t zc_magic[4] = {'Z', 'C', 'C', 'S'};
+
+size_t zc_dtype_bytes(zcclDataType_t dtype) {
+  return dtype == zcclFloat32 ? 4 : dtype == zcclFloat64 ? 8 : 0;
+}
+
+size_t zc_compress_bound(size_t count, zcclDataType_t dtype, unsigned chunk_log2) {
+  if (chunk_log2 == 0) chunk_log2 = ZC_CHUNK_LOG2_DEFAULT;
+  size_t esize = zc_dtype_bytes(dtype);
+  size_t nchunks = (count + ((size_t)1 << chunk_log2) - 1) >> chunk_log2;
+  size_t nblocks = (count + ZC_BLOCK - 1) / ZC_BLOCK + nchunks; /* partial blocks per chunk */
+  return ZC_HEADER_BYTES + nchunks * (4 + 8) + nblocks * (ZC_BLOCK_MAX_CODED + ZC_BLOCK * esize);
+}
+
+static void zc_header_write(uint8_t* o, zcclDataType_t dtype, uint64_t count, double eb, int has_fill,
+                            double fill, unsigned chunk_log2, uint32_t nchunks, uint32_t divisor) {
+  memcpy(o, zc_magic, 4);
+  o[4] = 1;
+  o[5] = dtype == zcclFloat32 ? 1 : 2;
+  o[6] = has_fill ? 1 : 0;
+  o[7] = (uint8_t)chunk_log2;
+  memcpy(o + 8, &count, 8);
+  memcpy(o + 16, &eb, 8);
+  double f = has_fill ? fill : 0.0;
+  memcpy(o + 24, &f, 8);
+  memcpy(o + 32, &nchunks, 4);
+  memcpy(o + 36, &divisor, 4);
+}
+
+zcclResult_t zc_header_read(const void* stream, size_t size, zc_header_t* h) {
+  const uint8_t* s = stream;
+  ZU_RETURN_ERR_IF(stream == NULL || h == NULL, zcclInvalidArgument, "stream: NULL argument");
+  ZU_RETURN_ERR_IF(size < ZC_HEADER_BYTES, zcclInvalidArgument,
+                   "stream: %zu bytes is shorter than the %d-byte header", size, ZC_HEADER_BYTES);
+  ZU_RETURN_ERR_IF(memcmp(s, zc_magic, 4) != 0, zcclInvalidArgument, "stream: bad magic (not a zccl stream)");
+  ZU_RETURN_ERR_IF(s[4] != 1, zcclInvalidArgument, "stream: format version %u, this zccl reads 1", s[4]);
+  ZU_RETURN_ERR_IF(s[5] != 1 && s[5] != 2, zcclInvalidArgument, "stream: bad dtype code %u", s[5]);
+  ZU_RETURN_ERR_IF(s[6] & ~1u, zcclInvalidArgument, "stream: reserved flag bits set (0x%02x)", s[6]);
+  ZU_RETURN_ERR_IF(s[7] < ZC_CHUNK_LOG2_MIN || s[7] > ZC_CHUNK_LOG2_MAX, zcclInvalidArgument,
+                   "stream: chunk size 2^%u outside 2^%d..2^%d", s[7], ZC_CHUNK_LOG2_MIN, ZC_CHUNK_LOG2_MAX);
+  memset(h, 0, sizeof *h);
+  h->dtype = s[5] == 1 ? zcclFloat32 : zcclFloat64;
+  h->has_fill = s[6] & 1;
+  h->chunk_log2 = s[7];
+  memcpy(&h->count, s + 8, 8);
+  memcpy(&h->eb, s + 16, 8);
+  memcpy(&h->fill, s + 24, 8);
+  memcpy(&h->nchunks, s + 32, 4);
+  memcpy(&h->divisor, s + 36, 4);
+  ZU_RETURN_ERR_IF(!(isfinite(h->eb) && h->eb > 0), zcclInvalidArgument, "stream: bad error bound %g", h->eb);
+  ZU_RETURN_ERR_IF(!isfinite(h->fill), zcclInvalidArgument, "stream: non-finite fill value");
+  ZU_RETURN_ERR_IF(h->divisor == 0, zcclInvalidArgument, "stream: divisor 0");
+  uint64_t want = (h->count + ((uint64_t)1 << h->chunk_log2) - 1) >> h->chunk_log2;
+  ZU_RETURN_ERR_IF(want != h->nchunks, zcclInvalidArgument,
+                   "stream: %u chunks for %llu values of chunk size %u (expected %llu)", h->nchunks,
+                   (unsigned long long)h->count, 1u << h->chunk_log2, (unsigned long long)want);
+  ZU_RETURN_ERR_IF((size - ZC_HEADER_BYTES) / 4 < h->nchunks, zcclInvalidArgument,
+                   "stream: truncated chunk index (%u chunks, %zu bytes)", h->nchunks, size);
+  h->index = s + ZC_HEADER_BYTES;
+  h->chunks = h->index + (size_t)h->nchunks * 4;
+  size_t total = ZC_HEADER_BYTES + (size_t)h->nchunks * 4;
+  for (uint32_t c = 0; c < h->nchunks; c++) {
+    uint32_t n = zc_get_u32(h->index + 4 * (size_t)c);
+    ZU_RETURN_ERR_IF(n < 8 || n > size - total, zcclInvalidArgument,
+                     "stream: chunk %u claims %u bytes, %zu remain", c, n, size - total);
+    total += n;
+  }
+  ZU_RETURN_ERR_IF(total != size, zcclInvalidArgument, "stream: %zu bytes given, the stream has %zu",
+                   size, total);
+  h->stream_bytes = total;
+  return zcclSuccess;
+}
+
+/* ---- the chunk emitter ---------------------------------------------------- */
+
+void zc_emit_begin(zc_emit_t* e, uint8_t* out, size_t cap, zcclDataType_t dtype, int has_fill) {
+  memset(e, 0, sizeof *e);
+  e->out = out;
+  e->cap = cap;
+  e->o = 8; /* base, written at the end */
+  e->esize = zc_dtype_bytes(dtype);
+  e->has_fill = has_fill;
+}
+
+int zc_emit_block(zc_emit_t* e, const zc_ivals_t* v, int nvalid) {
+  zc_block_t b;
+  uint32_t pad = 0;
+  b.xbits = 0;
+  b.fbits = 0;
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    b.d[i] = 0;
+    if (i >= nvalid) {
+      pad |= 1u << i;
+    } else if (v->kind[i] == ZC_KIND_FILL) {
+      b.fbits |= 1u << i;
+    } else if (v->kind[i] == ZC_KIND_EXCEPTION) {
+      b.xbits |= 1u << i;
+    } else {
+      if (!e->have_prev) {
+        e->base = v->q[i];
+        e->prev = v->q[i];
+        e->have_prev = 1;
+      }
+      uint64_t d = (uint64_t)v->q[i] - (uint64_t)e->prev;
+      e->prev = v->q[i];
+      int64_t sd = (int64_t)d;
+      if (sd >= ((int64_t)1 << ZC_W_MAX) || sd <= -((int64_t)1 << ZC_W_MAX)) return -2;
+      b.d[i] = sd;
+    }
+  }
+  if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * e->esize) return -1;
+  e->o += (size_t)zc_block_encode(&b, pad, e->has_fill, e->out + e->o);
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    if (!((b.xbits >> i) & 1u)) continue;
+    if (e->esize == 4) {
+      float f = (float)v->raw[i];
+      memcpy(e->out + e->o, &f, 4);
+    } else {
+      memcpy(e->out + e->o, &v->raw[i], 8);
+    }
+    e->o += e->esize;
+  }
+  return 0;
+}
+
+size_t zc_emit_end(zc_emit_t* e) {
+  memcpy(e->out, &e->base, 8);
+  return e->o;
+}
+
+zcclResult_t zc_emit_error(int rc, const char* what) {
+  if (rc == -2)
+    return ZU_ERROR(zcclInvalidUsage, "%s: a delta exceeds 2^%d (too many homomorphic sums of large values)",
+                    what, ZC_W_MAX);
+  return ZU_ERROR(zcclInvalidArgument, "%s: output buffer too small (size it with zc_compress_bound)", what);
+}
+
+/* ---- chunk parsing ---------------------------------------------------------- */
+
+int zc_parse_begin(zc_parse_t* p, const uint8_t* chunk, size_t size, size_t nvalues, zcclDataType_t dtype,
+                   int has_fill) {
+  if (size < 8) return -1;
+  memset(p, 0, sizeof *p);
+  p->in = chunk;
+  p->size = size;
+  p->o = 8;
+  p->left = nvalues;
+  p->esize = zc_dtype_bytes(dtype);
+  p->has_fill = has_fill;
+  int64_t base;
+  memcpy(&base, chunk, 8);
+  p->q = base;
+  return 0;
+}
+
+int zc_parse_block(zc_parse_t* p, zc_ivals_t* v, int* nvalid) {
+  zc_block_t b;
+  int nexc;
+  if (p->left == 0) return -1;
+  int n = zc_block_decode(p->in + p->o, p->size - p->o, p->has_fill, &b, &nexc);
+  if (n < 0) return -1;
+  p->o += (size_t)n;
+  int nv = p->left < ZC_BLOCK ? (int)p->left : ZC_BLOCK;
+  uint32_t valid = nv == ZC_BLOCK ? 0xffffffffu : ((1u << nv) - 1);
+  /* A padding position is neither exception nor fill, and has delta 0. */
+  if (((b.xbits | b.fbits) & ~valid) && b.fbits != 0xffffffffu) return -1;
+  if ((size_t)nexc * p->esize > p->size - p->o) return -1;
+  const uint8_t* raw = p->in + p->o;
+  p->o += (size_t)nexc * p->esize;
+  uint64_t q = (uint64_t)p->q;
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    if (i >= nv) {
+      if (b.d[i] != 0) return -1;
+      continue;
+    }
+    q += (uint64_t)b.d[i];
+    v->q[i] = (int64_t)q;
+    if ((b.fbits >> i) & 1u) {
+      v->kind[i] = ZC_KIND_FILL;
+    } else if ((b.xbits >> i) & 1u) {
+      v->kind[i] = ZC_KIND_EXCEPTION;
+      if (p->esize == 4) {
+        float f;
+        memcpy(&f, raw, 4);
+        v->raw[i] = f;
+      } else {
+        memcpy(&v->raw[i], raw, 8);
+      }
+      raw += p->esize;
+    } else {
+      v->kind[i] = ZC_KIND_ORDINARY;
+    }
+  }
+  p->q = (int64_t)q;
+  p->left -= (size_t)nv;
+  *nvalid = nv;
+  return 0;
+}
+
+/* ---- compression -------------------------------------------------------- */
+
+/* Classifies one block of values into the integer view. */
+static void zc_classify_f32(const float* x, int n, const zc_grid_t* g, int has_fill, float fill,
+                            zc_ivals_t* v) {
+  for (int i = 0; i < n; i++) {
+    float f = x[i];
+    if (has_fill && f == fill) {
+      v->kind[i] = ZC_KIND_FILL;
+    } else if (zc_quant_f32(f, g, &v->q[i])) {
+      v->kind[i] = ZC_KIND_EXCEPTION;
+      v->raw[i] = f;
+    } else {
+      v->kind[i] = ZC_KIND_ORDINARY;
+    }
+  }
+}
+
+static void zc_classify_f64(const double* x, int n, const zc_grid_t* g, int has_fill, double fill,
+                            zc_ivals_t* v) {
+  for (int i = 0; i < n; i++) {
+    double f = x[i];
+    if (has_fill && f == fill) {
+      v->kind[i] = ZC_KIND_FILL;
+    } else if (zc_quant_f64(f, g, &v->q[i])) {
+      v->kind[i] = ZC_KIND_EXCEPTION;
+      v->raw[i] = f;
+    } else {
+      v->kind[i] = ZC_KIND_ORDINARY;
+    }
+  }
+}
+
+zcclResult_t zc_compress(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
+                         size_t* size, zc_progress_fn progress, void* arg) {
+  ZU_RETURN_ERR_IF(p == NULL || out == NULL || size == NULL || (in == NULL && count > 0), zcclInvalidArgument,
+                   "zc_compress: NULL argument");
+  size_t esize = zc_dtype_bytes(p->dtype);
+  ZU_RETURN_ERR_IF(esize == 0, zcclInvalidArgument, "zc_compress: dtype %d is not float32/float64", p->dtype);
+  ZU_RETURN_ERR_IF(!(isfinite(p->eb) && p->eb > 0), zcclInvalidArgument,
+                   "zc_compress: error bound %g must be finite and > 0", p->eb);
+  ZU_RETURN_ERR_IF(p->has_fill && !isfinite(p->fill), zcclInvalidArgument,
+                   "zc_compress: the fill value must be finite");
+  unsigned lg = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
+  ZU_RETURN_ERR_IF(lg < ZC_CHUNK_LOG2_MIN || lg > ZC_CHUNK_LOG2_MAX, zcclInvalidArgument,
+                   "zc_compress: chunk size 2^%u outside 2^%d..2^%d", lg, ZC_CHUNK_LOG2_MIN, ZC_CHUNK_LOG2_MAX);
+  size_t chunk = (size_t)1 << lg;
+  uint64_t nchunks64 = ((uint64_t)count + chunk - 1) >> lg;
+  ZU_RETURN_ERR_IF(nchunks64 > UINT32_MAX, zcclInvalidArgument, "zc_compress: %zu values is too many", count);
+  uint32_t nchunks = (uint32_t)nchunks64;
+  size_t head = ZC_HEADER_BYTES + (size_t)nchunks * 4;
+  ZU_RETURN_ERR_IF(cap < head, zcclInvalidArgument, "zc_compress: output buffer too small");
+  uint8_t* o = out;
+  zc_header_write(o, p->dtype, count, p->eb, p->has_fill, p->fill, lg, nchunks, 1);
+  zc_grid_t g;
+  zc_grid_init(p->eb, &g);
+  size_t at = head;
+  for (uint32_t c = 0; c < nchunks; c++) {
+    size_t first = (size_t)c << lg;
+    size_t n = count - first < chunk ? count - first : chunk;
+    zc_emit_t e;
+    zc_emit_begin(&e, o + at, cap - at, p->dtype, p->has_fill);
+    if (cap - at < 8) return zc_emit_error(-1, "zc_compress");
+    for (size_t b = 0; b < n; b += ZC_BLOCK) {
+      int nv = n - b < ZC_BLOCK ? (int)(n - b) : ZC_BLOCK;
+      zc_ivals_t v;
+      if (esize == 4)
+        zc_classify_f32((const float*)in + first + b, nv, &g, p->has_fill, (float)p->fill, &v);
+      else
+        zc_classify_f64((const double*)in + first + b, nv, &g, p->has_fill, p->fill, &v);
+      int rc = zc_emit_block(&e, &v, nv);
+      if (rc != 0) return zc_emit_error(rc, "zc_compress");
+    }
+    size_t bytes = zc_emit_end(&e);
+    zc_put_u32(o + ZC_HEADER_BYTES + 4 * (size_t)c, (uint32_t)bytes);
+    at += bytes;
+    if (progress) progress(arg, c + 1, nchunks);
+  }
+  *size = at;
+  return zcclSuccess;
+}
+
+/* ---- decompression ------------------------------------------------------ */
+
+zcclResult_t zc_chunk_decode_values(const zc_header_t* h, uint32_t c, const uint8_t* chunk, size_t bytes,
+                                    void* out) {
+  size_t first = (size_t)c << h->chunk_log2;
+  size_t n = h->count - first < ((size_t)1 << h->chunk_log2) ? h->count - first : (size_t)1 << h->chunk_log2;
+  zc_grid_t g;
+  zc_grid_init(h->eb, &g);
+  zc_parse_t p;
+  if (zc_parse_begin(&p, chunk, bytes, n, h->dtype, h->has_fill) != 0)
+    return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u is truncated", c);
+  size_t at = 0;
+  while (p.left > 0) {
+    zc_ivals_t v;
+    int nv;
+    if (zc_parse_block(&p, &v, &nv) != 0)
+      return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u, block %zu is malformed", c, at / ZC_BLOCK);
+    if (h->dtype == zcclFloat32) {
+      float* y = (float*)out + first + at;
+      float div = (float)h->divisor, fill = (float)h->fill;
+      for (int i = 0; i < nv; i++) {
+        float r = v.kind[i] == ZC_KIND_ORDINARY ? zc_dequant_f32(v.q[i], &g)
+                  : v.kind[i] == ZC_KIND_FILL  ? fill
+                                               : (float)v.raw[i];
+        y[i] = (h->divisor > 1 && v.kind[i] != ZC_KIND_FILL) ? r / div : r;
+      }
+    } else {
+      double* y = (double*)out + first + at;
+      double div = (double)h->divisor;
+      for (int i = 0; i < nv; i++) {
+        double r = v.kind[i] == ZC_KIND_ORDINARY ? zc_dequant_f64(v.q[i], &g)
+                   : v.kind[i] == ZC_KIND_FILL  ? h->fill
+                                                : v.raw[i];
+        y[i] = (h->divisor > 1 && v.kind[i] != ZC_KIND_FILL) ? r / div : r;
+      }
+    }
+    at += (size_t)nv;
+  }
+  if (p.o != bytes)
+    return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u has %zu trailing bytes", c, bytes - p.o);
+  return zcclSuccess;
+}
+
+zcclResult_t zc_decompress(const void* stream, size_t size, void* out, size_t cap, size_t* count,
+                           zc_progress_fn progress, void* arg) {
+  zc_header_t h;
+  ZU_CHECK(zc_header_read(stream, size, &h));
+  ZU_RETURN_ERR_IF(count == NULL || (out == NULL && h.count > 0), zcclInvalidArgument,
+                   "zc_decompress: NULL argument");
+  ZU_RETURN_ERR_IF(h.count > cap, zcclInvalidArgument,
+                   "zc_decompress: the stream has %llu values, the output room for %zu",
+                   (unsigned long long)h.count, cap);
+  const uint8_t* chunk = h.chunks;
+  for (uint32_t c = 0; c < h.nchunks; c++) {
+    uint32_t bytes = zc_get_u32(h.index + 4 * (size_t)c);
+    ZU_CHECK(zc_chunk_decode_values(&h, c, chunk, bytes, out));
+    chunk += bytes;
+    if (progress) progress(arg, c + 1, h.nchunks);
+  }
+  *count = (size_t)h.count;
+  return zcclSuccess;
+}
+
+zcclResult_t zc_set_divisor(void* stream, size_t size, uint32_t divisor) {
+  zc_header_t h;
+  ZU_CHECK(zc_header_read(stream, size, &h));
+  ZU_RETURN_ERR_IF(divisor == 0, zcclInvalidArgument, "zc_set_divisor: divisor 0");
+  memcpy((uint8_t*)stream + 36, &divisor, 4);
+  return zcclSuccess;
+}
+
+void zc_value_range(const void* in, size_t count, zcclDataType_t dtype, int has_fill, double fill,
+                    double* min, double* max, size_t* valid) {
+  double lo = INFINITY, hi = -INFINITY;
+  size_t n = 0;
+  for (size_t i = 0; i < count; i++) {
+    double v = dtype == zcclFloat32 ? (double)((const float*)in)[i] : ((const double*)in)[i];
+    if (!isfinite(v) || (has_fill && v == (dtype == zcclFloat32 ? (double)(float)fill : fill))) continue;
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+    n++;
+  }
+  if (n) {
+    *min = lo;
+    *max = hi;
+  }
+  *valid = n;
+}
+
+/* ---- the integer view --------------------------------------------------- */
+
+zcclResult_t zc_decode_ints(const void* stream, size_t size, int64_t* q, uint8_t* kind, double* raw) {
+  zc_header_t h;
+  ZU_CHECK(zc_header_read(stream, size, &h));
+  const uint8_t* chunk = h.chunks;
+  size_t at = 0;
+  for (uint32_t c = 0; c < h.nchunks; c++) {
+    uint32_t bytes = zc_get_u32(h.index + 4 * (size_t)c);
+    size_t first = (size_t)c << h.chunk_log2;
+    size_t n = h.count - first < ((size_t)1 << h.chunk_log2) ? h.count - first : (size_t)1 << h.chunk_log2;
+    zc_parse_t p;
+    if (zc_parse_begin(&p, chunk, bytes, n, h.dtype, h.has_fill) != 0)
+      return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u is truncated", c);
+    while (p.left > 0) {
+      zc_ivals_t v;
+      int nv;
+      if (zc_parse_block(&p, &v, &nv) != 0)
+        return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u is malformed", c);
+      for (int i = 0; i < nv; i++, at++) {
+        q[at] = v.q[i];
+        kind[at] = v.kind[i];
+        raw[at] = v.kind[i] == ZC_KIND_EXCEPTION ? v.raw[i] : 0.0;
+      }
+    }
+    if (p.o != bytes) return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u has trailing bytes", c);
+    chunk += bytes;
+  }
+  return zcclSuccess;
+}
+
+zcclResult_t zc_encode_ints(const zc_header_t* h, const int64_t* q, const uint8_t* kind, const double* raw,
+                            void* out, size_t cap, size_t* size) {
+  ZU_RETURN_ERR_IF(zc_dtype_bytes(h->dtype) == 0, zcclInvalidArgument, "zc_encode_ints: bad dtype");
+  size_t chunk = (size_t)1 << h->chunk_log2;
+  uint32_t nchunks = (uint32_t)((h->count + chunk - 1) >> h->chunk_log2);
+  size_t head = ZC_HEADER_BYTES + (size_t)nchunks * 4;
+  ZU_RETURN_ERR_IF(cap < head, zcclInvalidArgument, "zc_encode_ints: output buffer too small");
+  uint8_t* o = out;
+  zc_header_write(o, h->dtype, h->count, h->eb, h->has_fill, h->fill, h->chunk_log2, nchunks, h->divisor);
+  size_t at = head;
+  for (uint32_t c = 0; c < nchunks; c++) {
+    size_t first = (size_t)c << h->chunk_log2;
+    size_t n = h->count - first < chunk ? h->count - first : chunk;
+    if (cap - at < 8) return zc_emit_error(-1, "zc_encode_ints");
+    zc_emit_t e;
+    zc_emit_begin(&e, o + at, cap - at, h->dtype, h->has_fill);
+    for (size_t b = 0; b < n; b += ZC_BLOCK) {
+      int nv = n - b < ZC_BLOCK ? (int)(n - b) : ZC_BLOCK;
+      zc_ivals_t v;
+      for (int i = 0; i < nv; i++) {
+        v.q[i] = q[first + b + i];
+        v.kind[i] = kind[first + b + i];
+        v.raw[i] = raw[first + b + i];
+      }
+      int rc = zc_emit_block(&e, &v, nv);
+      if (rc != 0) return zc_emit_error(rc, "zc_encode_ints");
+    }
+    size_t bytes = zc_emit_end(&e);
+    zc_put_u32(o + ZC_HEADER_BYTES + 4 * (size_t)c, (uint32_t)bytes);
+    at += bytes;
+  }
+  *size = at;
+  return zcclSuccess;
+}

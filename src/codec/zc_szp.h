@@ -1,0 +1,90 @@
+/* The error-bounded stream codec (docs/format.md): compress, decompress,
+ * inspect and reduce streams of float32/float64. Host implementation; the
+ * per-block functions it uses are shared with CUDA (zc_szp_block.h). */
+#ifndef ZC_SZP_H_
+#define ZC_SZP_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZC_HEADER_BYTES 40
+#define ZC_CHUNK_LOG2_MIN 5
+#define ZC_CHUNK_LOG2_MAX 16
+#define ZC_CHUNK_LOG2_DEFAULT 12 /* 4096 values */
+
+typedef struct {
+  zcclDataType_t dtype;  /* zcclFloat32 or zcclFloat64 */
+  double eb;             /* absolute bound, finite and > 0 */
+  int has_fill;          /* values equal to fill are kept exactly */
+  double fill;
+  unsigned chunk_log2;   /* 0: default */
+} zc_params_t;
+
+/* A parsed, validated header (and where the chunks are). */
+typedef struct {
+  zcclDataType_t dtype;
+  uint64_t count;
+  double eb;
+  int has_fill;
+  double fill;
+  unsigned chunk_log2;
+  uint32_t nchunks;
+  uint32_t divisor;
+  size_t stream_bytes;   /* header + index + chunks */
+  const uint8_t* index;  /* nchunks little-endian u32 chunk sizes */
+  const uint8_t* chunks; /* first chunk */
+} zc_header_t;
+
+/* Called between chunks (ZCCL's overlap: drive communication while the codec
+ * works); done = chunks finished so far. */
+typedef void (*zc_progress_fn)(void* arg, uint32_t done, uint32_t total);
+
+/* Largest stream compress can produce for count values. */
+size_t zc_compress_bound(size_t count, zcclDataType_t dtype, unsigned chunk_log2);
+
+/* Compresses count values into out (capacity cap); *size receives the
+ * stream's bytes. zcclInvalidArgument for bad parameters or a too small out. */
+zcclResult_t zc_compress(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
+                         size_t* size, zc_progress_fn progress, void* arg);
+
+/* Validates the header, the index and the total size. */
+zcclResult_t zc_header_read(const void* stream, size_t size, zc_header_t* h);
+
+/* Decompresses into out (room for cap values); *count receives the values
+ * written. Every corruption is zcclInvalidArgument with a message. */
+zcclResult_t zc_decompress(const void* stream, size_t size, void* out, size_t cap, size_t* count,
+                           zc_progress_fn progress, void* arg);
+
+/* Homomorphic SUM, MAX or MIN of two compatible streams into out. */
+zcclResult_t zc_hop(zcclRedOp_t op, const void* a, size_t a_size, const void* b, size_t b_size, void* out,
+                    size_t cap, size_t* size);
+
+/* Sets the divisor decoded values are divided by (AVG: a SUM of N streams,
+ * divisor N), in place. */
+zcclResult_t zc_set_divisor(void* stream, size_t size, uint32_t divisor);
+
+/* Range of the values that are finite and not the fill value; *valid is the
+ * number of those (min/max untouched when 0). For REL bounds. */
+void zc_value_range(const void* in, size_t count, zcclDataType_t dtype, int has_fill, double fill,
+                    double* min, double* max, size_t* valid);
+
+/* The integer view of a stream, for tests and tools: q[i] the integer track,
+ * kind[i] 0 ordinary, 1 exception (raw[i] its value), 2 fill. */
+enum { ZC_KIND_ORDINARY = 0, ZC_KIND_EXCEPTION = 1, ZC_KIND_FILL = 2 };
+zcclResult_t zc_decode_ints(const void* stream, size_t size, int64_t* q, uint8_t* kind, double* raw);
+/* Encodes an integer view (as zc_decode_ints gives) with header fields from
+ * h (dtype, count, eb, fill, chunk_log2, divisor): the canonical stream. */
+zcclResult_t zc_encode_ints(const zc_header_t* h, const int64_t* q, const uint8_t* kind, const double* raw,
+                            void* out, size_t cap, size_t* size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZC_SZP_H_ */

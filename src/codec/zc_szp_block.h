@@ -1,0 +1,263 @@
+/* Per-block functions of the stream format (docs/format.md): quantization,
+ * block encode and block decode. Written once for the host encoders and the
+ * CUDA kernels (ZC_HD): plain C, no libc calls, fixed-size loops, so every
+ * implementation writes the same bytes. */
+#ifndef ZC_SZP_BLOCK_H_
+#define ZC_SZP_BLOCK_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zc_hostdev.h"
+
+#define ZC_BLOCK 32       /* values per block */
+#define ZC_SUB 8          /* values per sub-group (one width) */
+#define ZC_NSUB 4         /* sub-groups per block */
+#define ZC_W_MAX 62       /* largest delta width */
+#define ZC_W_ALLFILL 63   /* byte 0 of an all-fill block */
+#define ZC_SMODE_POS 0
+#define ZC_SMODE_NEG 1
+#define ZC_SMODE_PLANE 2
+#define ZC_SMODE_EXT 3
+#define ZC_EXT_EXC 0x4
+#define ZC_EXT_FILL 0x8
+/* Header bytes + bitmaps + planes of one block, at most (no raw values). */
+#define ZC_BLOCK_MAX_CODED (2 + 2 + 4 + 4 + 4 + ZC_NSUB * ZC_W_MAX)
+
+#define ZC_QLIMIT_F32 1073741824.0f     /* 2^30 */
+#define ZC_QLIMIT_F64 1125899906842624.0 /* 2^50 */
+
+#if defined(__CUDA_ARCH__)
+#define ZC_RINTF(x) rintf(x)
+#define ZC_RINT(x) rint(x)
+#define ZC_FABSF(x) fabsf(x)
+#define ZC_FABS(x) fabs(x)
+#define ZC_CLZ64(x) __clzll((long long)(x))
+#define ZC_POPC32(x) __popc(x)
+#else
+#define ZC_RINTF(x) __builtin_rintf(x)
+#define ZC_RINT(x) __builtin_rint(x)
+#define ZC_FABSF(x) __builtin_fabsf(x)
+#define ZC_FABS(x) __builtin_fabs(x)
+#define ZC_CLZ64(x) __builtin_clzll(x)
+#define ZC_POPC32(x) __builtin_popcount(x)
+#endif
+
+/* Quantities derived from the header's eb (docs/format.md, "Derived"). */
+typedef struct {
+  float step_f, inv_step_f, accept_f;
+  double step_d, inv_step_d, accept_d;
+} zc_grid_t;
+
+/* One block in the integer domain: the deltas, and which positions are
+ * exceptions (raw) or fill. Positions in xbits/fbits have delta 0. */
+typedef struct {
+  int64_t d[ZC_BLOCK];
+  uint32_t xbits, fbits;
+} zc_block_t;
+
+/* The grid of a stream whose header says eb (> 0, finite). */
+ZC_HD_INLINE void zc_grid_init(double eb, zc_grid_t* g) {
+  union {
+    float f;
+    uint32_t u;
+  } lo;
+  union {
+    double f;
+    uint64_t u;
+  } lod;
+  g->step_f = (float)(2.0 * eb);
+  g->inv_step_f = 1.0f / g->step_f;
+  lo.f = (float)eb;
+  if ((double)lo.f > eb && lo.u > 0) lo.u--; /* largest float not above eb */
+  if (lo.u > 0) lo.u--;                       /* then one step towards zero */
+  g->accept_f = lo.f;
+  g->step_d = 2.0 * eb;
+  g->inv_step_d = 1.0 / g->step_d;
+  lod.f = eb;
+  if (lod.u > 0) lod.u--;
+  g->accept_d = lod.f;
+}
+
+ZC_HD_INLINE int zc_width64(uint64_t m) { return m ? 64 - ZC_CLZ64(m) : 0; }
+
+/* 0 and *q when x quantizes within the bound; 1 when x is an exception. */
+ZC_HD_INLINE int zc_quant_f32(float x, const zc_grid_t* g, int64_t* q) {
+  float t = x * g->inv_step_f;
+  if (!(ZC_FABSF(t) < ZC_QLIMIT_F32)) return 1; /* also NaN, Inf */
+  int32_t qi = (int32_t)ZC_RINTF(t);
+  float r = (float)qi * g->step_f;
+  if (!(ZC_FABSF(x - r) <= g->accept_f)) return 1;
+  *q = qi;
+  return 0;
+}
+
+ZC_HD_INLINE int zc_quant_f64(double x, const zc_grid_t* g, int64_t* q) {
+  double t = x * g->inv_step_d;
+  if (!(ZC_FABS(t) < ZC_QLIMIT_F64)) return 1;
+  int64_t qi = (int64_t)ZC_RINT(t);
+  double r = (double)qi * g->step_d;
+  if (!(ZC_FABS(x - r) <= g->accept_d)) return 1;
+  *q = qi;
+  return 0;
+}
+
+ZC_HD_INLINE float zc_dequant_f32(int64_t q, const zc_grid_t* g) { return (float)q * g->step_f; }
+ZC_HD_INLINE double zc_dequant_f64(int64_t q, const zc_grid_t* g) { return (double)q * g->step_d; }
+
+ZC_HD_INLINE void zc_put_u32(uint8_t* p, uint32_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+  p[2] = (uint8_t)(v >> 16);
+  p[3] = (uint8_t)(v >> 24);
+}
+
+ZC_HD_INLINE uint32_t zc_get_u32(const uint8_t* p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Writes the block's header, bitmaps and planes (not the raw exception
+ * values: the caller appends popcount(xbits) of them). `pad` marks positions
+ * past the end of the data (delta 0, not exceptions). `fill` is 1 when the
+ * stream declares a fill value. Returns the bytes written
+ * (<= ZC_BLOCK_MAX_CODED). */
+ZC_HD_INLINE int zc_block_encode(const zc_block_t* b, uint32_t pad, int fill, uint8_t* out) {
+  uint64_t mag[ZC_BLOCK];
+  uint32_t neg = 0, pos = 0;
+  uint64_t sub_or[ZC_NSUB] = {0, 0, 0, 0};
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    int64_t v = b->d[i];
+    uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    mag[i] = m;
+    neg |= (uint32_t)(v < 0) << i;
+    pos |= (uint32_t)(v > 0) << i;
+    sub_or[i / ZC_SUB] |= m;
+  }
+  int sw[ZC_NSUB], W = 0;
+  for (int k = 0; k < ZC_NSUB; k++) {
+    sw[k] = zc_width64(sub_or[k]);
+    if (sw[k] > W) W = sw[k];
+  }
+  if (W == 0 && fill && b->xbits == 0 && (b->fbits | pad) == 0xffffffffu && b->fbits != 0) {
+    out[0] = ZC_W_ALLFILL;
+    return 1;
+  }
+  int smode = neg == 0 ? ZC_SMODE_POS : (pos == 0 ? ZC_SMODE_NEG : ZC_SMODE_PLANE);
+  int o = 0;
+  if (b->xbits | b->fbits) {
+    out[o++] = (uint8_t)(W | (ZC_SMODE_EXT << 6));
+    out[o++] = (uint8_t)(smode | (b->xbits ? ZC_EXT_EXC : 0) | (b->fbits ? ZC_EXT_FILL : 0));
+  } else {
+    out[o++] = (uint8_t)(W | (smode << 6));
+  }
+  if (W > 0) {
+    int base = W > 15 ? W - 15 : 0;
+    int n[ZC_NSUB];
+    for (int k = 0; k < ZC_NSUB; k++) {
+      if (sw[k] < base) sw[k] = base; /* a narrow sub-group below base is stored at base */
+      n[k] = sw[k] - base;
+    }
+    out[o++] = (uint8_t)(n[0] | n[1] << 4);
+    out[o++] = (uint8_t)(n[2] | n[3] << 4);
+  }
+  if (smode == ZC_SMODE_PLANE) {
+    zc_put_u32(out + o, neg);
+    o += 4;
+  }
+  if (b->xbits) {
+    zc_put_u32(out + o, b->xbits);
+    o += 4;
+  }
+  if (b->fbits) {
+    zc_put_u32(out + o, b->fbits);
+    o += 4;
+  }
+  for (int k = 0; k < ZC_NSUB; k++) {
+    for (int p = 0; p < ZC_W_MAX; p++) {
+      if (p >= sw[k]) break;
+      uint32_t byte = 0;
+      for (int j = 0; j < ZC_SUB; j++) byte |= (uint32_t)((mag[k * ZC_SUB + j] >> p) & 1u) << j;
+      out[o++] = (uint8_t)byte;
+    }
+  }
+  return o;
+}
+
+/* Parses one block from in[0 .. avail). Fills b, *nexc (raw values that
+ * follow, in position order) and returns the bytes of header, bitmaps and
+ * planes (the raw values start there), or -1 when the block is malformed or
+ * does not fit. `fill`: the stream declares a fill value. */
+ZC_HD_INLINE int zc_block_decode(const uint8_t* in, size_t avail, int fill, zc_block_t* b, int* nexc) {
+  if (avail < 1) return -1;
+  int W = in[0] & 63, smode = in[0] >> 6, o = 1;
+  b->xbits = 0;
+  b->fbits = 0;
+  *nexc = 0;
+  if (W == ZC_W_ALLFILL) {
+    if (smode != 0 || !fill) return -1;
+    for (int i = 0; i < ZC_BLOCK; i++) b->d[i] = 0;
+    b->fbits = 0xffffffffu;
+    return 1;
+  }
+  int has_x = 0, has_f = 0;
+  if (smode == ZC_SMODE_EXT) {
+    if (avail < 2) return -1;
+    int e = in[1];
+    o = 2;
+    if ((e & 0xf0) || (e & 3) == ZC_SMODE_EXT || !(e & (ZC_EXT_EXC | ZC_EXT_FILL))) return -1;
+    smode = e & 3;
+    has_x = (e & ZC_EXT_EXC) != 0;
+    has_f = (e & ZC_EXT_FILL) != 0;
+    if (has_f && !fill) return -1;
+  }
+  int sw[ZC_NSUB] = {0, 0, 0, 0};
+  if (W == 0) {
+    if (smode != ZC_SMODE_POS) return -1;
+  } else {
+    if (avail < (size_t)o + 2) return -1;
+    int base = W > 15 ? W - 15 : 0, top = 0;
+    for (int k = 0; k < ZC_NSUB; k++) {
+      sw[k] = base + ((in[o + k / 2] >> (4 * (k & 1))) & 15);
+      if (sw[k] > W) return -1;
+      if (sw[k] > top) top = sw[k];
+    }
+    if (top != W) return -1;
+    o += 2;
+  }
+  uint32_t neg = smode == ZC_SMODE_NEG ? 0xffffffffu : 0;
+  if (smode == ZC_SMODE_PLANE) {
+    if (avail < (size_t)o + 4) return -1;
+    neg = zc_get_u32(in + o);
+    o += 4;
+  }
+  if (has_x) {
+    if (avail < (size_t)o + 4) return -1;
+    b->xbits = zc_get_u32(in + o);
+    o += 4;
+  }
+  if (has_f) {
+    if (avail < (size_t)o + 4) return -1;
+    b->fbits = zc_get_u32(in + o);
+    o += 4;
+  }
+  if ((has_x && b->xbits == 0) || (has_f && b->fbits == 0) || (b->xbits & b->fbits)) return -1;
+  if (avail < (size_t)o + (size_t)(sw[0] + sw[1] + sw[2] + sw[3])) return -1;
+  uint64_t mag[ZC_BLOCK];
+  for (int i = 0; i < ZC_BLOCK; i++) mag[i] = 0;
+  for (int k = 0; k < ZC_NSUB; k++) {
+    for (int p = 0; p < ZC_W_MAX; p++) {
+      if (p >= sw[k]) break;
+      uint32_t byte = in[o++];
+      for (int j = 0; j < ZC_SUB; j++) mag[k * ZC_SUB + j] |= (uint64_t)((byte >> j) & 1u) << p;
+    }
+  }
+  uint32_t held = b->xbits | b->fbits;
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    if (((held >> i) & 1u) && mag[i] != 0) return -1; /* held positions have delta 0 */
+    b->d[i] = ((neg >> i) & 1u) ? (int64_t)((uint64_t)0 - mag[i]) : (int64_t)mag[i];
+  }
+  *nexc = ZC_POPC32(b->xbits);
+  return o;
+}
+
+#endif /* ZC_SZP_BLOCK_H_ */

@@ -1,0 +1,470 @@
+/* The stream codec (docs/format.md): every finite element within eb on
+ * synthetic and real data, exceptions and fill values exact, canonical bytes,
+ * homomorphic SUM/MAX/MIN identical to the integer-exact reference, and
+ * corrupted input rejected without crashing. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+#include "zc_szp.h"
+#include "zc_szp_block.h"
+#include "zccl_data.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+
+/* ---- per-block functions ---------------------------------------------------- */
+
+static void test_block_round_trip(void) {
+  uint8_t buf[ZC_BLOCK_MAX_CODED];
+  for (int t = 0; t < 20000; t++) {
+    zc_block_t b, d;
+    int fill = (int)(rnd() & 1);
+    int wmax = (int)(rnd() % (ZC_W_MAX + 1));
+    int nvalid = (rnd() & 3) ? ZC_BLOCK : 1 + (int)(rnd() % ZC_BLOCK);
+    uint32_t valid = nvalid == ZC_BLOCK ? 0xffffffffu : ((1u << nvalid) - 1);
+    b.xbits = (rnd() % 4 == 0) ? (uint32_t)rnd() & valid : 0;
+    b.fbits = (fill && rnd() % 4 == 0) ? (uint32_t)rnd() & valid & ~b.xbits : 0;
+    if (fill && rnd() % 16 == 0) {
+      b.xbits = 0;
+      b.fbits = valid;
+    }
+    int signs = (int)(rnd() % 3);
+    for (int i = 0; i < ZC_BLOCK; i++) {
+      uint64_t m = wmax ? rnd() & ((1ull << wmax) - 1) : 0;
+      if (rnd() % 3 == 0) m >>= rnd() % 64; /* vary sub-group widths */
+      int64_t v = (int64_t)m;
+      if (signs == 1 || (signs == 2 && (rnd() & 1))) v = -v;
+      int held = (int)(((b.xbits | b.fbits) >> i) & 1u) || i >= nvalid;
+      b.d[i] = held ? 0 : v;
+    }
+    int n = zc_block_encode(&b, ~valid, fill, buf);
+    CHECK(n >= 1 && n <= ZC_BLOCK_MAX_CODED);
+    int nexc = -1;
+    int m = zc_block_decode(buf, (size_t)n, fill, &d, &nexc);
+    CHECK(m == n);
+    if (m != n) continue;
+    CHECK(nexc == __builtin_popcount(d.xbits));
+    int same = 1;
+    for (int i = 0; i < nvalid; i++) same &= d.d[i] == b.d[i];
+    CHECK(same);
+    CHECK(d.xbits == b.xbits);
+    CHECK(d.fbits == b.fbits || (d.fbits == 0xffffffffu && (b.fbits | ~valid) == 0xffffffffu));
+    /* Every shorter input is rejected, never over-read (ASan watches). */
+    uint8_t* exact = malloc((size_t)n);
+    memcpy(exact, buf, (size_t)n);
+    for (int k = 0; k < n; k++) CHECK(zc_block_decode(exact, (size_t)k, fill, &d, &nexc) == -1);
+    free(exact);
+  }
+}
+
+static void test_grid_edges(void) {
+  /* Values at the edges of the float grid never break the bound. */
+  const double ebs[] = {1e-1, 1e-3, 3e-5, 1e-6, 0.3, 7.0};
+  for (size_t e = 0; e < sizeof ebs / sizeof ebs[0]; e++) {
+    zc_grid_t g;
+    zc_grid_init(ebs[e], &g);
+    CHECK(g.accept_f < ebs[e] && g.accept_d < ebs[e]);
+    for (int k = -2000; k <= 2000; k++) {
+      double half = (k + 0.5) * g.step_f; /* on a rounding edge */
+      float xs[3] = {(float)half, nextafterf((float)half, INFINITY), nextafterf((float)half, -INFINITY)};
+      for (int j = 0; j < 3; j++) {
+        int64_t q;
+        if (zc_quant_f32(xs[j], &g, &q) == 0) CHECK(fabs((double)xs[j] - (double)zc_dequant_f32(q, &g)) <= ebs[e]);
+      }
+      double hd = (k + 0.5) * g.step_d;
+      double ds[3] = {hd, nextafter(hd, INFINITY), nextafter(hd, -INFINITY)};
+      for (int j = 0; j < 3; j++) {
+        int64_t q;
+        if (zc_quant_f64(ds[j], &g, &q) == 0) CHECK(fabs(ds[j] - zc_dequant_f64(q, &g)) <= ebs[e]);
+      }
+    }
+  }
+}
+
+/* ---- round trips ---------------------------------------------------------------- */
+
+static long checked_values;
+
+/* Compresses and decompresses x; checks every element, the canonical form
+ * and the size bound. Returns the compressed size (0 on failure). */
+static size_t round_trip(const void* x, size_t n, zcclDataType_t dt, double eb, int has_fill, double fill,
+                         unsigned lg) {
+  size_t esize = dt == zcclFloat32 ? 4 : 8;
+  zc_params_t p = {dt, eb, has_fill, fill, lg};
+  size_t cap = zc_compress_bound(n, dt, lg);
+  uint8_t* s = malloc(cap);
+  void* y = malloc(n * esize + 1);
+  size_t size = 0, got = 0;
+  CHECK_RES(zc_compress(&p, x, n, s, cap, &size, NULL, NULL), zcclSuccess);
+  CHECK(size <= cap);
+  CHECK_RES(zc_decompress(s, size, y, n, &got, NULL, NULL), zcclSuccess);
+  CHECK(got == n);
+  long bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double a = dt == zcclFloat32 ? ((const float*)x)[i] : ((const double*)x)[i];
+    double b = dt == zcclFloat32 ? ((float*)y)[i] : ((double*)y)[i];
+    double fv = dt == zcclFloat32 ? (double)(float)fill : fill;
+    if (has_fill && a == fv) bad += b != fv;
+    else if (isnan(a)) bad += !isnan(b);
+    else if (isinf(a)) bad += a != b;
+    else bad += !(fabs(a - b) <= eb);
+  }
+  checked_values += (long)n;
+  if (bad) fprintf(stderr, "round_trip: %ld of %zu values outside eb=%g (dtype %d)\n", bad, n, eb, dt);
+  CHECK(bad == 0);
+  /* Canonical: re-encoding the integer view gives the same bytes. */
+  zc_header_t h;
+  CHECK_RES(zc_header_read(s, size, &h), zcclSuccess);
+  int64_t* q = malloc((n + 1) * sizeof *q);
+  uint8_t* kind = malloc(n + 1);
+  double* raw = malloc((n + 1) * sizeof *raw);
+  uint8_t* s2 = malloc(cap);
+  size_t size2 = 0;
+  CHECK_RES(zc_decode_ints(s, size, q, kind, raw), zcclSuccess);
+  CHECK_RES(zc_encode_ints(&h, q, kind, raw, s2, cap, &size2), zcclSuccess);
+  CHECK(size2 == size && memcmp(s, s2, size) == 0);
+  free(q);
+  free(kind);
+  free(raw);
+  free(s2);
+  free(s);
+  free(y);
+  return bad ? 0 : size;
+}
+
+enum { GEN_SMOOTH, GEN_NOISY, GEN_SPARSE, GEN_CONST, GEN_ALTSIGN, GEN_DENORMAL, GEN_HUGE, GEN_TINY,
+       GEN_NONFINITE, GEN_FILLMIX, NUM_GEN };
+
+static double gen_value(int kind, size_t i, double fill) {
+  switch (kind) {
+    case GEN_SMOOTH: return 20.0 * sin((double)i * 0.001) + 3.0 * cos((double)i * 0.013);
+    case GEN_NOISY: return urand() * 200.0 - 100.0;
+    case GEN_SPARSE: return rnd() % 20 == 0 ? urand() * 10.0 : 0.0;
+    case GEN_CONST: return 4.25;
+    case GEN_ALTSIGN: return (i & 1 ? -1.0 : 1.0) * (1.0 + urand());
+    case GEN_DENORMAL: return (urand() - 0.5) * 1e-40;
+    case GEN_HUGE: return (urand() - 0.5) * 6e37 * ((rnd() & 1) ? 1.0 : 1e-30);
+    case GEN_TINY: return (urand() - 0.5) * 1e-12;
+    case GEN_NONFINITE: {
+      uint64_t r = rnd() % 10;
+      return r == 0 ? NAN : r == 1 ? INFINITY : r == 2 ? -INFINITY : urand();
+    }
+    default: return rnd() % 3 == 0 ? fill : sin((double)i * 0.01);
+  }
+}
+
+static void test_round_trips_synthetic(void) {
+  const size_t counts[] = {0, 1, 31, 32, 33, 4095, 4096, 4097, 100000};
+  const double rels[] = {1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6};
+  for (int dt = 0; dt < 2; dt++) {
+    zcclDataType_t type = dt ? zcclFloat64 : zcclFloat32;
+    for (int kind = 0; kind < NUM_GEN; kind++) {
+      for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        size_t n = counts[c];
+        double fill = -1e34;
+        int has_fill = kind == GEN_FILLMIX;
+        void* x = malloc(n * 8 + 8);
+        for (size_t i = 0; i < n; i++) {
+          double v = gen_value(kind, i, fill);
+          if (dt) ((double*)x)[i] = v;
+          else ((float*)x)[i] = (float)v;
+        }
+        double lo = 0, hi = 0;
+        size_t valid = 0;
+        zc_value_range(x, n, type, has_fill, fill, &lo, &hi, &valid);
+        for (size_t r = 0; r < sizeof rels / sizeof rels[0]; r++) {
+          double range = valid && hi > lo ? hi - lo : 1.0;
+          double eb = rels[r] * range; /* REL */
+          round_trip(x, n, type, eb, has_fill, fill, 0);
+          if (r == 2) round_trip(x, n, type, rels[r], has_fill, fill, 5); /* ABS, small chunks */
+        }
+        free(x);
+      }
+    }
+  }
+}
+
+static void test_round_trips_real(void) {
+  static const char* vars[] = {"coads_climatology.cdf:SST", "coads_climatology.cdf:AIRT",
+                               "coads_climatology.cdf:SPEH", "coads_climatology.cdf:WSPD",
+                               "coads_climatology.cdf:UWND", "coads_climatology.cdf:VWND",
+                               "coads_climatology.cdf:SLP", "levitus_climatology.cdf:TEMP",
+                               "levitus_climatology.cdf:SALT"};
+  for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++) {
+    for (int dt = 0; dt < 2; dt++) {
+      zccl_data_t d;
+      char err[600];
+      if (zccl_data_load(vars[v], dt, &d, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        CHECK(0);
+        continue;
+      }
+      CHECK(d.has_fill);
+      zcclDataType_t type = dt ? zcclFloat64 : zcclFloat32;
+      double lo, hi;
+      size_t valid;
+      zc_value_range(d.values, d.count, type, d.has_fill, d.fill, &lo, &hi, &valid);
+      CHECK(valid > 0 && valid < d.count);
+      for (double rel = 1e-1; rel > 1e-6; rel /= 10) {
+        size_t sz = round_trip(d.values, d.count, type, rel * (hi - lo), 1, d.fill, 0);
+        if (dt == 0 && rel < 2e-3 && rel > 5e-4)
+          printf("  %-32s f32 REL 1e-3 ratio %.2f (fill kept)\n", vars[v],
+                 sz ? (double)d.count * 4 / (double)sz : 0.0);
+      }
+      zccl_data_free(&d);
+    }
+  }
+}
+
+/* ---- homomorphic operations -------------------------------------------------- */
+
+static uint8_t* compress_new(const void* x, size_t n, zcclDataType_t dt, double eb, int has_fill, double fill,
+                             size_t* size) {
+  zc_params_t p = {dt, eb, has_fill, fill, 0};
+  size_t cap = zc_compress_bound(n, dt, 0);
+  uint8_t* s = malloc(cap);
+  CHECK_RES(zc_compress(&p, x, n, s, cap, size, NULL, NULL), zcclSuccess);
+  return s;
+}
+
+/* zc_hop(op, a, b) equals the canonical encoding of the integer-exact result. */
+static void check_hop_exact(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t* b, size_t bn) {
+  zc_header_t h;
+  CHECK_RES(zc_header_read(a, an, &h), zcclSuccess);
+  size_t n = (size_t)h.count, cap = zc_compress_bound(n, h.dtype, h.chunk_log2);
+  int64_t *qa = malloc((n + 1) * 8), *qb = malloc((n + 1) * 8), *qr = malloc((n + 1) * 8);
+  uint8_t *ka = malloc(n + 1), *kb = malloc(n + 1), *kr = malloc(n + 1);
+  double *ra = malloc((n + 1) * 8), *rb = malloc((n + 1) * 8), *rr = malloc((n + 1) * 8);
+  CHECK_RES(zc_decode_ints(a, an, qa, ka, ra), zcclSuccess);
+  CHECK_RES(zc_decode_ints(b, bn, qb, kb, rb), zcclSuccess);
+  zc_grid_t g;
+  zc_grid_init(h.eb, &g);
+  for (size_t i = 0; i < n; i++) {
+    rr[i] = 0;
+    qr[i] = 0;
+    if (ka[i] == ZC_KIND_FILL || kb[i] == ZC_KIND_FILL) {
+      kr[i] = ZC_KIND_FILL;
+    } else if (ka[i] == ZC_KIND_EXCEPTION || kb[i] == ZC_KIND_EXCEPTION) {
+      double x = ka[i] ? ra[i] : (h.dtype == zcclFloat32 ? zc_dequant_f32(qa[i], &g) : zc_dequant_f64(qa[i], &g));
+      double y = kb[i] ? rb[i] : (h.dtype == zcclFloat32 ? zc_dequant_f32(qb[i], &g) : zc_dequant_f64(qb[i], &g));
+      if (h.dtype == zcclFloat32) {
+        float fx = (float)x, fy = (float)y;
+        x = fx;
+        y = fy;
+        rr[i] = op == zcclSum ? (double)(fx + fy) : (isnan(fx) || isnan(fy)) ? NAN : op == zcclMax ? fmax(x, y) : fmin(x, y);
+      } else {
+        rr[i] = op == zcclSum ? x + y : (isnan(x) || isnan(y)) ? NAN : op == zcclMax ? fmax(x, y) : fmin(x, y);
+      }
+      kr[i] = ZC_KIND_EXCEPTION;
+    } else {
+      kr[i] = ZC_KIND_ORDINARY;
+      qr[i] = op == zcclSum ? qa[i] + qb[i] : op == zcclMax ? (qa[i] > qb[i] ? qa[i] : qb[i]) : (qa[i] < qb[i] ? qa[i] : qb[i]);
+    }
+  }
+  uint8_t *want = malloc(cap), *got = malloc(cap);
+  size_t wn = 0, gn = 0;
+  CHECK_RES(zc_encode_ints(&h, qr, kr, rr, want, cap, &wn), zcclSuccess);
+  CHECK_RES(zc_hop(op, a, an, b, bn, got, cap, &gn), zcclSuccess);
+  CHECK(wn == gn && memcmp(want, got, wn) == 0);
+  free(qa); free(qb); free(qr); free(ka); free(kb); free(kr); free(ra); free(rb); free(rr);
+  free(want); free(got);
+}
+
+static void test_hops(void) {
+  const size_t n = 20000;
+  float* x = malloc(n * 4);
+  float* y = malloc(n * 4);
+  for (int kind = 0; kind < NUM_GEN; kind++) {
+    for (size_t i = 0; i < n; i++) {
+      x[i] = (float)gen_value(kind, i, -1e34);
+      y[i] = (float)gen_value((kind + 3) % NUM_GEN, i * 7, -1e34);
+      if (i / 1000 % 3 == 1) x[i] = 0; /* zero blocks meeting non-zero ones */
+    }
+    for (int fill = 0; fill < 2; fill++) {
+      size_t an, bn;
+      uint8_t* a = compress_new(x, n, zcclFloat32, 1e-3, fill, -1e34, &an);
+      uint8_t* b = compress_new(y, n, zcclFloat32, 1e-3, fill, -1e34, &bn);
+      check_hop_exact(zcclSum, a, an, b, bn);
+      check_hop_exact(zcclMax, a, an, b, bn);
+      check_hop_exact(zcclMin, a, an, b, bn);
+      free(a);
+      free(b);
+    }
+  }
+  free(x);
+  free(y);
+}
+
+/* A chain of N-1 sums: bit growth, the N*eb bound, AVG through the divisor. */
+static void test_hsum_chain(void) {
+  const size_t n = 30000;
+  const int N = 64;
+  const double eb = 1e-3;
+  double* exact = calloc(n, sizeof(double));
+  double* x = malloc(n * 8);
+  uint8_t* acc = NULL;
+  size_t acc_n = 0, cap = zc_compress_bound(n, zcclFloat64, 0);
+  for (int r = 0; r < N; r++) {
+    for (size_t i = 0; i < n; i++) {
+      x[i] = 1000.0 * sin((double)(i + 37 * r) * 0.002) + (r % 5 == 0 ? urand() : 0.0);
+      exact[i] += x[i];
+    }
+    size_t sn;
+    uint8_t* s = compress_new(x, n, zcclFloat64, eb, 0, 0, &sn);
+    if (acc == NULL) {
+      acc = s;
+      acc_n = sn;
+      continue;
+    }
+    if (r == 1 || r == 17 || r == N - 1) check_hop_exact(zcclSum, acc, acc_n, s, sn);
+    uint8_t* next = malloc(cap);
+    size_t next_n;
+    CHECK_RES(zc_hop(zcclSum, acc, acc_n, s, sn, next, cap, &next_n), zcclSuccess);
+    free(acc);
+    free(s);
+    acc = next;
+    acc_n = next_n;
+    if (r == 1 || r == N - 1) {
+      double* y = malloc(n * 8);
+      size_t got;
+      CHECK_RES(zc_decompress(acc, acc_n, y, n, &got, NULL, NULL), zcclSuccess);
+      long bad = 0;
+      for (size_t i = 0; i < n; i++) bad += !(fabs(y[i] - exact[i]) <= (r + 1) * eb + fabs(exact[i]) * 1e-15);
+      CHECK(bad == 0);
+      if (r == N - 1) { /* AVG: divisor N */
+        CHECK_RES(zc_set_divisor(acc, acc_n, (uint32_t)N), zcclSuccess);
+        CHECK_RES(zc_decompress(acc, acc_n, y, n, &got, NULL, NULL), zcclSuccess);
+        bad = 0;
+        for (size_t i = 0; i < n; i++) bad += !(fabs(y[i] - exact[i] / N) <= eb + fabs(exact[i]) * 1e-15);
+        CHECK(bad == 0);
+      }
+      free(y);
+    }
+  }
+  free(acc);
+  free(x);
+  free(exact);
+}
+
+/* ---- bad input ------------------------------------------------------------------ */
+
+static void test_bad_streams(void) {
+  const size_t n = 3000;
+  float* x = malloc(n * 4);
+  for (size_t i = 0; i < n; i++) x[i] = (float)gen_value(i % 7 ? GEN_SMOOTH : GEN_NONFINITE, i, 0);
+  zc_params_t p = {zcclFloat32, 1e-3, 1, 0.5, 8};
+  size_t cap = zc_compress_bound(n, zcclFloat32, 8), size;
+  uint8_t* s = malloc(cap);
+  CHECK_RES(zc_compress(&p, x, n, s, cap, &size, NULL, NULL), zcclSuccess);
+  float* y = malloc(n * 4);
+  size_t got;
+  /* Every truncation is an error, read within bounds (ASan). */
+  for (size_t k = 0; k < size; k++) {
+    uint8_t* t = malloc(k + 1);
+    memcpy(t, s, k);
+    CHECK(zc_decompress(t, k, y, n, &got, NULL, NULL) == zcclInvalidArgument);
+    free(t);
+  }
+  CHECK_RES(zc_decompress(s, size, y, n - 1, &got, NULL, NULL), zcclInvalidArgument); /* too small */
+  CHECK_LAST_ERROR_HAS("output room for");
+  /* Flipped bits anywhere: an error or some values, never a crash. */
+  uint8_t* t = malloc(size);
+  for (int k = 0; k < 4000; k++) {
+    memcpy(t, s, size);
+    t[rnd() % size] ^= (uint8_t)(1u << (rnd() % 8));
+    zcclResult_t r = zc_decompress(t, size, y, n, &got, NULL, NULL);
+    CHECK(r == zcclSuccess || r == zcclInvalidArgument);
+  }
+  /* Header fields. */
+  memcpy(t, s, size);
+  t[0] = 'X';
+  CHECK_RES(zc_decompress(t, size, y, n, &got, NULL, NULL), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("bad magic");
+  memcpy(t, s, size);
+  t[4] = 2;
+  CHECK_RES(zc_decompress(t, size, y, n, &got, NULL, NULL), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("version");
+  memcpy(t, s, size);
+  t[6] |= 0x80;
+  CHECK_RES(zc_decompress(t, size, y, n, &got, NULL, NULL), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("reserved");
+  memcpy(t, s, size);
+  double bad_eb = -1;
+  memcpy(t + 16, &bad_eb, 8);
+  CHECK_RES(zc_decompress(t, size, y, n, &got, NULL, NULL), zcclInvalidArgument);
+  CHECK_RES(zc_decompress(s, size + 0, y, n, &got, NULL, NULL), zcclSuccess);
+  /* Hops on streams of different bounds, counts or dtypes. */
+  zc_params_t p2 = p;
+  p2.eb = 2e-3;
+  uint8_t* s2 = malloc(cap);
+  size_t size2;
+  CHECK_RES(zc_compress(&p2, x, n, s2, cap, &size2, NULL, NULL), zcclSuccess);
+  uint8_t* o = malloc(cap);
+  size_t on;
+  CHECK_RES(zc_hop(zcclSum, s, size, s2, size2, o, cap, &on), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("streams differ");
+  CHECK_RES(zc_compress(&p, x, n - 1, s2, cap, &size2, NULL, NULL), zcclSuccess);
+  CHECK_RES(zc_hop(zcclSum, s, size, s2, size2, o, cap, &on), zcclInvalidArgument);
+  CHECK_RES(zc_hop(zcclProd, s, size, s, size, o, cap, &on), zcclInvalidArgument);
+  CHECK_RES(zc_hop(zcclSum, s, size, s, size, o, 10, &on), zcclInvalidArgument);
+  CHECK_RES(zc_hop(zcclSum, s, size, s, size, s, size, &on), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("overlaps");
+  /* Compression parameters. */
+  zc_params_t bad = p;
+  bad.eb = 0;
+  CHECK_RES(zc_compress(&bad, x, n, o, cap, &on, NULL, NULL), zcclInvalidArgument);
+  bad = p;
+  bad.dtype = zcclInt32;
+  CHECK_RES(zc_compress(&bad, x, n, o, cap, &on, NULL, NULL), zcclInvalidArgument);
+  bad = p;
+  bad.chunk_log2 = 17;
+  CHECK_RES(zc_compress(&bad, x, n, o, cap, &on, NULL, NULL), zcclInvalidArgument);
+  CHECK_RES(zc_compress(&p, x, n, o, 100, &on, NULL, NULL), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("too small");
+  free(x); free(y); free(s); free(s2); free(t); free(o);
+}
+
+static int progress_calls;
+static void on_progress(void* arg, uint32_t done, uint32_t total) {
+  (void)arg;
+  progress_calls++;
+  CHECK(done >= 1 && done <= total);
+}
+
+static void test_progress(void) {
+  const size_t n = 10 * 4096 + 5;
+  float* x = calloc(n, 4);
+  zc_params_t p = {zcclFloat32, 1e-2, 0, 0, 12};
+  size_t cap = zc_compress_bound(n, zcclFloat32, 12), size, got;
+  uint8_t* s = malloc(cap);
+  CHECK_RES(zc_compress(&p, x, n, s, cap, &size, on_progress, NULL), zcclSuccess);
+  CHECK(progress_calls == 11);
+  CHECK_RES(zc_decompress(s, size, x, n, &got, on_progress, NULL), zcclSuccess);
+  CHECK(progress_calls == 22);
+  /* All-zero data: one byte per block plus chunk overhead. */
+  CHECK(size < 40 + 11 * 12 + n / 32 + 11);
+  free(x);
+  free(s);
+}
+
+int main(void) {
+  test_block_round_trip();
+  test_grid_edges();
+  test_round_trips_synthetic();
+  test_round_trips_real();
+  test_hops();
+  test_hsum_chain();
+  test_bad_streams();
+  test_progress();
+  printf("%ld values checked against their bound\n", checked_values);
+  TEST_DONE();
+}
