@@ -246,6 +246,21 @@ static void zc_classify_f64(const double* x, int n, const zc_grid_t* g, int has_
   }
 }
 
+int zc_chunk_compress_scalar(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
+                             double fill, zc_emit_t* e) {
+  for (size_t b = 0; b < n; b += ZC_BLOCK) {
+    int nv = n - b < ZC_BLOCK ? (int)(n - b) : ZC_BLOCK;
+    zc_ivals_t v;
+    if (dtype == zcclFloat32)
+      zc_classify_f32((const float*)in + b, nv, g, has_fill, (float)fill, &v);
+    else
+      zc_classify_f64((const double*)in + b, nv, g, has_fill, fill, &v);
+    int rc = zc_emit_block(e, &v, nv);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
 zcclResult_t zc_compress(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
                          size_t* size, zc_progress_fn progress, void* arg) {
   ZU_RETURN_ERR_IF(p == NULL || out == NULL || size == NULL || (in == NULL && count > 0), zcclInvalidArgument,
@@ -276,16 +291,10 @@ zcclResult_t zc_compress(const zc_params_t* p, const void* in, size_t count, voi
     zc_emit_t e;
     zc_emit_begin(&e, o + at, cap - at, p->dtype, p->has_fill);
     if (cap - at < 8) return zc_emit_error(-1, "zc_compress");
-    for (size_t b = 0; b < n; b += ZC_BLOCK) {
-      int nv = n - b < ZC_BLOCK ? (int)(n - b) : ZC_BLOCK;
-      zc_ivals_t v;
-      if (esize == 4)
-        zc_classify_f32((const float*)in + first + b, nv, &g, p->has_fill, (float)p->fill, &v);
-      else
-        zc_classify_f64((const double*)in + first + b, nv, &g, p->has_fill, p->fill, &v);
-      int rc = zc_emit_block(&e, &v, nv);
-      if (rc != 0) return zc_emit_error(rc, "zc_compress");
-    }
+    const zc_kernels_t* k = zc_kernels();
+    int rc = (esize == 4 ? k->compress_f32 : k->compress_f64)((const uint8_t*)in + first * esize, n, p->dtype,
+                                                                &g, p->has_fill, p->fill, &e);
+    if (rc != 0) return zc_emit_error(rc, "zc_compress");
     size_t bytes = zc_emit_end(&e);
     zc_put_u32(o + ZC_HEADER_BYTES + 4 * (size_t)c, (uint32_t)bytes);
     at += bytes;
@@ -297,44 +306,55 @@ zcclResult_t zc_compress(const zc_params_t* p, const void* in, size_t count, voi
 
 /* ---- decompression ------------------------------------------------------ */
 
+int zc_parse_block_values(zc_parse_t* p, const zc_header_t* h, const zc_grid_t* g, void* out) {
+  zc_ivals_t v;
+  int nv;
+  if (zc_parse_block(p, &v, &nv) != 0) return -1;
+  if (h->dtype == zcclFloat32) {
+    float* y = out;
+    float div = (float)h->divisor, fill = (float)h->fill;
+    for (int i = 0; i < nv; i++) {
+      float r = v.kind[i] == ZC_KIND_ORDINARY ? zc_dequant_f32(v.q[i], g)
+                : v.kind[i] == ZC_KIND_FILL  ? fill
+                                             : (float)v.raw[i];
+      y[i] = (h->divisor > 1 && v.kind[i] != ZC_KIND_FILL) ? r / div : r;
+    }
+  } else {
+    double* y = out;
+    double div = (double)h->divisor;
+    for (int i = 0; i < nv; i++) {
+      double r = v.kind[i] == ZC_KIND_ORDINARY ? zc_dequant_f64(v.q[i], g)
+                 : v.kind[i] == ZC_KIND_FILL  ? h->fill
+                                              : v.raw[i];
+      y[i] = (h->divisor > 1 && v.kind[i] != ZC_KIND_FILL) ? r / div : r;
+    }
+  }
+  return nv;
+}
+
+int zc_chunk_decompress_scalar(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
+                               size_t n, void* out) {
+  zc_parse_t p;
+  if (zc_parse_begin(&p, chunk, bytes, n, h->dtype, h->has_fill) != 0) return -1;
+  size_t esize = zc_dtype_bytes(h->dtype);
+  uint8_t* y = out;
+  while (p.left > 0) {
+    int nv = zc_parse_block_values(&p, h, g, y);
+    if (nv < 0) return -1;
+    y += (size_t)nv * esize;
+  }
+  return p.o == bytes ? 0 : -1;
+}
+
 zcclResult_t zc_chunk_decode_values(const zc_header_t* h, uint32_t c, const uint8_t* chunk, size_t bytes,
                                     void* out) {
   size_t first = (size_t)c << h->chunk_log2;
   size_t n = h->count - first < ((size_t)1 << h->chunk_log2) ? h->count - first : (size_t)1 << h->chunk_log2;
   zc_grid_t g;
   zc_grid_init(h->eb, &g);
-  zc_parse_t p;
-  if (zc_parse_begin(&p, chunk, bytes, n, h->dtype, h->has_fill) != 0)
-    return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u is truncated", c);
-  size_t at = 0;
-  while (p.left > 0) {
-    zc_ivals_t v;
-    int nv;
-    if (zc_parse_block(&p, &v, &nv) != 0)
-      return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u, block %zu is malformed", c, at / ZC_BLOCK);
-    if (h->dtype == zcclFloat32) {
-      float* y = (float*)out + first + at;
-      float div = (float)h->divisor, fill = (float)h->fill;
-      for (int i = 0; i < nv; i++) {
-        float r = v.kind[i] == ZC_KIND_ORDINARY ? zc_dequant_f32(v.q[i], &g)
-                  : v.kind[i] == ZC_KIND_FILL  ? fill
-                                               : (float)v.raw[i];
-        y[i] = (h->divisor > 1 && v.kind[i] != ZC_KIND_FILL) ? r / div : r;
-      }
-    } else {
-      double* y = (double*)out + first + at;
-      double div = (double)h->divisor;
-      for (int i = 0; i < nv; i++) {
-        double r = v.kind[i] == ZC_KIND_ORDINARY ? zc_dequant_f64(v.q[i], &g)
-                   : v.kind[i] == ZC_KIND_FILL  ? h->fill
-                                                : v.raw[i];
-        y[i] = (h->divisor > 1 && v.kind[i] != ZC_KIND_FILL) ? r / div : r;
-      }
-    }
-    at += (size_t)nv;
-  }
-  if (p.o != bytes)
-    return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u has %zu trailing bytes", c, bytes - p.o);
+  const zc_kernels_t* k = zc_kernels();
+  if (k->decompress(h, &g, chunk, bytes, n, (uint8_t*)out + first * zc_dtype_bytes(h->dtype)) != 0)
+    return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u is malformed or truncated", c);
   return zcclSuccess;
 }
 

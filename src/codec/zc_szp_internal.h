@@ -47,6 +47,36 @@ int zc_parse_begin(zc_parse_t* p, const uint8_t* chunk, size_t size, size_t nval
 /* 0 and the next block (nvalid values), or -1 when malformed. */
 int zc_parse_block(zc_parse_t* p, zc_ivals_t* v, int* nvalid);
 
+/* Chunk kernels: compress n values into an emitter (0 or an emit rc). */
+typedef int (*zc_chunk_compress_fn)(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g,
+                                    int has_fill, double fill, zc_emit_t* e);
+int zc_chunk_compress_scalar(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
+                             double fill, zc_emit_t* e);
+int zc_chunk_compress_avx2(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
+                           double fill, zc_emit_t* e);
+
+/* Chunk kernels: decompress a chunk of n values into out; 0, or -1 when
+ * malformed. */
+typedef int (*zc_chunk_decompress_fn)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk,
+                                      size_t bytes, size_t n, void* out);
+int zc_chunk_decompress_scalar(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
+                               size_t n, void* out);
+int zc_chunk_decompress_avx2(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
+                             size_t n, void* out);
+/* Parses the next block and writes its values at out; the values written,
+ * or -1. */
+int zc_parse_block_values(zc_parse_t* p, const zc_header_t* h, const zc_grid_t* g, void* out);
+
+/* The kernels in use, one table per instruction set (STYLE: one table per
+ * plug-in point); all write identical bytes. */
+typedef struct {
+  const char* name;
+  zc_chunk_compress_fn compress_f32, compress_f64;
+  zc_chunk_decompress_fn decompress;
+} zc_kernels_t;
+
+const zc_kernels_t* zc_kernels(void);
+
 /* Decodes chunk c of a validated stream into out (the whole output array). */
 zcclResult_t zc_chunk_decode_values(const zc_header_t* h, uint32_t c, const uint8_t* chunk, size_t bytes,
                                     void* out);

@@ -1,0 +1,42 @@
+/* Picks the codec kernels for this CPU once; zc_simd_set lets tests and
+ * tools force a level. Every level writes the same bytes. */
+#include "zc_simd.h"
+
+#include <stdatomic.h>
+
+#include "zc_szp_internal.h"
+
+static const zc_kernels_t zc_kernel_table[ZC_SIMD_NUM] = {
+    [ZC_SIMD_SCALAR] = {"scalar", zc_chunk_compress_scalar, zc_chunk_compress_scalar,
+                        zc_chunk_decompress_scalar},
+    [ZC_SIMD_AVX2] = {"avx2", zc_chunk_compress_avx2, zc_chunk_compress_scalar, zc_chunk_decompress_avx2},
+};
+
+static _Atomic int zc_level = -1;
+
+int zc_simd_best(void) {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2")) return ZC_SIMD_AVX2;
+  return ZC_SIMD_SCALAR;
+}
+
+int zc_simd_set(int level) {
+  if (level < 0 || level >= ZC_SIMD_NUM || level > zc_simd_best()) return -1;
+  atomic_store(&zc_level, level);
+  return 0;
+}
+
+int zc_simd_get(void) {
+  int l = atomic_load(&zc_level);
+  if (l < 0) {
+    l = zc_simd_best();
+    atomic_store(&zc_level, l);
+  }
+  return l;
+}
+
+const char* zc_simd_name(int level) {
+  return level >= 0 && level < ZC_SIMD_NUM ? zc_kernel_table[level].name : "invalid";
+}
+
+const zc_kernels_t* zc_kernels(void) { return &zc_kernel_table[zc_simd_get()]; }
