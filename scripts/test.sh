@@ -46,10 +46,10 @@ run_suite() {
 }
 
 run_suite release "$ROOT/build" "" -DCMAKE_BUILD_TYPE=Release
-run_suite asan-ubsan "$ROOT/build-asan" unit -DCMAKE_BUILD_TYPE=Debug \
+run_suite asan-ubsan "$ROOT/build-asan" unit -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DZCCL_SANITIZE=address,undefined -DZCCL_BUILD_PERF=OFF
 # The thread build also covers ZCCL_CUDA=OFF.
-run_suite tsan "$ROOT/build-tsan" unit -DCMAKE_BUILD_TYPE=Debug \
+run_suite tsan "$ROOT/build-tsan" unit -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DZCCL_SANITIZE=thread -DZCCL_BUILD_PERF=OFF -DZCCL_CUDA=OFF
 # libFuzzer (clang) over the decoders and parsers, a bounded time each.
 run_suite fuzz "$ROOT/build-fuzz" fuzz -DCMAKE_BUILD_TYPE=Debug -DZCCL_FUZZ=ON \

@@ -25,6 +25,44 @@ static double zc_value_op(zcclRedOp_t op, zcclDataType_t dtype, double a, double
   return op == zcclMax ? (a > b ? a : b) : (a < b ? a : b);
 }
 
+int zc_hop_block_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
+                        zc_emit_t* e) {
+  zc_ivals_t va, vb, vr;
+  int nva, nvb;
+  if (zc_parse_block(pa, &va, &nva) != 0 || zc_parse_block(pb, &vb, &nvb) != 0) return ZC_RC_MALFORMED;
+  for (int i = 0; i < nva; i++) {
+    int ka = va.kind[i], kb = vb.kind[i];
+    if (ka == ZC_KIND_FILL || kb == ZC_KIND_FILL) {
+      vr.kind[i] = ZC_KIND_FILL;
+    } else if (ka == ZC_KIND_EXCEPTION || kb == ZC_KIND_EXCEPTION) {
+      double x = ka == ZC_KIND_EXCEPTION ? va.raw[i]
+                 : h->dtype == zcclFloat32 ? (double)zc_dequant_f32(va.q[i], g)
+                                           : zc_dequant_f64(va.q[i], g);
+      double y = kb == ZC_KIND_EXCEPTION ? vb.raw[i]
+                 : h->dtype == zcclFloat32 ? (double)zc_dequant_f32(vb.q[i], g)
+                                           : zc_dequant_f64(vb.q[i], g);
+      vr.kind[i] = ZC_KIND_EXCEPTION;
+      vr.raw[i] = zc_value_op(op, h->dtype, x, y);
+    } else {
+      int64_t x = va.q[i], y = vb.q[i];
+      vr.kind[i] = ZC_KIND_ORDINARY;
+      vr.q[i] = op == zcclSum ? (int64_t)((uint64_t)x + (uint64_t)y)
+                : op == zcclMax ? (x > y ? x : y)
+                                : (x < y ? x : y);
+    }
+  }
+  return zc_emit_block(e, &vr, nva);
+}
+
+int zc_chunk_hop_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa,
+                        zc_parse_t* pb, zc_emit_t* e) {
+  while (pa->left > 0) {
+    int rc = zc_hop_block_scalar(op, h, g, pa, pb, e);
+    if (rc != 0) return rc;
+  }
+  return ZC_RC_OK;
+}
+
 zcclResult_t zc_hop(zcclRedOp_t op, const void* a, size_t a_size, const void* b, size_t b_size, void* out,
                     size_t cap, size_t* size) {
   ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
@@ -58,35 +96,8 @@ zcclResult_t zc_hop(zcclRedOp_t op, const void* a, size_t a_size, const void* b,
     if (cap - at < 8) return zc_emit_error(-1, "zc_hop");
     zc_emit_t e;
     zc_emit_begin(&e, o + at, cap - at, ha.dtype, ha.has_fill);
-    while (pa.left > 0) {
-      zc_ivals_t va, vb, vr;
-      int nva, nvb;
-      if (zc_parse_block(&pa, &va, &nva) != 0 || zc_parse_block(&pb, &vb, &nvb) != 0)
-        return ZU_ERROR(zcclInvalidArgument, "zc_hop: chunk %u is malformed", c);
-      for (int i = 0; i < nva; i++) {
-        int ka = va.kind[i], kb = vb.kind[i];
-        if (ka == ZC_KIND_FILL || kb == ZC_KIND_FILL) {
-          vr.kind[i] = ZC_KIND_FILL;
-        } else if (ka == ZC_KIND_EXCEPTION || kb == ZC_KIND_EXCEPTION) {
-          double x = ka == ZC_KIND_EXCEPTION ? va.raw[i]
-                     : ha.dtype == zcclFloat32 ? (double)zc_dequant_f32(va.q[i], &g)
-                                               : zc_dequant_f64(va.q[i], &g);
-          double y = kb == ZC_KIND_EXCEPTION ? vb.raw[i]
-                     : ha.dtype == zcclFloat32 ? (double)zc_dequant_f32(vb.q[i], &g)
-                                               : zc_dequant_f64(vb.q[i], &g);
-          vr.kind[i] = ZC_KIND_EXCEPTION;
-          vr.raw[i] = zc_value_op(op, ha.dtype, x, y);
-        } else {
-          int64_t x = va.q[i], y = vb.q[i];
-          vr.kind[i] = ZC_KIND_ORDINARY;
-          vr.q[i] = op == zcclSum ? (int64_t)((uint64_t)x + (uint64_t)y)
-                    : op == zcclMax ? (x > y ? x : y)
-                                    : (x < y ? x : y);
-        }
-      }
-      int rc = zc_emit_block(&e, &vr, nva);
-      if (rc != 0) return zc_emit_error(rc, "zc_hop");
-    }
+    int rc = zc_kernels()->hop(op, &ha, &g, &pa, &pb, &e);
+    if (rc != 0) return zc_emit_error(rc, "zc_hop");
     if (pa.o != na || pb.o != nb) return ZU_ERROR(zcclInvalidArgument, "zc_hop: chunk %u has trailing bytes", c);
     size_t bytes = zc_emit_end(&e);
     zc_put_u32(o + ZC_HEADER_BYTES + 4 * (size_t)c, (uint32_t)bytes);

@@ -8,8 +8,9 @@
 
 static const zc_kernels_t zc_kernel_table[ZC_SIMD_NUM] = {
     [ZC_SIMD_SCALAR] = {"scalar", zc_chunk_compress_scalar, zc_chunk_compress_scalar,
-                        zc_chunk_decompress_scalar},
-    [ZC_SIMD_AVX2] = {"avx2", zc_chunk_compress_avx2, zc_chunk_compress_scalar, zc_chunk_decompress_avx2},
+                        zc_chunk_decompress_scalar, zc_chunk_hop_scalar},
+    [ZC_SIMD_AVX2] = {"avx2", zc_chunk_compress_avx2, zc_chunk_compress_scalar, zc_chunk_decompress_avx2,
+                      zc_chunk_hop_avx2},
 };
 
 static _Atomic int zc_level = -1;

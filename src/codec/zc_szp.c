@@ -145,7 +145,8 @@ size_t zc_emit_end(zc_emit_t* e) {
 }
 
 zcclResult_t zc_emit_error(int rc, const char* what) {
-  if (rc == -2)
+  if (rc == ZC_RC_MALFORMED) return ZU_ERROR(zcclInvalidArgument, "%s: a chunk is malformed or truncated", what);
+  if (rc == ZC_RC_RANGE)
     return ZU_ERROR(zcclInvalidUsage, "%s: a delta exceeds 2^%d (too many homomorphic sums of large values)",
                     what, ZC_W_MAX);
   return ZU_ERROR(zcclInvalidArgument, "%s: output buffer too small (size it with zc_compress_bound)", what);

@@ -124,16 +124,13 @@ static inline __m256i zc_avx2_scan(__m256i x, __m256i* carry) {
   return x;
 }
 
-/* Decodes one full, clean block of a float32 stream into 32 values with the
- * same checks and results as zc_parse_block_values; returns the bytes used,
- * 0 when the block is not one the vector path takes (the caller goes
- * scalar), -1 when malformed. */
-static inline int zc_avx2_decode_clean_f32(const uint8_t* in, size_t avail, int32_t* q, const zc_grid_t* g,
-                                           float divisor, float* y) {
+/* Parses one full block whose deltas fit 32-bit lanes with room to spare
+ * (no exceptions or fill, W <= 24) into 4 x 8 deltas, with the same checks
+ * as zc_block_decode. Returns the bytes used, 0 when the block is not one
+ * the vector path takes (the caller goes scalar), -1 when malformed. */
+static inline int zc_avx2_parse_clean(const uint8_t* in, size_t avail, __m256i d[4]) {
   int W = in[0] & 63, smode = in[0] >> 6;
-  if (smode == ZC_SMODE_EXT || W > 24) return 0; /* exceptions, fill, all-fill, wide: scalar */
-  /* |q| stays below 2^31 in 32-bit lanes: |prev| < 2^30 and 32 deltas < 2^24. */
-  if (*q >= (1 << 30) || *q <= -(1 << 30)) return 0;
+  if (smode == ZC_SMODE_EXT || W > 24) return 0;
   int o = 1, sw[4] = {0, 0, 0, 0};
   if (W == 0) {
     if (smode != ZC_SMODE_POS) return -1;
@@ -155,8 +152,6 @@ static inline int zc_avx2_decode_clean_f32(const uint8_t* in, size_t avail, int3
     o += 4;
   }
   if (avail < (size_t)(o + sw[0] + sw[1] + sw[2] + sw[3])) return -1;
-  __m256i carry = _mm256_set1_epi32(*q);
-  const __m256 step = _mm256_set1_ps(g->step_f), div = _mm256_set1_ps(divisor);
   const __m256i zero = _mm256_setzero_si256();
   for (int k = 0; k < 4; k++) {
     __m256i mag = zero;
@@ -164,14 +159,31 @@ static inline int zc_avx2_decode_clean_f32(const uint8_t* in, size_t avail, int3
     for (int p = sw[k] - 1; p >= 0; p--) mag = _mm256_or_si256(_mm256_slli_epi32(mag, 1), zc_avx2_bits(planes[p]));
     o += sw[k];
     __m256i m = _mm256_sub_epi32(zero, zc_avx2_bits((neg >> (8 * k)) & 0xff)); /* all ones where negative */
-    __m256i d = _mm256_sub_epi32(_mm256_xor_si256(mag, m), m);
-    __m256i qk = zc_avx2_scan(d, &carry);
-    __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(qk), step);
+    d[k] = _mm256_sub_epi32(_mm256_xor_si256(mag, m), m);
+  }
+  return o;
+}
+
+/* q (|q| < 2^30) plus the running sum of d, as float32 values. */
+static inline void zc_avx2_values_f32(const __m256i d[4], int32_t* q, const zc_grid_t* g, float divisor,
+                                      float* y) {
+  __m256i carry = _mm256_set1_epi32(*q);
+  const __m256 step = _mm256_set1_ps(g->step_f), div = _mm256_set1_ps(divisor);
+  for (int k = 0; k < 4; k++) {
+    __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(zc_avx2_scan(d[k], &carry)), step);
     if (divisor != 1.0f) r = _mm256_div_ps(r, div);
     _mm256_storeu_ps(y + 8 * k, r);
   }
   *q = _mm256_cvtsi256_si32(carry);
-  return o;
+}
+
+/* Sum of 32 lanes (each below 2^24 in magnitude: no overflow). */
+static inline int32_t zc_avx2_sum(const __m256i d[4]) {
+  __m256i s = _mm256_add_epi32(_mm256_add_epi32(d[0], d[1]), _mm256_add_epi32(d[2], d[3]));
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+  return _mm_cvtsi128_si32(t);
 }
 
 int zc_chunk_decompress_avx2(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
@@ -183,11 +195,14 @@ int zc_chunk_decompress_avx2(const zc_header_t* h, const zc_grid_t* g, const uin
   float divisor = (float)h->divisor;
   while (p.left > 0) {
     int used = 0;
+    /* |q| < 2^30 and 32 deltas below 2^24: the running sum fits 32 bits. */
     if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
-      int32_t q = (int32_t)p.q;
-      used = zc_avx2_decode_clean_f32(p.in + p.o, p.size - p.o, &q, g, divisor, y);
+      __m256i d[4];
+      used = zc_avx2_parse_clean(p.in + p.o, p.size - p.o, d);
       if (used < 0) return -1;
       if (used > 0) {
+        int32_t q = (int32_t)p.q;
+        zc_avx2_values_f32(d, &q, g, divisor, y);
         p.o += (size_t)used;
         p.q = q;
         p.left -= ZC_BLOCK;
@@ -200,4 +215,44 @@ int zc_chunk_decompress_avx2(const zc_header_t* h, const zc_grid_t* g, const uin
     y += nv;
   }
   return p.o == bytes ? 0 : -1;
+}
+
+int zc_chunk_hop_avx2(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
+                      zc_emit_t* e) {
+  if (op != zcclSum || h->dtype != zcclFloat32) return zc_chunk_hop_scalar(op, h, g, pa, pb, e);
+  while (pa->left > 0) {
+    if (pa->left >= ZC_BLOCK) {
+      __m256i da[4], db[4];
+      int ua = zc_avx2_parse_clean(pa->in + pa->o, pa->size - pa->o, da);
+      int ub = ua > 0 ? zc_avx2_parse_clean(pb->in + pb->o, pb->size - pb->o, db) : 0;
+      if (ua < 0 || ub < 0) return ZC_RC_MALFORMED;
+      /* Both blocks all ordinary: the sum's deltas are the deltas' sums, the
+       * first one corrected by how far the result's running value lags. */
+      int64_t lag = e->have_prev ? pa->q + pb->q - e->prev : 0;
+      if (ua > 0 && ub > 0 && lag < (1 << 24) && lag > -(1 << 24)) {
+        if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
+        __m256i dr[4];
+        for (int k = 0; k < 4; k++) dr[k] = _mm256_add_epi32(da[k], db[k]);
+        int32_t first = _mm256_cvtsi256_si32(dr[0]);
+        if (!e->have_prev) {
+          e->base = pa->q + pb->q + first;
+          e->have_prev = 1;
+          lag = -first;
+        }
+        dr[0] = _mm256_add_epi32(dr[0], _mm256_setr_epi32((int32_t)lag, 0, 0, 0, 0, 0, 0, 0));
+        pa->q += zc_avx2_sum(da);
+        pb->q += zc_avx2_sum(db);
+        pa->o += (size_t)ua;
+        pb->o += (size_t)ub;
+        pa->left -= ZC_BLOCK;
+        pb->left -= ZC_BLOCK;
+        e->prev = pa->q + pb->q;
+        e->o += zc_avx2_emit_clean(dr, e->out + e->o);
+        continue;
+      }
+    }
+    int rc = zc_hop_block_scalar(op, h, g, pa, pb, e);
+    if (rc != 0) return rc;
+  }
+  return 0;
 }

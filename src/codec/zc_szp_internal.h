@@ -33,8 +33,11 @@ typedef struct {
 
 size_t zc_dtype_bytes(zcclDataType_t dtype);
 
+/* Return codes of the chunk and block kernels. */
+enum { ZC_RC_OK = 0, ZC_RC_SPACE = -1, ZC_RC_RANGE = -2, ZC_RC_MALFORMED = -3 };
+
 void zc_emit_begin(zc_emit_t* e, uint8_t* out, size_t cap, zcclDataType_t dtype, int has_fill);
-/* 0; -1 when out is too small; -2 when a delta is out of range. */
+/* ZC_RC_OK, ZC_RC_SPACE (out too small) or ZC_RC_RANGE (a delta too wide). */
 int zc_emit_block(zc_emit_t* e, const zc_ivals_t* v, int nvalid);
 /* Writes the base; returns the chunk's bytes. */
 size_t zc_emit_end(zc_emit_t* e);
@@ -67,12 +70,24 @@ int zc_chunk_decompress_avx2(const zc_header_t* h, const zc_grid_t* g, const uin
  * or -1. */
 int zc_parse_block_values(zc_parse_t* p, const zc_header_t* h, const zc_grid_t* g, void* out);
 
+/* Homomorphic op of two chunks (parsers positioned after their bases) into
+ * an emitter; a ZC_RC_ code. The block version does one block pair. */
+typedef int (*zc_chunk_hop_fn)(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa,
+                               zc_parse_t* pb, zc_emit_t* e);
+int zc_chunk_hop_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa,
+                        zc_parse_t* pb, zc_emit_t* e);
+int zc_chunk_hop_avx2(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
+                      zc_emit_t* e);
+int zc_hop_block_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
+                        zc_emit_t* e);
+
 /* The kernels in use, one table per instruction set (STYLE: one table per
  * plug-in point); all write identical bytes. */
 typedef struct {
   const char* name;
   zc_chunk_compress_fn compress_f32, compress_f64;
   zc_chunk_decompress_fn decompress;
+  zc_chunk_hop_fn hop;
 } zc_kernels_t;
 
 const zc_kernels_t* zc_kernels(void);
