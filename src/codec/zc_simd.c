@@ -11,13 +11,17 @@ static const zc_kernels_t zc_kernel_table[ZC_SIMD_NUM] = {
                         zc_chunk_decompress_scalar, zc_chunk_hop_scalar},
     [ZC_SIMD_AVX2] = {"avx2", zc_chunk_compress_avx2, zc_chunk_compress_scalar, zc_chunk_decompress_avx2,
                       zc_chunk_hop_avx2},
+    [ZC_SIMD_GFNI] = {"avx2-gfni", zc_chunk_compress_gfni, zc_chunk_compress_scalar, zc_chunk_decompress_gfni,
+                      zc_chunk_hop_gfni},
 };
 
 static _Atomic int zc_level = -1;
 
 int zc_simd_best(void) {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2")) return ZC_SIMD_AVX2;
+  int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+  if (avx2 && __builtin_cpu_supports("gfni")) return ZC_SIMD_GFNI;
+  if (avx2) return ZC_SIMD_AVX2;
   return ZC_SIMD_SCALAR;
 }
 

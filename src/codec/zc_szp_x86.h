@@ -1,0 +1,317 @@
+/* x86 kernels of the stream codec, generated twice from this one body:
+ * zc_szp_avx2.c (ZC_X86_GFNI 0: magnitude planes by movemask) and
+ * zc_szp_gfni.c (ZC_X86_GFNI 1: blocks whose widths are at most 8 turn their
+ * 8x8 bit matrices into planes with one GF2P8AFFINE transpose). The includer
+ * defines ZC_X86_GFNI and ZC_X86_NAME(fn), and compiles with the matching
+ * -m flags.
+ *
+ * A block takes the vector path when it is "clean" (every value ordinary,
+ * widths that fit 32-bit lanes); any other block goes through the scalar
+ * functions, so the bytes are always those of zc_block_encode (tests compare
+ * every level on the same data). The format's 8-value sub-groups are one
+ * 8-lane register each. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "zc_szp_internal.h"
+
+#if ZC_X86_GFNI
+/* Within each 64-bit lane: reverse the bytes, then transpose the 8x8 bit
+ * matrix (byte i bit j <-> byte j bit i). Turns 8 magnitudes (bytes) into 8
+ * planes (bytes) and back. */
+static inline __m256i zc_x86_transpose8x8(__m256i v) {
+  const __m256i rev = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2,
+                                       1, 0, 15, 14, 13, 12, 11, 10, 9, 8);
+  return _mm256_gf2p8affine_epi64_epi8(_mm256_set1_epi64x((long long)0x8040201008040201ull),
+                                       _mm256_shuffle_epi8(v, rev), 0);
+}
+#endif
+
+/* Writes a clean block's header, sign plane and magnitude planes from its 32
+ * deltas (4 x 8 lanes): exactly zc_block_encode's bytes for such a block. */
+static inline size_t zc_x86_emit_clean(const __m256i d[4], uint8_t* out) {
+  const __m256i zero = _mm256_setzero_si256();
+  uint32_t neg = 0, pos = 0;
+  __m256i mag[4];
+  int sw[4], W = 0;
+  for (int k = 0; k < 4; k++) {
+    neg |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(d[k])) << (8 * k);
+    pos |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(d[k], zero))) << (8 * k);
+    mag[k] = _mm256_abs_epi32(d[k]);
+    __m256i t = _mm256_or_si256(mag[k], _mm256_permute2x128_si256(mag[k], mag[k], 1));
+    t = _mm256_or_si256(t, _mm256_shuffle_epi32(t, 0x4e));
+    t = _mm256_or_si256(t, _mm256_shuffle_epi32(t, 0xb1));
+    uint32_t m = (uint32_t)_mm256_cvtsi256_si32(t);
+    sw[k] = m ? 32 - __builtin_clz(m) : 0;
+    W = sw[k] > W ? sw[k] : W;
+  }
+  int smode = neg == 0 ? ZC_SMODE_POS : (pos == 0 ? ZC_SMODE_NEG : ZC_SMODE_PLANE);
+  size_t o = 0;
+  out[o++] = (uint8_t)(W | (smode << 6));
+  if (W == 0) return o;
+  int base = W > 15 ? W - 15 : 0;
+  for (int k = 0; k < 4; k++) sw[k] = sw[k] < base ? base : sw[k];
+  out[o++] = (uint8_t)((sw[0] - base) | (sw[1] - base) << 4);
+  out[o++] = (uint8_t)((sw[2] - base) | (sw[3] - base) << 4);
+  if (smode == ZC_SMODE_PLANE) {
+    memcpy(out + o, &neg, 4);
+    o += 4;
+  }
+#if ZC_X86_GFNI
+  if (W <= 8) {
+    /* Magnitudes to bytes, sub-group k in 64-bit lane k, then planes. The
+     * 8-byte stores overlap: each next one overwrites the previous one's
+     * unused tail (the caller guarantees ZC_BLOCK_MAX_CODED of room). */
+    __m256i b01 = _mm256_packus_epi32(mag[0], mag[1]), b23 = _mm256_packus_epi32(mag[2], mag[3]);
+    __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(b01, b23),
+                                                _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    uint64_t planes[4];
+    _mm256_storeu_si256((__m256i*)planes, zc_x86_transpose8x8(bytes));
+    for (int k = 0; k < 4; k++) {
+      memcpy(out + o, &planes[k], 8);
+      o += (size_t)sw[k];
+    }
+    return o;
+  }
+#endif
+  for (int k = 0; k < 4; k++) {
+    __m256i cur = mag[k];
+    for (int p = 0; p < sw[k]; p++) {
+      out[o++] = (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32(cur, 31)));
+      cur = _mm256_srli_epi32(cur, 1);
+    }
+  }
+  return o;
+}
+
+/* Quantizes 32 floats; 1 when every one is ordinary (same test as
+ * zc_quant_f32, lane by lane), else 0 and the block goes scalar. */
+static inline int zc_x86_quant_f32(const float* x, const zc_grid_t* g, int has_fill, float fill, __m256i q[4]) {
+  const __m256 inv = _mm256_set1_ps(g->inv_step_f), step = _mm256_set1_ps(g->step_f);
+  const __m256 accept = _mm256_set1_ps(g->accept_f), lim = _mm256_set1_ps(ZC_QLIMIT_F32);
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), fv = _mm256_set1_ps(fill);
+  int good = 0xff;
+  for (int k = 0; k < 4; k++) {
+    __m256 xk = _mm256_loadu_ps(x + 8 * k);
+    __m256 t = _mm256_mul_ps(xk, inv);
+    __m256 ok = _mm256_cmp_ps(_mm256_and_ps(t, absmask), lim, _CMP_LT_OQ);
+    q[k] = _mm256_cvtps_epi32(t); /* round to nearest even, as rintf */
+    __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(q[k]), step);
+    __m256 diff = _mm256_and_ps(_mm256_sub_ps(xk, r), absmask);
+    ok = _mm256_and_ps(ok, _mm256_cmp_ps(diff, accept, _CMP_LE_OQ));
+    if (has_fill) ok = _mm256_andnot_ps(_mm256_cmp_ps(xk, fv, _CMP_EQ_OQ), ok);
+    good &= _mm256_movemask_ps(ok);
+  }
+  return good == 0xff;
+}
+
+/* Deltas of 32 integers against the emitter's running value. */
+static inline void zc_x86_deltas(const __m256i q[4], zc_emit_t* e, __m256i d[4]) {
+  if (!e->have_prev) {
+    e->base = e->prev = _mm256_cvtsi256_si32(q[0]);
+    e->have_prev = 1;
+  }
+  const __m256i rot = _mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6), last = _mm256_set1_epi32(7);
+  __m256i carry = _mm256_set1_epi32((int32_t)e->prev);
+  for (int k = 0; k < 4; k++) {
+    __m256i sh = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(q[k], rot), carry, 0x01);
+    d[k] = _mm256_sub_epi32(q[k], sh);
+    carry = _mm256_permutevar8x32_epi32(q[k], last);
+  }
+  e->prev = _mm256_cvtsi256_si32(carry);
+}
+
+int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
+                           double fill, zc_emit_t* e) {
+  if (dtype != zcclFloat32) return zc_chunk_compress_scalar(in, n, dtype, g, has_fill, fill, e);
+  const float* x = in;
+  size_t b = 0;
+  for (; b + ZC_BLOCK <= n; b += ZC_BLOCK) {
+    if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return -1;
+    __m256i q[4], d[4];
+    if (zc_x86_quant_f32(x + b, g, has_fill, (float)fill, q)) {
+      zc_x86_deltas(q, e, d);
+      e->o += zc_x86_emit_clean(d, e->out + e->o);
+    } else {
+      int rc = zc_chunk_compress_scalar(x + b, ZC_BLOCK, dtype, g, has_fill, fill, e);
+      if (rc != 0) return rc;
+    }
+  }
+  return b < n ? zc_chunk_compress_scalar(x + b, n - b, dtype, g, has_fill, fill, e) : 0;
+}
+
+/* Lanes j = bit j of byte (0 or 1). */
+static inline __m256i zc_x86_bits(uint32_t byte) {
+  return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)byte), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                          _mm256_set1_epi32(1));
+}
+
+/* Inclusive prefix sum of 8 lanes plus carry (broadcast); carry becomes the
+ * last lane. */
+static inline __m256i zc_x86_scan(__m256i x, __m256i* carry) {
+  x = _mm256_add_epi32(x, _mm256_slli_si256(x, 4));
+  x = _mm256_add_epi32(x, _mm256_slli_si256(x, 8));
+  __m256i low_total = _mm256_permutevar8x32_epi32(x, _mm256_set1_epi32(3));
+  x = _mm256_add_epi32(x, _mm256_blend_epi32(_mm256_setzero_si256(), low_total, 0xf0));
+  x = _mm256_add_epi32(x, *carry);
+  *carry = _mm256_permutevar8x32_epi32(x, _mm256_set1_epi32(7));
+  return x;
+}
+
+/* Parses one full block whose deltas fit 32-bit lanes with room to spare
+ * (no exceptions or fill, W <= 24) into 4 x 8 deltas, with the same checks
+ * as zc_block_decode. Returns the bytes used, 0 when the block is not one
+ * the vector path takes (the caller goes scalar), -1 when malformed. */
+static inline int zc_x86_parse_clean(const uint8_t* in, size_t avail, __m256i d[4]) {
+  int W = in[0] & 63, smode = in[0] >> 6;
+  if (smode == ZC_SMODE_EXT || W > 24) return 0;
+  int o = 1, sw[4] = {0, 0, 0, 0};
+  if (W == 0) {
+    if (smode != ZC_SMODE_POS) return -1;
+  } else {
+    if (avail < 3) return -1;
+    int base = W > 15 ? W - 15 : 0, top = 0;
+    for (int k = 0; k < 4; k++) {
+      sw[k] = base + ((in[1 + k / 2] >> (4 * (k & 1))) & 15);
+      if (sw[k] > W) return -1;
+      top = sw[k] > top ? sw[k] : top;
+    }
+    if (top != W) return -1;
+    o = 3;
+  }
+  uint32_t neg = smode == ZC_SMODE_NEG ? 0xffffffffu : 0;
+  if (smode == ZC_SMODE_PLANE) {
+    if (avail < (size_t)o + 4) return -1;
+    memcpy(&neg, in + o, 4);
+    o += 4;
+  }
+  if (avail < (size_t)(o + sw[0] + sw[1] + sw[2] + sw[3])) return -1;
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i mag[4];
+#if ZC_X86_GFNI
+  if (W <= 8) {
+    uint64_t planes[4];
+    for (int k = 0; k < 4; k++) {
+      uint64_t v = 0;
+      if (avail - (size_t)o >= 8) memcpy(&v, in + o, 8); /* never past the stream's end */
+      else memcpy(&v, in + o, (size_t)sw[k]);
+      planes[k] = sw[k] == 8 ? v : v & ((1ull << (8 * sw[k])) - 1);
+      o += sw[k];
+    }
+    /* Built from registers: a wide load of four narrow stores would stall. */
+    __m256i bytes = zc_x86_transpose8x8(_mm256_setr_epi64x((long long)planes[0], (long long)planes[1],
+                                                           (long long)planes[2], (long long)planes[3]));
+    mag[0] = _mm256_cvtepu8_epi32(_mm256_castsi256_si128(bytes));
+    mag[1] = _mm256_cvtepu8_epi32(_mm_srli_si128(_mm256_castsi256_si128(bytes), 8));
+    mag[2] = _mm256_cvtepu8_epi32(_mm256_extracti128_si256(bytes, 1));
+    mag[3] = _mm256_cvtepu8_epi32(_mm_srli_si128(_mm256_extracti128_si256(bytes, 1), 8));
+  } else
+#endif
+  {
+    for (int k = 0; k < 4; k++) {
+      mag[k] = zero;
+      const uint8_t* planes = in + o;
+      for (int p = sw[k] - 1; p >= 0; p--)
+        mag[k] = _mm256_or_si256(_mm256_slli_epi32(mag[k], 1), zc_x86_bits(planes[p]));
+      o += sw[k];
+    }
+  }
+  for (int k = 0; k < 4; k++) {
+    __m256i m = _mm256_sub_epi32(zero, zc_x86_bits((neg >> (8 * k)) & 0xff)); /* all ones where negative */
+    d[k] = _mm256_sub_epi32(_mm256_xor_si256(mag[k], m), m);
+  }
+  return o;
+}
+
+/* q (|q| < 2^30) plus the running sum of d, as float32 values. */
+static inline void zc_x86_values_f32(const __m256i d[4], int32_t* q, const zc_grid_t* g, float divisor,
+                                      float* y) {
+  __m256i carry = _mm256_set1_epi32(*q);
+  const __m256 step = _mm256_set1_ps(g->step_f), div = _mm256_set1_ps(divisor);
+  for (int k = 0; k < 4; k++) {
+    __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(zc_x86_scan(d[k], &carry)), step);
+    if (divisor != 1.0f) r = _mm256_div_ps(r, div);
+    _mm256_storeu_ps(y + 8 * k, r);
+  }
+  *q = _mm256_cvtsi256_si32(carry);
+}
+
+/* Sum of 32 lanes (each below 2^24 in magnitude: no overflow). */
+static inline int32_t zc_x86_sum(const __m256i d[4]) {
+  __m256i s = _mm256_add_epi32(_mm256_add_epi32(d[0], d[1]), _mm256_add_epi32(d[2], d[3]));
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+  return _mm_cvtsi128_si32(t);
+}
+
+int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
+                             size_t n, void* out) {
+  if (h->dtype != zcclFloat32) return zc_chunk_decompress_scalar(h, g, chunk, bytes, n, out);
+  zc_parse_t p;
+  if (zc_parse_begin(&p, chunk, bytes, n, h->dtype, h->has_fill) != 0) return -1;
+  float* y = out;
+  float divisor = (float)h->divisor;
+  while (p.left > 0) {
+    int used = 0;
+    /* |q| < 2^30 and 32 deltas below 2^24: the running sum fits 32 bits. */
+    if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
+      __m256i d[4];
+      used = zc_x86_parse_clean(p.in + p.o, p.size - p.o, d);
+      if (used < 0) return -1;
+      if (used > 0) {
+        int32_t q = (int32_t)p.q;
+        zc_x86_values_f32(d, &q, g, divisor, y);
+        p.o += (size_t)used;
+        p.q = q;
+        p.left -= ZC_BLOCK;
+        y += ZC_BLOCK;
+        continue;
+      }
+    }
+    int nv = zc_parse_block_values(&p, h, g, y);
+    if (nv < 0) return -1;
+    y += nv;
+  }
+  return p.o == bytes ? 0 : -1;
+}
+
+int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
+                      zc_emit_t* e) {
+  if (op != zcclSum || h->dtype != zcclFloat32) return zc_chunk_hop_scalar(op, h, g, pa, pb, e);
+  while (pa->left > 0) {
+    if (pa->left >= ZC_BLOCK) {
+      __m256i da[4], db[4];
+      int ua = zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, da);
+      int ub = ua > 0 ? zc_x86_parse_clean(pb->in + pb->o, pb->size - pb->o, db) : 0;
+      if (ua < 0 || ub < 0) return ZC_RC_MALFORMED;
+      /* Both blocks all ordinary: the sum's deltas are the deltas' sums, the
+       * first one corrected by how far the result's running value lags. */
+      int64_t lag = e->have_prev ? pa->q + pb->q - e->prev : 0;
+      if (ua > 0 && ub > 0 && lag < (1 << 24) && lag > -(1 << 24)) {
+        if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
+        __m256i dr[4];
+        for (int k = 0; k < 4; k++) dr[k] = _mm256_add_epi32(da[k], db[k]);
+        int32_t first = _mm256_cvtsi256_si32(dr[0]);
+        if (!e->have_prev) {
+          e->base = pa->q + pb->q + first;
+          e->have_prev = 1;
+          lag = -first;
+        }
+        dr[0] = _mm256_add_epi32(dr[0], _mm256_setr_epi32((int32_t)lag, 0, 0, 0, 0, 0, 0, 0));
+        pa->q += zc_x86_sum(da);
+        pb->q += zc_x86_sum(db);
+        pa->o += (size_t)ua;
+        pb->o += (size_t)ub;
+        pa->left -= ZC_BLOCK;
+        pb->left -= ZC_BLOCK;
+        e->prev = pa->q + pb->q;
+        e->o += zc_x86_emit_clean(dr, e->out + e->o);
+        continue;
+      }
+    }
+    int rc = zc_hop_block_scalar(op, h, g, pa, pb, e);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
