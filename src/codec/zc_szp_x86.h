@@ -16,6 +16,24 @@
 #include "zc_szp_internal.h"
 
 #if ZC_X86_GFNI
+/* The first n (<= 8) bytes at p as a little-endian integer, upper bytes 0;
+ * reads no byte at or past p + avail (avail >= n). */
+static inline uint64_t zc_x86_load_bytes(const uint8_t* p, size_t avail, int n) {
+  uint64_t v = 0;
+  if (avail >= 8) memcpy(&v, p, 8);
+  else memcpy(&v, p, (size_t)n);
+  return n == 8 ? v : v & ((1ull << (8 * n)) - 1);
+}
+
+/* 64-bit lane k's 8 bytes as 8 int32 lanes, into out[k]. */
+static inline void zc_x86_widen_bytes(__m256i bytes, __m256i out[4]) {
+  __m128i l = _mm256_castsi256_si128(bytes), h = _mm256_extracti128_si256(bytes, 1);
+  out[0] = _mm256_cvtepu8_epi32(l);
+  out[1] = _mm256_cvtepu8_epi32(_mm_srli_si128(l, 8));
+  out[2] = _mm256_cvtepu8_epi32(h);
+  out[3] = _mm256_cvtepu8_epi32(_mm_srli_si128(h, 8));
+}
+
 /* Within each 64-bit lane: reverse the bytes, then transpose the 8x8 bit
  * matrix (byte i bit j <-> byte j bit i). Turns 8 magnitudes (bytes) into 8
  * planes (bytes) and back. */
@@ -58,17 +76,25 @@ static inline size_t zc_x86_emit_clean(const __m256i d[4], uint8_t* out) {
     o += 4;
   }
 #if ZC_X86_GFNI
-  if (W <= 8) {
-    /* Magnitudes to bytes, sub-group k in 64-bit lane k, then planes. The
-     * 8-byte stores overlap: each next one overwrites the previous one's
-     * unused tail (the caller guarantees ZC_BLOCK_MAX_CODED of room). */
-    __m256i b01 = _mm256_packus_epi32(mag[0], mag[1]), b23 = _mm256_packus_epi32(mag[2], mag[3]);
-    __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(b01, b23),
-                                                _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    uint64_t planes[4];
-    _mm256_storeu_si256((__m256i*)planes, zc_x86_transpose8x8(bytes));
+  if (W <= 16) {
+    /* Magnitudes to bytes (low and high), sub-group k in 64-bit lane k, then
+     * planes 0-7 and 8-15. The 8-byte stores overlap: each next one
+     * overwrites the previous one's unused tail (the caller guarantees
+     * ZC_BLOCK_MAX_CODED of room). */
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7), low = _mm256_set1_epi16(0xff);
+    __m256i w01 = _mm256_packus_epi32(mag[0], mag[1]), w23 = _mm256_packus_epi32(mag[2], mag[3]);
+    __m256i lo = _mm256_permutevar8x32_epi32(
+        _mm256_packus_epi16(_mm256_and_si256(w01, low), _mm256_and_si256(w23, low)), order);
+    uint64_t plo[4], phi[4];
+    _mm256_storeu_si256((__m256i*)plo, zc_x86_transpose8x8(lo));
+    if (W > 8) {
+      __m256i hi = _mm256_permutevar8x32_epi32(
+          _mm256_packus_epi16(_mm256_srli_epi16(w01, 8), _mm256_srli_epi16(w23, 8)), order);
+      _mm256_storeu_si256((__m256i*)phi, zc_x86_transpose8x8(hi));
+    }
     for (int k = 0; k < 4; k++) {
-      memcpy(out + o, &planes[k], 8);
+      memcpy(out + o, &plo[k], 8);
+      if (sw[k] > 8) memcpy(out + o + 8, &phi[k], 8);
       o += (size_t)sw[k];
     }
     return o;
@@ -189,22 +215,25 @@ static inline int zc_x86_parse_clean(const uint8_t* in, size_t avail, __m256i d[
   const __m256i zero = _mm256_setzero_si256();
   __m256i mag[4];
 #if ZC_X86_GFNI
-  if (W <= 8) {
-    uint64_t planes[4];
+  if (W <= 16) {
+    uint64_t plo[4], phi[4] = {0, 0, 0, 0};
     for (int k = 0; k < 4; k++) {
-      uint64_t v = 0;
-      if (avail - (size_t)o >= 8) memcpy(&v, in + o, 8); /* never past the stream's end */
-      else memcpy(&v, in + o, (size_t)sw[k]);
-      planes[k] = sw[k] == 8 ? v : v & ((1ull << (8 * sw[k])) - 1);
+      int nlo = sw[k] < 8 ? sw[k] : 8, nhi = sw[k] - nlo;
+      plo[k] = zc_x86_load_bytes(in + o, avail - (size_t)o, nlo);
+      if (nhi) phi[k] = zc_x86_load_bytes(in + o + 8, avail - (size_t)o - 8, nhi);
       o += sw[k];
     }
     /* Built from registers: a wide load of four narrow stores would stall. */
-    __m256i bytes = zc_x86_transpose8x8(_mm256_setr_epi64x((long long)planes[0], (long long)planes[1],
-                                                           (long long)planes[2], (long long)planes[3]));
-    mag[0] = _mm256_cvtepu8_epi32(_mm256_castsi256_si128(bytes));
-    mag[1] = _mm256_cvtepu8_epi32(_mm_srli_si128(_mm256_castsi256_si128(bytes), 8));
-    mag[2] = _mm256_cvtepu8_epi32(_mm256_extracti128_si256(bytes, 1));
-    mag[3] = _mm256_cvtepu8_epi32(_mm_srli_si128(_mm256_extracti128_si256(bytes, 1), 8));
+    __m256i lo = zc_x86_transpose8x8(_mm256_setr_epi64x((long long)plo[0], (long long)plo[1], (long long)plo[2],
+                                                        (long long)plo[3]));
+    zc_x86_widen_bytes(lo, mag);
+    if (W > 8) {
+      __m256i hi8[4];
+      zc_x86_widen_bytes(zc_x86_transpose8x8(_mm256_setr_epi64x((long long)phi[0], (long long)phi[1],
+                                                                (long long)phi[2], (long long)phi[3])),
+                         hi8);
+      for (int k = 0; k < 4; k++) mag[k] = _mm256_or_si256(mag[k], _mm256_slli_epi32(hi8[k], 8));
+    }
   } else
 #endif
   {
