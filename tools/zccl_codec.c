@@ -20,6 +20,8 @@
 
 #include "zc_simd.h"
 #include "zc_szp.h"
+#include "zd_host_codec.h"
+#include "zd_pool.h"
 #include "zccl_data.h"
 
 typedef struct {
@@ -43,7 +45,8 @@ static void usage(FILE* f) {
           "       zccl-codec decompress IN OUT\n"
           "       zccl-codec hsum A B OUT\n"
           "       zccl-codec stats IN --dtype f32|f64 --mode abs|rel --eb X [--fill V | --fill-zero]\n"
-          "                        [--tile BYTES] [--reps N] [--threads N] [--simd scalar|avx2|avx2-gfni] [--json]\n"
+          "                        [--tile BYTES] [--reps N] [--threads N (0: all cores)]\n"
+          "                        [--simd scalar|avx2|avx2-gfni] [--json]\n"
           "IN: file.f32, file.f64 or file.nc:VARIABLE (NetCDF; _FillValue kept exactly)\n");
 }
 
@@ -231,8 +234,9 @@ static int cmd_stats(const args_t* a) {
   zccl_data_t d;
   zc_params_t p;
   if (!a->in) return die("stats: IN is required%s%s", "", "");
-  if (a->threads != 1)
-    return die("stats: --threads %s: the multi-threaded codec is not built yet (use 1)%s", "N", "");
+  zd_pool_t* pool = NULL;
+  if (zd_pool_create(a->threads, &pool) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
+  int threads = zd_pool_size(pool);
   if (a->simd) {
     int level = -1;
     for (int l = 0; l < ZC_SIMD_NUM; l++)
@@ -262,36 +266,36 @@ static int cmd_stats(const args_t* a) {
   tm = median(t, reps);
   for (int r = 0; r < reps; r++) {
     double t0 = now();
-    if (zc_compress(&p, x, n, s, cap, &size, NULL, NULL) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
+    if (zd_host_compress(pool, 0, &p, x, n, s, cap, &size) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
     t[r] = now() - t0;
   }
   tc = median(t, reps);
   for (int r = 0; r < reps; r++) {
     double t0 = now();
-    if (zc_decompress(s, size, y, n, &got, NULL, NULL) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
+    if (zd_host_decompress(pool, 0, s, size, y, n, &got) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
     t[r] = now() - t0;
   }
   td = median(t, reps);
-  zc_compress(&p, x2, n, s2, cap, &size2, NULL, NULL);
+  zd_host_compress(pool, 0, &p, x2, n, s2, cap, &size2);
   for (int r = 0; r < reps; r++) {
     double t0 = now();
-    if (zc_hop(zcclSum, s, size, s2, size2, h, cap, &hs) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
+    if (zd_host_hop(pool, 0, zcclSum, s, size, s2, size2, h, cap, &hs) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
     t[r] = now() - t0;
   }
   th = median(t, reps);
   /* Decompress-operate-compress of the same pair, the baseline hsum beats. */
   for (int r = 0; r < reps; r++) {
     double t0 = now();
-    zc_decompress(s, size, y, n, &got, NULL, NULL);
-    zc_decompress(s2, size2, y2, n, &got, NULL, NULL);
+    zd_host_decompress(pool, 0, s, size, y, n, &got);
+    zd_host_decompress(pool, 0, s2, size2, y2, n, &got);
     if (a->is_double) for (size_t i = 0; i < n; i++) ((double*)y)[i] += ((double*)y2)[i];
     else for (size_t i = 0; i < n; i++) ((float*)y)[i] += ((float*)y2)[i];
-    zc_compress(&p, y, n, h, cap, &hs, NULL, NULL);
+    zd_host_compress(pool, 0, &p, y, n, h, cap, &hs);
     t[r] = now() - t0;
   }
   tdoc = median(t, reps);
   /* Errors on the field itself (every element of the first tile). */
-  zc_decompress(s, size, y, n, &got, NULL, NULL);
+  zd_host_decompress(pool, 0, s, size, y, n, &got);
   size_t m = d.count < n ? d.count : n, valid = 0, outside = 0;
   double max_err = 0, sq = 0, lo = INFINITY, hi = -INFINITY;
   for (size_t i = 0; i < m; i++) {
@@ -323,12 +327,12 @@ static int cmd_stats(const args_t* a) {
            "\"decomp_gbps\": %.4f, \"hsum_gbps\": %.4f, \"doc_gbps\": %.4f, \"threads\": %d, \"simd\": \"%s\"}\n",
            d.source, a->is_double ? "f64" : "f32", a->rel ? "rel" : "abs", a->eb, p.eb,
            d.has_fill ? "true" : "false", n, size, ratio, bits, max_err, max_err / p.eb, outside, rmse, psnr,
-           psnr_uniform, gb / tm, gb / tc, gb / td, gb / th, gb / tdoc, a->threads, zc_simd_name(zc_simd_get()));
+           psnr_uniform, gb / tm, gb / tc, gb / td, gb / th, gb / tdoc, threads, zc_simd_name(zc_simd_get()));
   } else {
-    printf("%s (%s, %s %g -> eb_abs %.6g, %s), %zu values (%.1f MiB), kernels %s, 1 thread\n", d.source,
+    printf("%s (%s, %s %g -> eb_abs %.6g, %s), %zu values (%.1f MiB), kernels %s, %d thread(s)\n", d.source,
            a->is_double ? "f64" : "f32", a->rel ? "REL" : "ABS", a->eb, p.eb,
            d.has_fill ? "fill kept exactly" : "no fill", n, (double)(n * esize) / 1048576.0,
-           zc_simd_name(zc_simd_get()));
+           zc_simd_name(zc_simd_get()), threads);
     printf("  ratio %.3f (%.3f bits/value), max err %.4g = %.4f eb, %zu outside the bound, PSNR %.2f dB "
            "(uniform quantizer %.2f)\n", ratio, bits, max_err, max_err / p.eb, outside, psnr, psnr_uniform);
     printf("  memcpy %.2f GB/s | compress %.2f GB/s (%.2fx) | decompress %.2f GB/s (%.2fx) | hsum %.2f GB/s "
@@ -336,6 +340,7 @@ static int cmd_stats(const args_t* a) {
            tdoc / th, gb / tdoc);
   }
   free(x); free(x2); free(y); free(y2); free(s); free(s2); free(h); free(t);
+  zd_pool_destroy(pool);
   zccl_data_free(&d);
   return outside ? 1 : 0;
 }

@@ -63,48 +63,65 @@ int zc_chunk_hop_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g
   return ZC_RC_OK;
 }
 
-zcclResult_t zc_hop(zcclRedOp_t op, const void* a, size_t a_size, const void* b, size_t b_size, void* out,
-                    size_t cap, size_t* size) {
+zcclResult_t zc_hop_begin(zcclRedOp_t op, const void* a, size_t a_size, const void* b, size_t b_size, void* out,
+                          size_t cap, zc_header_t* ha, zc_header_t* hb, size_t* head) {
   ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
                    "zc_hop: op %d is not sum, max or min", (int)op);
-  ZU_RETURN_ERR_IF(out == NULL || size == NULL, zcclInvalidArgument, "zc_hop: NULL argument");
-  zc_header_t ha, hb;
-  ZU_CHECK(zc_header_read(a, a_size, &ha));
-  ZU_CHECK(zc_header_read(b, b_size, &hb));
-  ZU_RETURN_ERR_IF(!zc_compatible(&ha, &hb), zcclInvalidArgument,
+  ZU_RETURN_ERR_IF(out == NULL || head == NULL, zcclInvalidArgument, "zc_hop: NULL argument");
+  ZU_CHECK(zc_header_read(a, a_size, ha));
+  ZU_CHECK(zc_header_read(b, b_size, hb));
+  ZU_RETURN_ERR_IF(!zc_compatible(ha, hb), zcclInvalidArgument,
                    "zc_hop: streams differ in dtype, count, error bound, chunk size, fill or divisor");
-  size_t head = ZC_HEADER_BYTES + (size_t)ha.nchunks * 4;
-  ZU_RETURN_ERR_IF(cap < head, zcclInvalidArgument, "zc_hop: output buffer too small");
+  *head = ZC_HEADER_BYTES + (size_t)ha->nchunks * 4;
+  ZU_RETURN_ERR_IF(cap < *head, zcclInvalidArgument, "zc_hop: output buffer too small");
   ZU_RETURN_ERR_IF((const uint8_t*)out < (const uint8_t*)a + a_size && (const uint8_t*)a < (uint8_t*)out + cap,
                    zcclInvalidArgument, "zc_hop: out overlaps input a");
   ZU_RETURN_ERR_IF((const uint8_t*)out < (const uint8_t*)b + b_size && (const uint8_t*)b < (uint8_t*)out + cap,
                    zcclInvalidArgument, "zc_hop: out overlaps input b");
-  uint8_t* o = out;
-  memcpy(o, a, ZC_HEADER_BYTES);
+  memcpy(out, a, ZC_HEADER_BYTES);
+  return zcclSuccess;
+}
+
+zcclResult_t zc_hop_chunks(zcclRedOp_t op, const zc_header_t* ha, const zc_header_t* hb, uint32_t c0, uint32_t c1,
+                           const uint8_t* ca, const uint8_t* cb, void* out, size_t cap, uint8_t* index,
+                           size_t* bytes) {
   zc_grid_t g;
-  zc_grid_init(ha.eb, &g);
-  const uint8_t *ca = ha.chunks, *cb = hb.chunks;
-  size_t at = head, chunk = (size_t)1 << ha.chunk_log2;
-  for (uint32_t c = 0; c < ha.nchunks; c++) {
-    uint32_t na = zc_get_u32(ha.index + 4 * (size_t)c), nb = zc_get_u32(hb.index + 4 * (size_t)c);
-    size_t first = (size_t)c << ha.chunk_log2;
-    size_t n = ha.count - first < chunk ? ha.count - first : chunk;
+  zc_grid_init(ha->eb, &g);
+  uint8_t* o = out;
+  size_t at = 0, chunk = (size_t)1 << ha->chunk_log2;
+  for (uint32_t c = c0; c < c1; c++) {
+    uint32_t na = zc_get_u32(ha->index + 4 * (size_t)c), nb = zc_get_u32(hb->index + 4 * (size_t)c);
+    size_t first = (size_t)c << ha->chunk_log2;
+    size_t n = ha->count - first < chunk ? ha->count - first : chunk;
     zc_parse_t pa, pb;
-    if (zc_parse_begin(&pa, ca, na, n, ha.dtype, ha.has_fill) != 0 ||
-        zc_parse_begin(&pb, cb, nb, n, hb.dtype, hb.has_fill) != 0)
+    if (zc_parse_begin(&pa, ca, na, n, ha->dtype, ha->has_fill) != 0 ||
+        zc_parse_begin(&pb, cb, nb, n, hb->dtype, hb->has_fill) != 0)
       return ZU_ERROR(zcclInvalidArgument, "zc_hop: chunk %u is truncated", c);
-    if (cap - at < 8) return zc_emit_error(-1, "zc_hop");
+    if (cap - at < 8) return zc_emit_error(ZC_RC_SPACE, "zc_hop");
     zc_emit_t e;
-    zc_emit_begin(&e, o + at, cap - at, ha.dtype, ha.has_fill);
-    int rc = zc_kernels()->hop(op, &ha, &g, &pa, &pb, &e);
+    zc_emit_begin(&e, o + at, cap - at, ha->dtype, ha->has_fill);
+    int rc = zc_kernels()->hop(op, ha, &g, &pa, &pb, &e);
     if (rc != 0) return zc_emit_error(rc, "zc_hop");
     if (pa.o != na || pb.o != nb) return ZU_ERROR(zcclInvalidArgument, "zc_hop: chunk %u has trailing bytes", c);
-    size_t bytes = zc_emit_end(&e);
-    zc_put_u32(o + ZC_HEADER_BYTES + 4 * (size_t)c, (uint32_t)bytes);
-    at += bytes;
+    size_t n_bytes = zc_emit_end(&e);
+    zc_put_u32(index + 4 * (size_t)(c - c0), (uint32_t)n_bytes);
+    at += n_bytes;
     ca += na;
     cb += nb;
   }
-  *size = at;
+  *bytes = at;
+  return zcclSuccess;
+}
+
+zcclResult_t zc_hop(zcclRedOp_t op, const void* a, size_t a_size, const void* b, size_t b_size, void* out,
+                    size_t cap, size_t* size) {
+  zc_header_t ha, hb;
+  size_t head, bytes;
+  ZU_RETURN_ERR_IF(size == NULL, zcclInvalidArgument, "zc_hop: NULL argument");
+  ZU_CHECK(zc_hop_begin(op, a, a_size, b, b_size, out, cap, &ha, &hb, &head));
+  uint8_t* o = out;
+  ZU_CHECK(zc_hop_chunks(op, &ha, &hb, 0, ha.nchunks, ha.chunks, hb.chunks, o + head, cap - head,
+                         o + ZC_HEADER_BYTES, &bytes));
+  *size = head + bytes;
   return zcclSuccess;
 }

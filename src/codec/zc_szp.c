@@ -262,12 +262,10 @@ int zc_chunk_compress_scalar(const void* in, size_t n, zcclDataType_t dtype, con
   return 0;
 }
 
-zcclResult_t zc_compress(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
-                         size_t* size, zc_progress_fn progress, void* arg) {
-  ZU_RETURN_ERR_IF(p == NULL || out == NULL || size == NULL || (in == NULL && count > 0), zcclInvalidArgument,
-                   "zc_compress: NULL argument");
-  size_t esize = zc_dtype_bytes(p->dtype);
-  ZU_RETURN_ERR_IF(esize == 0, zcclInvalidArgument, "zc_compress: dtype %d is not float32/float64", p->dtype);
+zcclResult_t zc_compress_begin(const zc_params_t* p, size_t count, void* out, size_t cap, size_t* head) {
+  ZU_RETURN_ERR_IF(p == NULL || out == NULL || head == NULL, zcclInvalidArgument, "zc_compress: NULL argument");
+  ZU_RETURN_ERR_IF(zc_dtype_bytes(p->dtype) == 0, zcclInvalidArgument,
+                   "zc_compress: dtype %d is not float32/float64", p->dtype);
   ZU_RETURN_ERR_IF(!(isfinite(p->eb) && p->eb > 0), zcclInvalidArgument,
                    "zc_compress: error bound %g must be finite and > 0", p->eb);
   ZU_RETURN_ERR_IF(p->has_fill && !isfinite(p->fill), zcclInvalidArgument,
@@ -275,33 +273,52 @@ zcclResult_t zc_compress(const zc_params_t* p, const void* in, size_t count, voi
   unsigned lg = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
   ZU_RETURN_ERR_IF(lg < ZC_CHUNK_LOG2_MIN || lg > ZC_CHUNK_LOG2_MAX, zcclInvalidArgument,
                    "zc_compress: chunk size 2^%u outside 2^%d..2^%d", lg, ZC_CHUNK_LOG2_MIN, ZC_CHUNK_LOG2_MAX);
-  size_t chunk = (size_t)1 << lg;
-  uint64_t nchunks64 = ((uint64_t)count + chunk - 1) >> lg;
-  ZU_RETURN_ERR_IF(nchunks64 > UINT32_MAX, zcclInvalidArgument, "zc_compress: %zu values is too many", count);
-  uint32_t nchunks = (uint32_t)nchunks64;
-  size_t head = ZC_HEADER_BYTES + (size_t)nchunks * 4;
-  ZU_RETURN_ERR_IF(cap < head, zcclInvalidArgument, "zc_compress: output buffer too small");
-  uint8_t* o = out;
-  zc_header_write(o, p->dtype, count, p->eb, p->has_fill, p->fill, lg, nchunks, 1);
+  uint64_t nchunks = ((uint64_t)count + ((size_t)1 << lg) - 1) >> lg;
+  ZU_RETURN_ERR_IF(nchunks > UINT32_MAX, zcclInvalidArgument, "zc_compress: %zu values is too many", count);
+  *head = ZC_HEADER_BYTES + (size_t)nchunks * 4;
+  ZU_RETURN_ERR_IF(cap < *head, zcclInvalidArgument, "zc_compress: output buffer too small");
+  zc_header_write(out, p->dtype, count, p->eb, p->has_fill, p->fill, lg, (uint32_t)nchunks, 1);
+  return zcclSuccess;
+}
+
+zcclResult_t zc_compress_chunks(const zc_params_t* p, const void* in, size_t count, uint32_t c0, uint32_t c1,
+                                void* out, size_t cap, uint8_t* index, size_t* bytes, zc_progress_fn progress,
+                                void* arg) {
+  unsigned lg = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
+  size_t esize = zc_dtype_bytes(p->dtype), chunk = (size_t)1 << lg, at = 0;
+  uint32_t nchunks = (uint32_t)((count + chunk - 1) >> lg);
   zc_grid_t g;
   zc_grid_init(p->eb, &g);
-  size_t at = head;
-  for (uint32_t c = 0; c < nchunks; c++) {
+  const zc_kernels_t* k = zc_kernels();
+  zc_chunk_compress_fn fn = esize == 4 ? k->compress_f32 : k->compress_f64;
+  uint8_t* o = out;
+  for (uint32_t c = c0; c < c1; c++) {
     size_t first = (size_t)c << lg;
     size_t n = count - first < chunk ? count - first : chunk;
+    if (cap - at < 8) return zc_emit_error(ZC_RC_SPACE, "zc_compress");
     zc_emit_t e;
     zc_emit_begin(&e, o + at, cap - at, p->dtype, p->has_fill);
-    if (cap - at < 8) return zc_emit_error(-1, "zc_compress");
-    const zc_kernels_t* k = zc_kernels();
-    int rc = (esize == 4 ? k->compress_f32 : k->compress_f64)((const uint8_t*)in + first * esize, n, p->dtype,
-                                                                &g, p->has_fill, p->fill, &e);
+    int rc = fn((const uint8_t*)in + first * esize, n, p->dtype, &g, p->has_fill, p->fill, &e);
     if (rc != 0) return zc_emit_error(rc, "zc_compress");
-    size_t bytes = zc_emit_end(&e);
-    zc_put_u32(o + ZC_HEADER_BYTES + 4 * (size_t)c, (uint32_t)bytes);
-    at += bytes;
+    size_t n_bytes = zc_emit_end(&e);
+    zc_put_u32(index + 4 * (size_t)(c - c0), (uint32_t)n_bytes);
+    at += n_bytes;
     if (progress) progress(arg, c + 1, nchunks);
   }
-  *size = at;
+  *bytes = at;
+  return zcclSuccess;
+}
+
+zcclResult_t zc_compress(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
+                         size_t* size, zc_progress_fn progress, void* arg) {
+  size_t head, bytes;
+  ZU_RETURN_ERR_IF(size == NULL || (in == NULL && count > 0), zcclInvalidArgument, "zc_compress: NULL argument");
+  ZU_CHECK(zc_compress_begin(p, count, out, cap, &head));
+  uint8_t* o = out;
+  uint32_t nchunks = (uint32_t)((head - ZC_HEADER_BYTES) / 4);
+  ZU_CHECK(zc_compress_chunks(p, in, count, 0, nchunks, o + head, cap - head, o + ZC_HEADER_BYTES, &bytes, progress,
+                              arg));
+  *size = head + bytes;
   return zcclSuccess;
 }
 
@@ -347,15 +364,27 @@ int zc_chunk_decompress_scalar(const zc_header_t* h, const zc_grid_t* g, const u
   return p.o == bytes ? 0 : -1;
 }
 
-zcclResult_t zc_chunk_decode_values(const zc_header_t* h, uint32_t c, const uint8_t* chunk, size_t bytes,
-                                    void* out) {
-  size_t first = (size_t)c << h->chunk_log2;
-  size_t n = h->count - first < ((size_t)1 << h->chunk_log2) ? h->count - first : (size_t)1 << h->chunk_log2;
+const uint8_t* zc_chunk_ptr(const zc_header_t* h, uint32_t c) {
+  const uint8_t* p = h->chunks;
+  for (uint32_t i = 0; i < c; i++) p += zc_get_u32(h->index + 4 * (size_t)i);
+  return p;
+}
+
+zcclResult_t zc_decompress_chunks(const zc_header_t* h, uint32_t c0, uint32_t c1, const uint8_t* chunk, void* out,
+                                  zc_progress_fn progress, void* arg) {
   zc_grid_t g;
   zc_grid_init(h->eb, &g);
   const zc_kernels_t* k = zc_kernels();
-  if (k->decompress(h, &g, chunk, bytes, n, (uint8_t*)out + first * zc_dtype_bytes(h->dtype)) != 0)
-    return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u is malformed or truncated", c);
+  size_t esize = zc_dtype_bytes(h->dtype), csize = (size_t)1 << h->chunk_log2;
+  for (uint32_t c = c0; c < c1; c++) {
+    uint32_t bytes = zc_get_u32(h->index + 4 * (size_t)c);
+    size_t first = (size_t)c << h->chunk_log2;
+    size_t n = h->count - first < csize ? h->count - first : csize;
+    if (k->decompress(h, &g, chunk, bytes, n, (uint8_t*)out + first * esize) != 0)
+      return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u is malformed or truncated", c);
+    chunk += bytes;
+    if (progress) progress(arg, c + 1, h->nchunks);
+  }
   return zcclSuccess;
 }
 
@@ -368,13 +397,7 @@ zcclResult_t zc_decompress(const void* stream, size_t size, void* out, size_t ca
   ZU_RETURN_ERR_IF(h.count > cap, zcclInvalidArgument,
                    "zc_decompress: the stream has %llu values, the output room for %zu",
                    (unsigned long long)h.count, cap);
-  const uint8_t* chunk = h.chunks;
-  for (uint32_t c = 0; c < h.nchunks; c++) {
-    uint32_t bytes = zc_get_u32(h.index + 4 * (size_t)c);
-    ZU_CHECK(zc_chunk_decode_values(&h, c, chunk, bytes, out));
-    chunk += bytes;
-    if (progress) progress(arg, c + 1, h.nchunks);
-  }
+  ZU_CHECK(zc_decompress_chunks(&h, 0, h.nchunks, h.chunks, out, progress, arg));
   *count = (size_t)h.count;
   return zcclSuccess;
 }

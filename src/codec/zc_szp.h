@@ -65,6 +65,29 @@ zcclResult_t zc_decompress(const void* stream, size_t size, void* out, size_t ca
 zcclResult_t zc_hop(zcclRedOp_t op, const void* a, size_t a_size, const void* b, size_t b_size, void* out,
                     size_t cap, size_t* size);
 
+/* Chunk-range entry points, for callers that spread chunks over threads
+ * (src/device/zd_host_codec.c) or pipeline them. A stream is: the header
+ * and index (zc_compress_begin / zc_hop_begin write the header; the index
+ * holds one u32 per chunk), then the chunks back to back. The _chunks calls
+ * do chunks [c0, c1): they write the chunks' bytes at out (capacity cap),
+ * their sizes at index (u32 little-endian, index[0] for chunk c0) and the
+ * total at *bytes. Each chunk is independent, so ranges run in parallel. */
+zcclResult_t zc_compress_begin(const zc_params_t* p, size_t count, void* out, size_t cap, size_t* head);
+zcclResult_t zc_compress_chunks(const zc_params_t* p, const void* in, size_t count, uint32_t c0, uint32_t c1,
+                                void* out, size_t cap, uint8_t* index, size_t* bytes, zc_progress_fn progress,
+                                void* arg);
+/* Decompresses chunks [c0, c1) of a validated stream; chunk points at chunk
+ * c0's bytes (zc_chunk_ptr), out is the whole output array. */
+zcclResult_t zc_decompress_chunks(const zc_header_t* h, uint32_t c0, uint32_t c1, const uint8_t* chunk, void* out,
+                                  zc_progress_fn progress, void* arg);
+const uint8_t* zc_chunk_ptr(const zc_header_t* h, uint32_t c);
+/* Validates a and b and their compatibility, writes out's header. */
+zcclResult_t zc_hop_begin(zcclRedOp_t op, const void* a, size_t a_size, const void* b, size_t b_size, void* out,
+                          size_t cap, zc_header_t* ha, zc_header_t* hb, size_t* head);
+zcclResult_t zc_hop_chunks(zcclRedOp_t op, const zc_header_t* ha, const zc_header_t* hb, uint32_t c0, uint32_t c1,
+                           const uint8_t* ca, const uint8_t* cb, void* out, size_t cap, uint8_t* index,
+                           size_t* bytes);
+
 /* Sets the divisor decoded values are divided by (AVG: a SUM of N streams,
  * divisor N), in place. */
 zcclResult_t zc_set_divisor(void* stream, size_t size, uint32_t divisor);

@@ -98,8 +98,4 @@ typedef struct {
 
 const zc_kernels_t* zc_kernels(void);
 
-/* Decodes chunk c of a validated stream into out (the whole output array). */
-zcclResult_t zc_chunk_decode_values(const zc_header_t* h, uint32_t c, const uint8_t* chunk, size_t bytes,
-                                    void* out);
-
 #endif /* ZC_SZP_INTERNAL_H_ */

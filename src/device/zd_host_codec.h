@@ -1,0 +1,26 @@
+/* The stream codec on the host's threads: chunks are independent, so ranges
+ * of them go to the pool's threads. The streams are byte for byte those of
+ * the single-threaded zc_compress / zc_hop, whatever the thread count. */
+#ifndef ZD_HOST_CODEC_H_
+#define ZD_HOST_CODEC_H_
+
+#include "zc_szp.h"
+#include "zd_pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* nthreads <= 0: every thread of the pool; pool NULL: the calling thread. */
+zcclResult_t zd_host_compress(zd_pool_t* pool, int nthreads, const zc_params_t* p, const void* in, size_t count,
+                              void* out, size_t cap, size_t* size);
+zcclResult_t zd_host_decompress(zd_pool_t* pool, int nthreads, const void* stream, size_t size, void* out,
+                                size_t cap, size_t* count);
+zcclResult_t zd_host_hop(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const void* a, size_t a_size,
+                         const void* b, size_t b_size, void* out, size_t cap, size_t* size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZD_HOST_CODEC_H_ */

@@ -1,0 +1,105 @@
+/* The host thread pool and the multi-threaded codec: every thread count
+ * writes the single-threaded bytes and decodes to the same values. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+#include "zd_host_codec.h"
+#include "zd_pool.h"
+
+static atomic_int calls;
+static atomic_long sum;
+
+static void count_job(void* arg, int t, int n) {
+  (void)arg;
+  atomic_fetch_add(&calls, 1);
+  atomic_fetch_add(&sum, t * 100 + n);
+}
+
+static void test_pool(void) {
+  for (int size = 1; size <= 5; size++) {
+    zd_pool_t* pool = NULL;
+    CHECK_RES(zd_pool_create(size, &pool), zcclSuccess);
+    CHECK(zd_pool_size(pool) == size);
+    for (int rep = 0; rep < 50; rep++) {
+      for (int want = 0; want <= size + 1; want++) {
+        atomic_store(&calls, 0);
+        atomic_store(&sum, 0);
+        zd_pool_run(pool, want, count_job, NULL);
+        int n = want <= 0 || want > size ? size : want;
+        CHECK(atomic_load(&calls) == n);
+        CHECK(atomic_load(&sum) == 100L * n * (n - 1) / 2 + (long)n * n);
+      }
+    }
+    zd_pool_destroy(pool);
+  }
+  zd_pool_t* all = NULL;
+  CHECK_RES(zd_pool_create(0, &all), zcclSuccess); /* hwloc's core count */
+  CHECK(zd_pool_size(all) >= 1);
+  zd_pool_destroy(all);
+  zd_pool_destroy(NULL);
+}
+
+static void test_codec_threads(void) {
+  const size_t counts[] = {0, 1, 4095, 4096 * 3 + 17, 200000};
+  zd_pool_t* pool = NULL;
+  CHECK_RES(zd_pool_create(4, &pool), zcclSuccess);
+  for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+    size_t n = counts[ci];
+    for (int dt = 0; dt < 2; dt++) {
+      zcclDataType_t type = dt ? zcclFloat64 : zcclFloat32;
+      size_t esize = dt ? 8 : 4;
+      void* x = malloc(n * esize + 8);
+      void* x2 = malloc(n * esize + 8);
+      for (size_t i = 0; i < n; i++) {
+        double v = 50.0 * sin((double)i * 0.003) + (i % 97 == 0 ? NAN : 0.0) + (i % 1000 < 30 ? -1e34 : 0.0);
+        double w = 10.0 * cos((double)i * 0.01);
+        if (dt) ((double*)x)[i] = v, ((double*)x2)[i] = w;
+        else ((float*)x)[i] = (float)v, ((float*)x2)[i] = (float)w;
+      }
+      zc_params_t p = {type, 1e-3, 1, -1e34, 0};
+      size_t cap = zc_compress_bound(n, type, 0), s1n, s2n, bn, tn, h1n, htn, got;
+      uint8_t *s1 = malloc(cap), *s2 = malloc(cap), *st = malloc(cap), *h1 = malloc(cap), *ht = malloc(cap);
+      void* y1 = malloc(n * esize + 8);
+      void* yt = malloc(n * esize + 8);
+      CHECK_RES(zc_compress(&p, x, n, s1, cap, &s1n, NULL, NULL), zcclSuccess);
+      CHECK_RES(zc_compress(&p, x2, n, s2, cap, &s2n, NULL, NULL), zcclSuccess);
+      CHECK_RES(zc_hop(zcclSum, s1, s1n, s2, s2n, h1, cap, &h1n), zcclSuccess);
+      CHECK_RES(zc_decompress(s1, s1n, y1, n, &got, NULL, NULL), zcclSuccess);
+      for (int threads = 1; threads <= 4; threads++) {
+        CHECK_RES(zd_host_compress(pool, threads, &p, x, n, st, cap, &tn), zcclSuccess);
+        CHECK(tn == s1n && memcmp(st, s1, s1n) == 0);
+        CHECK_RES(zd_host_hop(pool, threads, zcclSum, s1, s1n, s2, s2n, ht, cap, &htn), zcclSuccess);
+        CHECK(htn == h1n && memcmp(ht, h1, h1n) == 0);
+        CHECK_RES(zd_host_decompress(pool, threads, s1, s1n, yt, n, &got), zcclSuccess);
+        CHECK(got == n && memcmp(yt, y1, n * esize) == 0);
+      }
+      /* Errors from worker threads reach the caller with their reason. */
+      if (n > 5000) {
+        CHECK_RES(zd_host_compress(pool, 4, &p, x, n, st, s1n / 2, &tn), zcclInvalidArgument);
+        CHECK_LAST_ERROR_HAS("too small");
+        s1[s1n - 3] ^= 0xff;
+        zcclResult_t r = zd_host_decompress(pool, 4, s1, s1n, yt, n, &got);
+        CHECK(r == zcclSuccess || r == zcclInvalidArgument);
+        CHECK_RES(zd_host_decompress(pool, 4, s1, s1n - 1, yt, n, &got), zcclInvalidArgument);
+      }
+      bn = 0;
+      (void)bn;
+      free(x); free(x2); free(s1); free(s2); free(st); free(h1); free(ht); free(y1); free(yt);
+    }
+  }
+  /* Without a pool: the calling thread alone. */
+  float v[100] = {0};
+  uint8_t s[4096];
+  size_t sn;
+  zc_params_t p = {zcclFloat32, 1e-2, 0, 0, 5};
+  CHECK_RES(zd_host_compress(NULL, 0, &p, v, 100, s, sizeof s, &sn), zcclSuccess);
+  zd_pool_destroy(pool);
+}
+
+int main(void) {
+  test_pool();
+  test_codec_threads();
+  TEST_DONE();
+}
