@@ -131,6 +131,14 @@ static inline int zc_x86_quant_f32(const float* x, const zc_grid_t* g, int has_f
   return good == 0xff;
 }
 
+/* 1 when all 32 values equal v. */
+static inline int zc_x86_all_equal_f32(const float* x, float v) {
+  const __m256 vv = _mm256_set1_ps(v);
+  int eq = 0xff;
+  for (int k = 0; k < 4; k++) eq &= _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + 8 * k), vv, _CMP_EQ_OQ));
+  return eq == 0xff;
+}
+
 /* Deltas of 32 integers against the emitter's running value. */
 static inline void zc_x86_deltas(const __m256i q[4], zc_emit_t* e, __m256i d[4]) {
   if (!e->have_prev) {
@@ -155,6 +163,10 @@ int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtyp
   for (; b + ZC_BLOCK <= n; b += ZC_BLOCK) {
     if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return -1;
     __m256i q[4], d[4];
+    if (has_fill && zc_x86_all_equal_f32(x + b, (float)fill)) {
+      e->out[e->o++] = ZC_W_ALLFILL; /* land, missing data: one byte */
+      continue;
+    }
     if (zc_x86_quant_f32(x + b, g, has_fill, (float)fill, q)) {
       zc_x86_deltas(q, e, d);
       e->o += zc_x86_emit_clean(d, e->out + e->o);
@@ -284,6 +296,14 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
   while (p.left > 0) {
     int used = 0;
     /* |q| < 2^30 and 32 deltas below 2^24: the running sum fits 32 bits. */
+    if (p.left >= ZC_BLOCK && h->has_fill && p.in[p.o] == ZC_W_ALLFILL) {
+      const __m256 fv = _mm256_set1_ps((float)h->fill);
+      for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + 8 * k, fv);
+      p.o++;
+      p.left -= ZC_BLOCK;
+      y += ZC_BLOCK;
+      continue;
+    }
     if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
       __m256i d[4];
       used = zc_x86_parse_clean(p.in + p.o, p.size - p.o, d);
@@ -309,6 +329,27 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
                       zc_emit_t* e) {
   if (op != zcclSum || h->dtype != zcclFloat32) return zc_chunk_hop_scalar(op, h, g, pa, pb, e);
   while (pa->left > 0) {
+    if (pa->left >= ZC_BLOCK && h->has_fill &&
+        (pa->in[pa->o] == ZC_W_ALLFILL || pb->in[pb->o] == ZC_W_ALLFILL)) {
+      /* Fill in either input is fill in the result; the other input's
+       * integer track still moves by its deltas. */
+      zc_parse_t* other = pa->in[pa->o] == ZC_W_ALLFILL ? pb : pa;
+      __m256i d[4];
+      int used = other->in[other->o] == ZC_W_ALLFILL ? 1 : zc_x86_parse_clean(other->in + other->o,
+                                                                               other->size - other->o, d);
+      if (used < 0) return ZC_RC_MALFORMED;
+      if (used > 0) {
+        if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
+        if (other->in[other->o] != ZC_W_ALLFILL) other->q += zc_x86_sum(d);
+        zc_parse_t* fillp = other == pa ? pb : pa;
+        other->o += (size_t)used;
+        fillp->o += 1;
+        pa->left -= ZC_BLOCK;
+        pb->left -= ZC_BLOCK;
+        e->out[e->o++] = ZC_W_ALLFILL;
+        continue;
+      }
+    }
     if (pa->left >= ZC_BLOCK) {
       __m256i da[4], db[4];
       int ua = zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, da);
