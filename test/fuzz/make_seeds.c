@@ -1,9 +1,10 @@
-/* Writes the seed streams of fuzz/corpus/{decompress,hop}: run from test/fuzz
+/* Writes the seed streams of fuzz/corpus/{decompress,hop,rle}: run from test/fuzz
  * as build/test/make_seeds after a format change, then commit the files. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "zc_rle.h"
 #include "zc_szp.h"
 static size_t make(uint8_t* out, int kind, size_t n, zcclDataType_t dt, int fill, unsigned lg) {
   double* x = malloc(n * 8); float* xf = malloc(n * 4);
@@ -28,6 +29,19 @@ int main(void) {
     snprintf(path, sizeof path, "corpus/hop/h%d", k++);
     f = fopen(path, "wb"); uint8_t op = (uint8_t)kind; uint32_t al = (uint32_t)an;
     fwrite(&op, 1, 1, f); fwrite(&al, 4, 1, f); fwrite(a, 1, an, f); fwrite(b, 1, bn, f); fclose(f);
+  }
+  { /* RLE: float32 with runs, float64 with lone negative zeros; first byte = op */
+    float xf[200];
+    double xd[50];
+    for (int i = 0; i < 200; i++) xf[i] = i % 9 < 5 ? 0.0f : (float)i;
+    for (int i = 0; i < 50; i++) xd[i] = i % 4 == 0 ? -0.0 : i * 0.5;
+    size_t rn;
+    zc_rle_encode(zcclFloat32, xf, 200, a + 1, sizeof a - 1, &rn);
+    a[0] = 0;
+    FILE* f = fopen("corpus/rle/r0", "wb"); fwrite(a, 1, rn + 1, f); fclose(f);
+    zc_rle_encode(zcclFloat64, xd, 50, a + 1, sizeof a - 1, &rn);
+    a[0] = 2;
+    f = fopen("corpus/rle/r1", "wb"); fwrite(a, 1, rn + 1, f); fclose(f);
   }
   return 0;
 }
