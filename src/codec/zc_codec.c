@@ -12,7 +12,7 @@ static const zc_codec_info_t zc_codecs[zcclNumCodecs] = {
     {zcclCodecSzp, "szp", "error-bounded block codec; reductions decompress, reduce, recompress", 1},
     {zcclCodecHz, "hz", "szp's stream format with reductions on compressed data (homomorphic)", 1},
     {zcclCodecRle, "rle", "lossless run-length coding of zero runs, reduced while encoded", 1},
-    {zcclCodecZfp, "zfp", "libzfp fixed-accuracy (baseline)", 0},
+    {zcclCodecZfp, "zfp", "libzfp fixed-accuracy (baseline)", 1},
 };
 
 const zc_codec_info_t* zc_codec_info(int id) {
