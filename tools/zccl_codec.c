@@ -20,6 +20,7 @@
 
 #include "zc_simd.h"
 #include "zc_szp.h"
+#include "zc_zfp.h"
 #include "zd_host_codec.h"
 #include "zd_pool.h"
 #include "zccl_data.h"
@@ -37,6 +38,8 @@ typedef struct {
   double tile_bytes;
   int reps, threads, json;
   const char* simd;
+  const char* codec; /* stats: szp (default), zfp-acc, zfp-rate */
+  double rate;
 } args_t;
 
 static void usage(FILE* f) {
@@ -47,6 +50,7 @@ static void usage(FILE* f) {
           "       zccl-codec stats IN --dtype f32|f64 --mode abs|rel --eb X [--fill V | --fill-zero]\n"
           "                        [--tile BYTES] [--reps N] [--threads N (0: all cores)]\n"
           "                        [--simd scalar|avx2|avx2-gfni] [--json]\n"
+          "                        [--codec szp|zfp-acc|zfp-rate [--rate BITS]]  (ZFP: the baseline)\n"
           "IN: file.f32, file.f64 or file.nc:VARIABLE (NetCDF; _FillValue kept exactly)\n");
 }
 
@@ -104,6 +108,8 @@ static int parse(int argc, char** argv, args_t* a) {
       } else if (strcmp(s, "--reps") == 0) a->reps = atoi(v);
       else if (strcmp(s, "--threads") == 0) a->threads = atoi(v);
       else if (strcmp(s, "--simd") == 0) a->simd = v;
+      else if (strcmp(s, "--codec") == 0) a->codec = v;
+      else if (strcmp(s, "--rate") == 0) a->rate = atof(v);
       else return fprintf(stderr, "zccl-codec: unknown option %s\n", s), -1;
     } else {
       const char** slot = pos == 0 ? &a->in : pos == 1 ? &a->in2 : pos == 2 ? &a->out : NULL;
@@ -220,6 +226,27 @@ static int cmd_hsum(const args_t* a) {
   return 0;
 }
 
+/* The codec stats measures: szp (threaded through the pool) or the ZFP
+ * baseline (single-threaded; no homomorphic op). */
+typedef struct {
+  int zfp_mode; /* 0: szp */
+  double zfp_param;
+  zd_pool_t* pool;
+  const zc_params_t* p;
+} stats_codec_t;
+
+static zcclResult_t stats_compress(const stats_codec_t* c, const void* x, size_t n, uint8_t* s, size_t cap,
+                                   size_t* size) {
+  if (c->zfp_mode) return zc_zfp_compress(c->p->dtype, c->zfp_mode, c->zfp_param, x, n, s, cap, size);
+  return zd_host_compress(c->pool, 0, c->p, x, n, s, cap, size);
+}
+
+static zcclResult_t stats_decompress(const stats_codec_t* c, const uint8_t* s, size_t size, void* y, size_t n,
+                                     size_t* got) {
+  if (c->zfp_mode) return zc_zfp_decompress(s, size, y, n, got);
+  return zd_host_decompress(c->pool, 0, s, size, y, n, got);
+}
+
 static int cmp_d(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
@@ -255,7 +282,15 @@ static int cmd_stats(const args_t* a) {
   void* y2 = malloc(n * esize);
   zccl_data_tile(&d, 0, x, n);
   zccl_data_tile(&d, d.count / 3, x2, n);
-  size_t cap = zc_compress_bound(n, p.dtype, 0), size = 0, size2 = 0, hs = 0, got = 0;
+  stats_codec_t sc = {0, 0, pool, &p};
+  const char* codec = a->codec ? a->codec : "szp";
+  if (strcmp(codec, "zfp-acc") == 0) sc = (stats_codec_t){ZC_ZFP_ACCURACY, p.eb, pool, &p};
+  else if (strcmp(codec, "zfp-rate") == 0) sc = (stats_codec_t){ZC_ZFP_RATE, a->rate, pool, &p};
+  else if (strcmp(codec, "szp") != 0) return die("stats: --codec %s: use szp, zfp-acc or zfp-rate%s", codec, "");
+  if (sc.zfp_mode == ZC_ZFP_RATE && !(a->rate >= 1 && a->rate <= 64)) return die("stats: --rate BITS (1..64)%s%s", "", "");
+  size_t cap = sc.zfp_mode ? zc_zfp_bound(n, p.dtype, sc.zfp_mode, sc.zfp_param) : zc_compress_bound(n, p.dtype, 0);
+  size_t size = 0, size2 = 0, hs = 0, got = 0;
+  if (sc.zfp_mode) threads = 1;
   uint8_t *s = malloc(cap), *s2 = malloc(cap), *h = malloc(cap);
   if (!x || !x2 || !y || !y2 || !s || !s2 || !h) return die("stats: out of memory%s%s", "", "");
   int reps = a->reps;
@@ -266,36 +301,38 @@ static int cmd_stats(const args_t* a) {
   tm = median(t, reps);
   for (int r = 0; r < reps; r++) {
     double t0 = now();
-    if (zd_host_compress(pool, 0, &p, x, n, s, cap, &size) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
+    if (stats_compress(&sc, x, n, s, cap, &size) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
     t[r] = now() - t0;
   }
   tc = median(t, reps);
   for (int r = 0; r < reps; r++) {
     double t0 = now();
-    if (zd_host_decompress(pool, 0, s, size, y, n, &got) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
+    if (stats_decompress(&sc, s, size, y, n, &got) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
     t[r] = now() - t0;
   }
   td = median(t, reps);
-  zd_host_compress(pool, 0, &p, x2, n, s2, cap, &size2);
-  for (int r = 0; r < reps; r++) {
+  stats_compress(&sc, x2, n, s2, cap, &size2);
+  th = 0; /* no homomorphic op for ZFP */
+  for (int r = 0; r < reps && !sc.zfp_mode; r++) {
     double t0 = now();
     if (zd_host_hop(pool, 0, zcclSum, s, size, s2, size2, h, cap, &hs) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
     t[r] = now() - t0;
   }
-  th = median(t, reps);
+  if (!sc.zfp_mode) th = median(t, reps);
   /* Decompress-operate-compress of the same pair, the baseline hsum beats. */
   for (int r = 0; r < reps; r++) {
     double t0 = now();
-    zd_host_decompress(pool, 0, s, size, y, n, &got);
-    zd_host_decompress(pool, 0, s2, size2, y2, n, &got);
+    stats_decompress(&sc, s, size, y, n, &got);
+    stats_decompress(&sc, s2, size2, y2, n, &got);
     if (a->is_double) for (size_t i = 0; i < n; i++) ((double*)y)[i] += ((double*)y2)[i];
     else for (size_t i = 0; i < n; i++) ((float*)y)[i] += ((float*)y2)[i];
-    zd_host_compress(pool, 0, &p, y, n, h, cap, &hs);
+    stats_compress(&sc, y, n, h, cap, &hs);
     t[r] = now() - t0;
   }
   tdoc = median(t, reps);
   /* Errors on the field itself (every element of the first tile). */
-  zd_host_decompress(pool, 0, s, size, y, n, &got);
+  stats_decompress(&sc, s, size, y, n, &got);
+  int bounded = sc.zfp_mode != ZC_ZFP_RATE; /* fixed rate promises no error bound */
   size_t m = d.count < n ? d.count : n, valid = 0, outside = 0;
   double max_err = 0, sq = 0, lo = INFINITY, hi = -INFINITY;
   for (size_t i = 0; i < m; i++) {
@@ -306,7 +343,7 @@ static int cmd_stats(const args_t* a) {
       continue;
     }
     double e = fabs(u - v);
-    if (!(e <= p.eb)) outside++;
+    if (bounded && !(e <= p.eb)) outside++;
     max_err = e > max_err ? e : max_err;
     sq += e * e;
     lo = u < lo ? u : lo;
@@ -320,24 +357,30 @@ static int cmd_stats(const args_t* a) {
   /* A uniform quantizer of step 2*eb has rmse 2*eb/sqrt(12). */
   double psnr_uniform = 20 * log10((hi - lo) / (2 * p.eb / sqrt(12.0)));
   if (a->json) {
-    printf("{\"source\": \"%s\", \"dtype\": \"%s\", \"mode\": \"%s\", \"eb\": %.6g, \"eb_abs\": %.6g, "
+    char hsum[32] = "null", over[32] = "null";
+    if (th > 0) snprintf(hsum, sizeof hsum, "%.4f", gb / th);
+    if (bounded) snprintf(over, sizeof over, "%.6f", max_err / p.eb);
+    printf("{\"codec\": \"%s\", \"rate\": %g, \"source\": \"%s\", \"dtype\": \"%s\", \"mode\": \"%s\", \"eb\": %.6g, \"eb_abs\": %.6g, "
            "\"fill\": %s, \"count\": %zu, \"bytes\": %zu, \"ratio\": %.4f, \"bits_per_value\": %.4f, "
-           "\"max_abs_err\": %.6g, \"max_err_over_eb\": %.6f, \"outside_bound\": %zu, \"rmse\": %.6g, "
+           "\"max_abs_err\": %.6g, \"max_err_over_eb\": %s, \"outside_bound\": %zu, \"rmse\": %.6g, "
            "\"psnr\": %.4f, \"psnr_uniform\": %.4f, \"memcpy_gbps\": %.4f, \"comp_gbps\": %.4f, "
-           "\"decomp_gbps\": %.4f, \"hsum_gbps\": %.4f, \"doc_gbps\": %.4f, \"threads\": %d, \"simd\": \"%s\"}\n",
-           d.source, a->is_double ? "f64" : "f32", a->rel ? "rel" : "abs", a->eb, p.eb,
-           d.has_fill ? "true" : "false", n, size, ratio, bits, max_err, max_err / p.eb, outside, rmse, psnr,
-           psnr_uniform, gb / tm, gb / tc, gb / td, gb / th, gb / tdoc, threads, zc_simd_name(zc_simd_get()));
+           "\"decomp_gbps\": %.4f, \"hsum_gbps\": %s, \"doc_gbps\": %.4f, \"threads\": %d, \"simd\": \"%s\"}\n",
+           codec, sc.zfp_mode == ZC_ZFP_RATE ? a->rate : 0.0, d.source, a->is_double ? "f64" : "f32",
+           a->rel ? "rel" : "abs", a->eb, p.eb, d.has_fill ? "true" : "false", n, size, ratio, bits, max_err, over,
+           outside, rmse, psnr, psnr_uniform, gb / tm, gb / tc, gb / td, hsum, gb / tdoc, threads,
+           zc_simd_name(zc_simd_get()));
   } else {
-    printf("%s (%s, %s %g -> eb_abs %.6g, %s), %zu values (%.1f MiB), kernels %s, %d thread(s)\n", d.source,
+    printf("[%s] %s (%s, %s %g -> eb_abs %.6g, %s), %zu values (%.1f MiB), kernels %s, %d thread(s)\n", codec,
+           d.source,
            a->is_double ? "f64" : "f32", a->rel ? "REL" : "ABS", a->eb, p.eb,
            d.has_fill ? "fill kept exactly" : "no fill", n, (double)(n * esize) / 1048576.0,
            zc_simd_name(zc_simd_get()), threads);
     printf("  ratio %.3f (%.3f bits/value), max err %.4g = %.4f eb, %zu outside the bound, PSNR %.2f dB "
            "(uniform quantizer %.2f)\n", ratio, bits, max_err, max_err / p.eb, outside, psnr, psnr_uniform);
-    printf("  memcpy %.2f GB/s | compress %.2f GB/s (%.2fx) | decompress %.2f GB/s (%.2fx) | hsum %.2f GB/s "
-           "(%.2fx, %.2fx DOC %.2f GB/s)\n", gb / tm, gb / tc, tm / tc, gb / td, tm / td, gb / th, tm / th,
-           tdoc / th, gb / tdoc);
+    printf("  memcpy %.2f GB/s | compress %.2f GB/s (%.2fx) | decompress %.2f GB/s (%.2fx) | ", gb / tm, gb / tc,
+           tm / tc, gb / td, tm / td);
+    if (th > 0) printf("hsum %.2f GB/s (%.2fx, %.2fx DOC %.2f GB/s)\n", gb / th, tm / th, tdoc / th, gb / tdoc);
+    else printf("no hsum (DOC %.2f GB/s)\n", gb / tdoc);
   }
   free(x); free(x2); free(y); free(y2); free(s); free(s2); free(h); free(t);
   zd_pool_destroy(pool);

@@ -17,8 +17,20 @@ static int zc_zfp_setup(zcclDataType_t dtype, int mode, double param, void* data
   *field = zfp_field_1d(data, type, count);
   *zs = zfp_stream_open(NULL);
   if (*field == NULL || *zs == NULL) return -1;
-  if (mode == ZC_ZFP_ACCURACY) zfp_stream_set_accuracy(*zs, param);
-  else zfp_stream_set_rate(*zs, param, type, 1, zfp_false);
+  if (mode == ZC_ZFP_ACCURACY) {
+    zfp_stream_set_accuracy(*zs, param);
+    /* Cap a block (4 values) at its raw size plus 64 bits instead of
+     * ZFP_MAX_BITS: the most a block can need, and it keeps libzfp's
+     * maximum stream size (what a corrupt stream may make it read) near the
+     * data's size. */
+    uint minbits, maxbits, maxprec;
+    int minexp;
+    zfp_stream_params(*zs, &minbits, &maxbits, &maxprec, &minexp);
+    uint cap = 4 * (type == zfp_type_float ? 32 : 64) + 64;
+    zfp_stream_set_params(*zs, minbits, maxbits < cap ? maxbits : cap, maxprec, minexp);
+  } else {
+    zfp_stream_set_rate(*zs, param, type, 1, zfp_false);
+  }
   return 0;
 }
 
