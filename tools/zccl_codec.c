@@ -49,7 +49,7 @@ static void usage(FILE* f) {
           "       zccl-codec hsum A B OUT\n"
           "       zccl-codec stats IN --dtype f32|f64 --mode abs|rel --eb X [--fill V | --fill-zero]\n"
           "                        [--tile BYTES] [--reps N] [--threads N (0: all cores)]\n"
-          "                        [--simd scalar|avx2|avx2-gfni] [--json]\n"
+          "                        [--simd scalar|avx2|avx2-gfni|avx512] [--json]\n"
           "                        [--codec szp|zfp-acc|zfp-rate [--rate BITS]]  (ZFP: the baseline)\n"
           "IN: file.f32, file.f64 or file.nc:VARIABLE (NetCDF; _FillValue kept exactly)\n");
 }

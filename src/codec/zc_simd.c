@@ -13,6 +13,8 @@ static const zc_kernels_t zc_kernel_table[ZC_SIMD_NUM] = {
                       zc_chunk_hop_avx2},
     [ZC_SIMD_GFNI] = {"avx2-gfni", zc_chunk_compress_gfni, zc_chunk_compress_scalar, zc_chunk_decompress_gfni,
                       zc_chunk_hop_gfni},
+    [ZC_SIMD_AVX512] = {"avx512", zc_chunk_compress_avx512, zc_chunk_compress_scalar, zc_chunk_decompress_avx512,
+                        zc_chunk_hop_avx512},
 };
 
 static _Atomic int zc_level = -1;
@@ -20,7 +22,11 @@ static _Atomic int zc_level = -1;
 int zc_simd_best(void) {
   __builtin_cpu_init();
   int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
-  if (avx2 && __builtin_cpu_supports("gfni")) return ZC_SIMD_GFNI;
+  int gfni = avx2 && __builtin_cpu_supports("gfni");
+  if (gfni && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return ZC_SIMD_AVX512;
+  if (gfni) return ZC_SIMD_GFNI;
   if (avx2) return ZC_SIMD_AVX2;
   return ZC_SIMD_SCALAR;
 }

@@ -6,7 +6,7 @@
 extern "C" {
 #endif
 
-enum { ZC_SIMD_SCALAR = 0, ZC_SIMD_AVX2 = 1, ZC_SIMD_GFNI = 2, ZC_SIMD_NUM };
+enum { ZC_SIMD_SCALAR = 0, ZC_SIMD_AVX2 = 1, ZC_SIMD_GFNI = 2, ZC_SIMD_AVX512 = 3, ZC_SIMD_NUM };
 
 /* The best level this CPU runs. */
 int zc_simd_best(void);

@@ -59,6 +59,8 @@ int zc_chunk_compress_avx2(const void* in, size_t n, zcclDataType_t dtype, const
                            double fill, zc_emit_t* e);
 int zc_chunk_compress_gfni(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
                            double fill, zc_emit_t* e);
+int zc_chunk_compress_avx512(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
+                           double fill, zc_emit_t* e);
 
 /* Chunk kernels: decompress a chunk of n values into out; 0, or -1 when
  * malformed. */
@@ -69,6 +71,8 @@ int zc_chunk_decompress_scalar(const zc_header_t* h, const zc_grid_t* g, const u
 int zc_chunk_decompress_avx2(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
                              size_t n, void* out);
 int zc_chunk_decompress_gfni(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
+                             size_t n, void* out);
+int zc_chunk_decompress_avx512(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
                              size_t n, void* out);
 /* Parses the next block and writes its values at out; the values written,
  * or -1. */
@@ -83,6 +87,8 @@ int zc_chunk_hop_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g
 int zc_chunk_hop_avx2(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
                       zc_emit_t* e);
 int zc_chunk_hop_gfni(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
+                      zc_emit_t* e);
+int zc_chunk_hop_avx512(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
                       zc_emit_t* e);
 int zc_hop_block_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
                         zc_emit_t* e);

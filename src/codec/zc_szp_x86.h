@@ -1,9 +1,11 @@
 /* x86 kernels of the stream codec, generated twice from this one body:
  * zc_szp_avx2.c (ZC_X86_GFNI 0: magnitude planes by movemask) and
- * zc_szp_gfni.c (ZC_X86_GFNI 1: blocks whose widths are at most 8 turn their
- * 8x8 bit matrices into planes with one GF2P8AFFINE transpose). The includer
- * defines ZC_X86_GFNI and ZC_X86_NAME(fn), and compiles with the matching
- * -m flags.
+ * zc_szp_gfni.c (ZC_X86_GFNI 1: blocks whose widths are at most 16 turn their
+ * 8x8 bit matrices into planes with GF2P8AFFINE transposes) and
+ * zc_szp_avx512.c (GFNI plus ZC_X86_AVX512 1: quantization and
+ * reconstruction on 16-lane registers with mask compares). The includer
+ * defines ZC_X86_GFNI, ZC_X86_AVX512 and ZC_X86_NAME(fn), and compiles with
+ * the matching -m flags.
  *
  * A block takes the vector path when it is "clean" (every value ordinary,
  * widths that fit 32-bit lanes); any other block goes through the scalar
@@ -110,6 +112,28 @@ static inline size_t zc_x86_emit_clean(const __m256i d[4], uint8_t* out) {
   return o;
 }
 
+#if ZC_X86_AVX512
+/* Quantizes 32 floats; 1 when every one is ordinary (same test as
+ * zc_quant_f32, lane by lane), else 0 and the block goes scalar. */
+static inline int zc_x86_quant_f32(const float* x, const zc_grid_t* g, int has_fill, float fill, __m256i q[4]) {
+  const __m512 inv = _mm512_set1_ps(g->inv_step_f), step = _mm512_set1_ps(g->step_f);
+  const __m512 accept = _mm512_set1_ps(g->accept_f), lim = _mm512_set1_ps(ZC_QLIMIT_F32), fv = _mm512_set1_ps(fill);
+  __mmask16 good = 0xffff;
+  for (int h = 0; h < 2; h++) {
+    __m512 xh = _mm512_loadu_ps(x + 16 * h);
+    __m512 t = _mm512_mul_ps(xh, inv);
+    __mmask16 ok = _mm512_cmp_ps_mask(_mm512_abs_ps(t), lim, _CMP_LT_OQ);
+    __m512i qi = _mm512_cvtps_epi32(t); /* round to nearest even, as rintf */
+    __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(qi), step);
+    ok &= _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(xh, r)), accept, _CMP_LE_OQ);
+    if (has_fill) ok &= (__mmask16)~_mm512_cmp_ps_mask(xh, fv, _CMP_EQ_OQ);
+    good &= ok;
+    q[2 * h] = _mm512_castsi512_si256(qi);
+    q[2 * h + 1] = _mm512_extracti64x4_epi64(qi, 1);
+  }
+  return good == 0xffff;
+}
+#else
 /* Quantizes 32 floats; 1 when every one is ordinary (same test as
  * zc_quant_f32, lane by lane), else 0 and the block goes scalar. */
 static inline int zc_x86_quant_f32(const float* x, const zc_grid_t* g, int has_fill, float fill, __m256i q[4]) {
@@ -130,6 +154,8 @@ static inline int zc_x86_quant_f32(const float* x, const zc_grid_t* g, int has_f
   }
   return good == 0xff;
 }
+
+#endif
 
 /* 1 when all 32 values equal v. */
 static inline int zc_x86_all_equal_f32(const float* x, float v) {
@@ -264,6 +290,29 @@ static inline int zc_x86_parse_clean(const uint8_t* in, size_t avail, __m256i d[
   return o;
 }
 
+#if ZC_X86_AVX512
+/* q (|q| < 2^30) plus the running sum of d, as float32 values: a 16-lane
+ * scan in four shifted adds. */
+static inline void zc_x86_values_f32(const __m256i d[4], int32_t* q, const zc_grid_t* g, float divisor,
+                                     float* y) {
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512 step = _mm512_set1_ps(g->step_f), div = _mm512_set1_ps(divisor);
+  __m512i carry = _mm512_set1_epi32(*q);
+  for (int h = 0; h < 2; h++) {
+    __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(d[2 * h]), d[2 * h + 1], 1);
+    x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 15));
+    x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 14));
+    x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 12));
+    x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 8));
+    x = _mm512_add_epi32(x, carry);
+    carry = _mm512_permutexvar_epi32(_mm512_set1_epi32(15), x);
+    __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(x), step);
+    if (divisor != 1.0f) r = _mm512_div_ps(r, div);
+    _mm512_storeu_ps(y + 16 * h, r);
+  }
+  *q = _mm512_cvtsi512_si32(carry);
+}
+#else
 /* q (|q| < 2^30) plus the running sum of d, as float32 values. */
 static inline void zc_x86_values_f32(const __m256i d[4], int32_t* q, const zc_grid_t* g, float divisor,
                                       float* y) {
@@ -276,6 +325,8 @@ static inline void zc_x86_values_f32(const __m256i d[4], int32_t* q, const zc_gr
   }
   *q = _mm256_cvtsi256_si32(carry);
 }
+
+#endif
 
 /* Sum of 32 lanes (each below 2^24 in magnitude: no overflow). */
 static inline int32_t zc_x86_sum(const __m256i d[4]) {
