@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "zc_ops.h"
 #include "zc_szp_internal.h"
 #include "zu_error.h"
 
@@ -12,17 +13,9 @@ static int zc_compatible(const zc_header_t* a, const zc_header_t* b) {
          (!a->has_fill || memcmp(&a->fill, &b->fill, 8) == 0) && a->divisor == b->divisor;
 }
 
-/* The dtype's a op b for exception positions (NaN if either is NaN). */
+/* The dtype's a op b for exception positions. */
 static double zc_value_op(zcclRedOp_t op, zcclDataType_t dtype, double a, double b) {
-  if (dtype == zcclFloat32) {
-    float x = (float)a, y = (float)b;
-    if (op == zcclSum) return (double)(x + y);
-    if (isnan(x) || isnan(y)) return (double)NAN;
-    return (double)(op == zcclMax ? (x > y ? x : y) : (x < y ? x : y));
-  }
-  if (op == zcclSum) return a + b;
-  if (isnan(a) || isnan(b)) return NAN;
-  return op == zcclMax ? (a > b ? a : b) : (a < b ? a : b);
+  return dtype == zcclFloat32 ? (double)zc_op_f32(op, (float)a, (float)b) : zc_op_f64(op, a, b);
 }
 
 int zc_hop_block_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,

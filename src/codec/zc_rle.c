@@ -6,27 +6,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "zc_ops.h"
 #include "zu_error.h"
 
 static const uint8_t zc_rle_magic[4] = {'Z', 'C', 'R', 'L'};
 
-/* A word's bits. float32 words are 32 bits, float64 words 64 bits. */
-typedef struct {
-  size_t esize;
-  uint64_t pos_zero, neg_zero;
-} zc_rle_words_t;
-
-static int zc_rle_words(zcclDataType_t dtype, zc_rle_words_t* w) {
-  if (dtype == zcclFloat32) {
-    *w = (zc_rle_words_t){4, 0, 0x80000000u};
-    return 0;
-  }
-  if (dtype == zcclFloat64) {
-    *w = (zc_rle_words_t){8, 0, 0x8000000000000000ull};
-    return 0;
-  }
-  return -1;
-}
+/* The sign bit of a float32 (4-byte) or float64 (8-byte) word: -0.0. */
+static inline uint64_t zc_rle_sign(size_t esize) { return esize == 4 ? 0x80000000u : 0x8000000000000000ull; }
 
 static inline uint64_t zc_rle_get(const uint8_t* p, size_t esize) {
   if (esize == 4) {
@@ -46,6 +32,24 @@ static inline void zc_rle_put(uint8_t* p, size_t esize, uint64_t v) {
   } else {
     memcpy(p, &v, 8);
   }
+}
+
+/* Appends the words of a run of k zeros at word nw: one word for a lone
+ * zero, +0 and the length for longer runs (split where a word cannot count
+ * them), so never more words than zeros. */
+static size_t zc_rle_put_zeros(uint8_t* o, size_t nw, size_t esize, uint64_t k) {
+  while (k > 0) {
+    uint64_t n = k;
+    if (esize == 4 && n > 0xffffffffu) n = 0xffffffffu;
+    if (n == 1) {
+      zc_rle_put(o + nw++ * esize, esize, zc_rle_sign(esize));
+    } else {
+      zc_rle_put(o + nw++ * esize, esize, 0);
+      zc_rle_put(o + nw++ * esize, esize, n);
+    }
+    k -= n;
+  }
+  return nw;
 }
 
 size_t zc_rle_bound(size_t count, zcclDataType_t dtype) {
@@ -85,17 +89,16 @@ zcclResult_t zc_rle_header_read(const void* stream, size_t size, zc_rle_header_t
 
 zcclResult_t zc_rle_encode(zcclDataType_t dtype, const void* in, size_t count, void* out, size_t cap,
                            size_t* size) {
-  zc_rle_words_t w;
-  ZU_RETURN_ERR_IF(zc_rle_words(dtype, &w) != 0, zcclInvalidArgument, "zc_rle_encode: dtype %d is not float32/64",
-                   dtype);
+  ZU_RETURN_ERR_IF(dtype != zcclFloat32 && dtype != zcclFloat64, zcclInvalidArgument,
+                   "zc_rle_encode: dtype %d is not float32/64", dtype);
   ZU_RETURN_ERR_IF(size == NULL || out == NULL || (in == NULL && count > 0), zcclInvalidArgument,
                    "zc_rle_encode: NULL argument");
   ZU_RETURN_ERR_IF(cap < zc_rle_bound(count, dtype), zcclInvalidArgument,
                    "zc_rle_encode: output buffer too small (size it with zc_rle_bound)");
   const uint8_t* x = in;
   uint8_t* o = (uint8_t*)out + ZC_RLE_HEADER_BYTES;
-  size_t esize = w.esize, nw = 0, i = 0;
-  uint64_t sign = w.neg_zero;
+  size_t esize = dtype == zcclFloat32 ? 4 : 8, nw = 0, i = 0;
+  uint64_t sign = zc_rle_sign(esize);
   while (i < count) {
     uint64_t v = zc_rle_get(x + i * esize, esize);
     if ((v & ~sign) != 0) { /* not a zero of either sign */
@@ -105,24 +108,7 @@ zcclResult_t zc_rle_encode(zcclDataType_t dtype, const void* in, size_t count, v
     }
     size_t j = i + 1;
     while (j < count && (zc_rle_get(x + j * esize, esize) & ~sign) == 0) j++;
-    if (j - i == 1) {
-      zc_rle_put(o + nw++ * esize, esize, w.neg_zero); /* a lone zero: one word */
-    } else {
-      /* A run: +0 then its length, two words for at least two zeros. Runs
-       * longer than a word can count are split. */
-      size_t left = j - i;
-      while (left > 0) {
-        uint64_t k = left;
-        if (esize == 4 && k > 0xffffffffu) k = 0xffffffffu;
-        if (k == 1) {
-          zc_rle_put(o + nw++ * esize, esize, w.neg_zero);
-        } else {
-          zc_rle_put(o + nw++ * esize, esize, w.pos_zero);
-          zc_rle_put(o + nw++ * esize, esize, k);
-        }
-        left -= (size_t)k;
-      }
-    }
+    nw = zc_rle_put_zeros(o, nw, esize, j - i);
     i = j;
   }
   zc_rle_header_write(out, dtype, count, nw);
@@ -156,7 +142,7 @@ static int zc_rle_next(zc_rle_reader_t* r, uint64_t max, uint64_t* run, uint64_t
   if (r->zeros == 0) {
     if (r->at >= r->nwords) return -1;
     uint64_t v = zc_rle_get(r->w + r->at++ * r->esize, r->esize);
-    uint64_t sign = r->esize == 4 ? 0x80000000u : 0x8000000000000000ull;
+    uint64_t sign = zc_rle_sign(r->esize);
     if (v == 0) {
       if (r->at >= r->nwords) return -1;
       uint64_t k = zc_rle_get(r->w + r->at++ * r->esize, r->esize);
@@ -204,25 +190,6 @@ zcclResult_t zc_rle_decode(const void* stream, size_t size, void* out, size_t ca
   return zcclSuccess;
 }
 
-static inline double zc_rle_op(zcclRedOp_t op, double a, double b) {
-  switch (op) {
-    case zcclProd: return a * b;
-    case zcclMax: return isnan(a) || isnan(b) ? NAN : (a > b ? a : b);
-    case zcclMin: return isnan(a) || isnan(b) ? NAN : (a < b ? a : b);
-    default: return a + b;
-  }
-}
-
-/* The same in float32 arithmetic (no double rounding through double). */
-static inline float zc_rle_opf(zcclRedOp_t op, float a, float b) {
-  switch (op) {
-    case zcclProd: return a * b;
-    case zcclMax: return isnan(a) || isnan(b) ? NAN : (a > b ? a : b);
-    case zcclMin: return isnan(a) || isnan(b) ? NAN : (a < b ? a : b);
-    default: return a + b;
-  }
-}
-
 static inline double zc_rle_value(uint64_t bits, size_t esize) {
   if (esize == 4) {
     uint32_t u = (uint32_t)bits;
@@ -258,8 +225,8 @@ zcclResult_t zc_rle_reduce_plain(zcclRedOp_t op, const void* stream, size_t size
         if (out != plain) memcpy((uint8_t*)out + i * r.esize, (const uint8_t*)plain + i * r.esize, r.esize);
         continue;
       }
-      if (f32) ((float*)out)[i] = zc_rle_opf(op, ((const float*)plain)[i], (float)x);
-      else ((double*)out)[i] = zc_rle_op(op, ((const double*)plain)[i], x);
+      if (f32) ((float*)out)[i] = zc_op_f32(op, ((const float*)plain)[i], (float)x);
+      else ((double*)out)[i] = zc_op_f64(op, ((const double*)plain)[i], x);
     }
   }
   ZU_RETURN_ERR_IF(r.at != r.nwords, zcclInvalidArgument, "rle: %zu trailing words", r.nwords - r.at);
@@ -303,27 +270,21 @@ zcclResult_t zc_rle_reduce_rle(zcclRedOp_t op, const void* a, size_t a_size, con
       double x = run_a ? 0.0 : zc_rle_value(bits_a, esize), y = run_b ? 0.0 : zc_rle_value(bits_b, esize);
       uint64_t vb;
       if (esize == 4) {
-        float f = zc_rle_opf(op, (float)x, (float)y);
+        float f = zc_op_f32(op, (float)x, (float)y);
         uint32_t u;
         memcpy(&u, &f, 4);
         vb = u;
       } else {
-        double v = zc_rle_op(op, x, y);
+        double v = zc_op_f64(op, x, y);
         memcpy(&vb, &v, 8);
       }
       z = 1;
-      if ((vb & ~(esize == 4 ? 0x80000000ull : 0x8000000000000000ull)) == 0) {
+      if ((vb & ~zc_rle_sign(esize)) == 0) {
         zrun++;
       } else {
         /* Flush the pending zeros, then the value. Never more words than
          * values: a run of k >= 2 zeros takes 2 words. */
-        for (uint64_t left_z = zrun; left_z > 0;) {
-          uint64_t k = left_z;
-          if (esize == 4 && k > 0xffffffffu) k = 0xffffffffu;
-          if (k == 1) zc_rle_put(o + nw++ * esize, esize, esize == 4 ? 0x80000000u : 0x8000000000000000ull);
-          else zc_rle_put(o + nw++ * esize, esize, 0), zc_rle_put(o + nw++ * esize, esize, k);
-          left_z -= k;
-        }
+        nw = zc_rle_put_zeros(o, nw, esize, zrun);
         zrun = 0;
         zc_rle_put(o + nw++ * esize, esize, vb);
       }
@@ -335,13 +296,7 @@ zcclResult_t zc_rle_reduce_rle(zcclRedOp_t op, const void* a, size_t a_size, con
     have_b = run_b > 0;
     left -= z;
   }
-  for (uint64_t left_z = zrun; left_z > 0;) {
-    uint64_t k = left_z;
-    if (esize == 4 && k > 0xffffffffu) k = 0xffffffffu;
-    if (k == 1) zc_rle_put(o + nw++ * esize, esize, esize == 4 ? 0x80000000u : 0x8000000000000000ull);
-    else zc_rle_put(o + nw++ * esize, esize, 0), zc_rle_put(o + nw++ * esize, esize, k);
-    left_z -= k;
-  }
+  nw = zc_rle_put_zeros(o, nw, esize, zrun);
   ZU_RETURN_ERR_IF(ra.at != ra.nwords || rb.at != rb.nwords, zcclInvalidArgument, "rle: trailing words");
   zc_rle_header_write(out, ha.dtype, ha.count, nw);
   *size = ZC_RLE_HEADER_BYTES + nw * esize;

@@ -388,15 +388,21 @@ zcclResult_t zc_decompress_chunks(const zc_header_t* h, uint32_t c0, uint32_t c1
   return zcclSuccess;
 }
 
+zcclResult_t zc_decompress_begin(const void* stream, size_t size, const void* out, size_t cap, const size_t* count,
+                                 zc_header_t* h) {
+  ZU_CHECK(zc_header_read(stream, size, h));
+  ZU_RETURN_ERR_IF(count == NULL || (out == NULL && h->count > 0), zcclInvalidArgument,
+                   "zc_decompress: NULL argument");
+  ZU_RETURN_ERR_IF(h->count > cap, zcclInvalidArgument,
+                   "zc_decompress: the stream has %llu values, the output room for %zu",
+                   (unsigned long long)h->count, cap);
+  return zcclSuccess;
+}
+
 zcclResult_t zc_decompress(const void* stream, size_t size, void* out, size_t cap, size_t* count,
                            zc_progress_fn progress, void* arg) {
   zc_header_t h;
-  ZU_CHECK(zc_header_read(stream, size, &h));
-  ZU_RETURN_ERR_IF(count == NULL || (out == NULL && h.count > 0), zcclInvalidArgument,
-                   "zc_decompress: NULL argument");
-  ZU_RETURN_ERR_IF(h.count > cap, zcclInvalidArgument,
-                   "zc_decompress: the stream has %llu values, the output room for %zu",
-                   (unsigned long long)h.count, cap);
+  ZU_CHECK(zc_decompress_begin(stream, size, out, cap, count, &h));
   ZU_CHECK(zc_decompress_chunks(&h, 0, h.nchunks, h.chunks, out, progress, arg));
   *count = (size_t)h.count;
   return zcclSuccess;

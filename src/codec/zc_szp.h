@@ -76,6 +76,10 @@ zcclResult_t zc_compress_begin(const zc_params_t* p, size_t count, void* out, si
 zcclResult_t zc_compress_chunks(const zc_params_t* p, const void* in, size_t count, uint32_t c0, uint32_t c1,
                                 void* out, size_t cap, uint8_t* index, size_t* bytes, zc_progress_fn progress,
                                 void* arg);
+/* Validates a stream and the output's room for it (what zc_decompress
+ * checks before it starts). */
+zcclResult_t zc_decompress_begin(const void* stream, size_t size, const void* out, size_t cap, const size_t* count,
+                                 zc_header_t* h);
 /* Decompresses chunks [c0, c1) of a validated stream; chunk points at chunk
  * c0's bytes (zc_chunk_ptr), out is the whole output array. */
 zcclResult_t zc_decompress_chunks(const zc_header_t* h, uint32_t c0, uint32_t c1, const uint8_t* chunk, void* out,

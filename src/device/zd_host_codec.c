@@ -155,12 +155,7 @@ zcclResult_t zd_host_hop(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const vo
 zcclResult_t zd_host_decompress(zd_pool_t* pool, int nthreads, const void* stream, size_t size, void* out,
                                 size_t cap, size_t* count) {
   zc_header_t h;
-  ZU_CHECK(zc_header_read(stream, size, &h));
-  ZU_RETURN_ERR_IF(count == NULL || (out == NULL && h.count > 0), zcclInvalidArgument,
-                   "zd_host_decompress: NULL argument");
-  ZU_RETURN_ERR_IF(h.count > cap, zcclInvalidArgument,
-                   "zd_host_decompress: the stream has %llu values, the output room for %zu",
-                   (unsigned long long)h.count, cap);
+  ZU_CHECK(zc_decompress_begin(stream, size, out, cap, count, &h));
   zd_codec_job_t* j = calloc(1, sizeof *j);
   ZU_RETURN_ERR_IF(j == NULL, zcclSystemError, "zd_host_decompress: out of memory");
   j->h = &h;
