@@ -49,7 +49,9 @@ static inline __m256i zc_x86_transpose8x8(__m256i v) {
 
 /* Writes a clean block's header, sign plane and magnitude planes from its 32
  * deltas (4 x 8 lanes): exactly zc_block_encode's bytes for such a block. */
-static inline size_t zc_x86_emit_clean(const __m256i d[4], uint8_t* out) {
+/* Writes a block whose 32 deltas (4 x 8 lanes) are all ordinary or fill
+ * (fbits, delta 0): exactly zc_block_encode's bytes for such a block. */
+static inline size_t zc_x86_emit_clean(const __m256i d[4], uint32_t fbits, uint8_t* out) {
   const __m256i zero = _mm256_setzero_si256();
   uint32_t neg = 0, pos = 0;
   __m256i mag[4];
@@ -67,14 +69,29 @@ static inline size_t zc_x86_emit_clean(const __m256i d[4], uint8_t* out) {
   }
   int smode = neg == 0 ? ZC_SMODE_POS : (pos == 0 ? ZC_SMODE_NEG : ZC_SMODE_PLANE);
   size_t o = 0;
-  out[o++] = (uint8_t)(W | (smode << 6));
-  if (W == 0) return o;
+  if (fbits) {
+    out[o++] = (uint8_t)(W | (ZC_SMODE_EXT << 6));
+    out[o++] = (uint8_t)(smode | ZC_EXT_FILL);
+  } else {
+    out[o++] = (uint8_t)(W | (smode << 6));
+  }
+  if (W == 0) {
+    if (fbits) {
+      memcpy(out + o, &fbits, 4);
+      o += 4;
+    }
+    return o;
+  }
   int base = W > 15 ? W - 15 : 0;
   for (int k = 0; k < 4; k++) sw[k] = sw[k] < base ? base : sw[k];
   out[o++] = (uint8_t)((sw[0] - base) | (sw[1] - base) << 4);
   out[o++] = (uint8_t)((sw[2] - base) | (sw[3] - base) << 4);
   if (smode == ZC_SMODE_PLANE) {
     memcpy(out + o, &neg, 4);
+    o += 4;
+  }
+  if (fbits) {
+    memcpy(out + o, &fbits, 4);
     o += 4;
   }
 #if ZC_X86_GFNI
@@ -132,6 +149,51 @@ static inline int zc_x86_quant_f32(const float* x, const zc_grid_t* g, int has_f
     q[2 * h + 1] = _mm512_extracti64x4_epi64(qi, 1);
   }
   return good == 0xffff;
+}
+/* As zc_x86_quant_f32, but fill values are allowed: 1 when every value is
+ * ordinary or fill, *fbits then marking the fill positions. */
+static inline int zc_x86_quant_held_f32(const float* x, const zc_grid_t* g, float fill, __m256i q[4],
+                                        uint32_t* fbits) {
+  const __m512 inv = _mm512_set1_ps(g->inv_step_f), step = _mm512_set1_ps(g->step_f);
+  const __m512 accept = _mm512_set1_ps(g->accept_f), lim = _mm512_set1_ps(ZC_QLIMIT_F32), fv = _mm512_set1_ps(fill);
+  __mmask16 good = 0xffff;
+  uint32_t f = 0;
+  for (int h = 0; h < 2; h++) {
+    __m512 xh = _mm512_loadu_ps(x + 16 * h);
+    __m512 t = _mm512_mul_ps(xh, inv);
+    __mmask16 ok = _mm512_cmp_ps_mask(_mm512_abs_ps(t), lim, _CMP_LT_OQ);
+    __m512i qi = _mm512_cvtps_epi32(t);
+    __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(qi), step);
+    ok &= _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(xh, r)), accept, _CMP_LE_OQ);
+    __mmask16 isfill = _mm512_cmp_ps_mask(xh, fv, _CMP_EQ_OQ);
+    good &= ok | isfill;
+    f |= (uint32_t)isfill << (16 * h);
+    q[2 * h] = _mm512_castsi512_si256(qi);
+    q[2 * h + 1] = _mm512_extracti64x4_epi64(qi, 1);
+  }
+  *fbits = f;
+  return good == 0xffff;
+}
+
+/* Deltas of the non-fill integers, each against the previous non-fill one
+ * (fill positions hold the track: delta 0): pack the valid lanes, take
+ * neighbour differences, unpack. */
+static inline void zc_x86_deltas_held(const __m256i q[4], uint32_t fbits, zc_emit_t* e, __m256i d[4]) {
+  for (int h = 0; h < 2; h++) {
+    __mmask16 valid = (__mmask16)~(fbits >> (16 * h));
+    __m512i qh = _mm512_inserti64x4(_mm512_castsi256_si512(q[2 * h]), q[2 * h + 1], 1);
+    __m512i dense = _mm512_maskz_compress_epi32(valid, qh);
+    int n = __builtin_popcount((unsigned)valid);
+    if (n > 0 && !e->have_prev) {
+      e->base = e->prev = _mm512_cvtsi512_si32(dense);
+      e->have_prev = 1;
+    }
+    __m512i before = _mm512_alignr_epi32(dense, _mm512_set1_epi32((int32_t)e->prev), 15);
+    __m512i dh = _mm512_maskz_expand_epi32(valid, _mm512_sub_epi32(dense, before));
+    if (n > 0) e->prev = _mm512_cvtsi512_si32(_mm512_permutexvar_epi32(_mm512_set1_epi32(n - 1), dense));
+    d[2 * h] = _mm512_castsi512_si256(dh);
+    d[2 * h + 1] = _mm512_extracti64x4_epi64(dh, 1);
+  }
 }
 #else
 /* Quantizes 32 floats; 1 when every one is ordinary (same test as
@@ -193,9 +255,18 @@ int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtyp
       e->out[e->o++] = ZC_W_ALLFILL; /* land, missing data: one byte */
       continue;
     }
+#if ZC_X86_AVX512
+    uint32_t fbits;
+    if (has_fill && zc_x86_quant_held_f32(x + b, g, (float)fill, q, &fbits)) {
+      /* Coasts: data and fill in one block. */
+      zc_x86_deltas_held(q, fbits, e, d);
+      e->o += zc_x86_emit_clean(d, fbits, e->out + e->o);
+      continue;
+    }
+#endif
     if (zc_x86_quant_f32(x + b, g, has_fill, (float)fill, q)) {
       zc_x86_deltas(q, e, d);
-      e->o += zc_x86_emit_clean(d, e->out + e->o);
+      e->o += zc_x86_emit_clean(d, 0, e->out + e->o);
     } else {
       int rc = zc_chunk_compress_scalar(x + b, ZC_BLOCK, dtype, g, has_fill, fill, e);
       if (rc != 0) return rc;
@@ -226,28 +297,47 @@ static inline __m256i zc_x86_scan(__m256i x, __m256i* carry) {
  * (no exceptions or fill, W <= 24) into 4 x 8 deltas, with the same checks
  * as zc_block_decode. Returns the bytes used, 0 when the block is not one
  * the vector path takes (the caller goes scalar), -1 when malformed. */
-static inline int zc_x86_parse_clean(const uint8_t* in, size_t avail, __m256i d[4]) {
-  int W = in[0] & 63, smode = in[0] >> 6;
-  if (smode == ZC_SMODE_EXT || W > 24) return 0;
-  int o = 1, sw[4] = {0, 0, 0, 0};
+static inline int zc_x86_parse_clean(const uint8_t* in, size_t avail, int allow_fill, __m256i d[4],
+                                     uint32_t* fbits) {
+  int W = in[0] & 63, smode = in[0] >> 6, o = 1, has_f = 0;
+  *fbits = 0;
+  if (W > 24) return 0;
+  if (smode == ZC_SMODE_EXT) {
+    /* Blocks with a fill bitmap (and no exceptions) stay on the vector
+     * path where the caller can place fill values; anything else, including
+     * every malformed form, is the scalar decoder's to judge. */
+    if (!ZC_X86_AVX512 || !allow_fill || avail < 2) return 0;
+    int e = in[1];
+    if ((e & 0xf0) || (e & 3) == ZC_SMODE_EXT || (e & (ZC_EXT_EXC | ZC_EXT_FILL)) != ZC_EXT_FILL) return 0;
+    smode = e & 3;
+    has_f = 1;
+    o = 2;
+  }
+  int sw[4] = {0, 0, 0, 0};
   if (W == 0) {
     if (smode != ZC_SMODE_POS) return -1;
   } else {
-    if (avail < 3) return -1;
+    if (avail < (size_t)o + 2) return -1;
     int base = W > 15 ? W - 15 : 0, top = 0;
     for (int k = 0; k < 4; k++) {
-      sw[k] = base + ((in[1 + k / 2] >> (4 * (k & 1))) & 15);
+      sw[k] = base + ((in[o + k / 2] >> (4 * (k & 1))) & 15);
       if (sw[k] > W) return -1;
       top = sw[k] > top ? sw[k] : top;
     }
     if (top != W) return -1;
-    o = 3;
+    o += 2;
   }
   uint32_t neg = smode == ZC_SMODE_NEG ? 0xffffffffu : 0;
   if (smode == ZC_SMODE_PLANE) {
     if (avail < (size_t)o + 4) return -1;
     memcpy(&neg, in + o, 4);
     o += 4;
+  }
+  if (has_f) {
+    if (avail < (size_t)o + 4) return -1;
+    memcpy(fbits, in + o, 4);
+    o += 4;
+    if (*fbits == 0) return -1;
   }
   if (avail < (size_t)(o + sw[0] + sw[1] + sw[2] + sw[3])) return -1;
   const __m256i zero = _mm256_setzero_si256();
@@ -283,31 +373,53 @@ static inline int zc_x86_parse_clean(const uint8_t* in, size_t avail, __m256i d[
       o += sw[k];
     }
   }
+  uint32_t nonzero = 0;
   for (int k = 0; k < 4; k++) {
     __m256i m = _mm256_sub_epi32(zero, zc_x86_bits((neg >> (8 * k)) & 0xff)); /* all ones where negative */
     d[k] = _mm256_sub_epi32(_mm256_xor_si256(mag[k], m), m);
+    if (has_f)
+      nonzero |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(mag[k], zero))) << (8 * k);
   }
+  if (nonzero & *fbits) return -1; /* fill positions hold the track: delta 0 */
   return o;
 }
 
 #if ZC_X86_AVX512
+/* Inclusive prefix sum of 16 lanes plus carry (broadcast), in four shifted
+ * adds; carry becomes the last lane. */
+static inline __m512i zc_x86_scan16(__m512i x, __m512i* carry) {
+  const __m512i zero = _mm512_setzero_si512();
+  x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 15));
+  x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 14));
+  x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 12));
+  x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 8));
+  x = _mm512_add_epi32(x, *carry);
+  *carry = _mm512_permutexvar_epi32(_mm512_set1_epi32(15), x);
+  return x;
+}
+
+/* The running values q + prefix(d) of a block, as 4 x 8 lanes. */
+static inline void zc_x86_track(const __m256i d[4], int64_t q, __m256i out[4]) {
+  __m512i carry = _mm512_set1_epi32((int32_t)q);
+  for (int h = 0; h < 2; h++) {
+    __m512i x = zc_x86_scan16(_mm512_inserti64x4(_mm512_castsi256_si512(d[2 * h]), d[2 * h + 1], 1), &carry);
+    out[2 * h] = _mm512_castsi512_si256(x);
+    out[2 * h + 1] = _mm512_extracti64x4_epi64(x, 1);
+  }
+}
+
 /* q (|q| < 2^30) plus the running sum of d, as float32 values: a 16-lane
  * scan in four shifted adds. */
 static inline void zc_x86_values_f32(const __m256i d[4], int32_t* q, const zc_grid_t* g, float divisor,
-                                     float* y) {
-  const __m512i zero = _mm512_setzero_si512();
+                                     uint32_t fbits, float fill, float* y) {
+  const __m512 fv = _mm512_set1_ps(fill);
   const __m512 step = _mm512_set1_ps(g->step_f), div = _mm512_set1_ps(divisor);
   __m512i carry = _mm512_set1_epi32(*q);
   for (int h = 0; h < 2; h++) {
-    __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(d[2 * h]), d[2 * h + 1], 1);
-    x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 15));
-    x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 14));
-    x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 12));
-    x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 8));
-    x = _mm512_add_epi32(x, carry);
-    carry = _mm512_permutexvar_epi32(_mm512_set1_epi32(15), x);
+    __m512i x = zc_x86_scan16(_mm512_inserti64x4(_mm512_castsi256_si512(d[2 * h]), d[2 * h + 1], 1), &carry);
     __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(x), step);
     if (divisor != 1.0f) r = _mm512_div_ps(r, div);
+    r = _mm512_mask_blend_ps((__mmask16)(fbits >> (16 * h)), r, fv); /* fill is not divided */
     _mm512_storeu_ps(y + 16 * h, r);
   }
   *q = _mm512_cvtsi512_si32(carry);
@@ -315,7 +427,9 @@ static inline void zc_x86_values_f32(const __m256i d[4], int32_t* q, const zc_gr
 #else
 /* q (|q| < 2^30) plus the running sum of d, as float32 values. */
 static inline void zc_x86_values_f32(const __m256i d[4], int32_t* q, const zc_grid_t* g, float divisor,
-                                      float* y) {
+                                      uint32_t fbits, float fill, float* y) {
+  (void)fbits; /* always 0 here: fill blocks reach the vector path only with AVX-512 */
+  (void)fill;
   __m256i carry = _mm256_set1_epi32(*q);
   const __m256 step = _mm256_set1_ps(g->step_f), div = _mm256_set1_ps(divisor);
   for (int k = 0; k < 4; k++) {
@@ -357,11 +471,12 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
     }
     if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
       __m256i d[4];
-      used = zc_x86_parse_clean(p.in + p.o, p.size - p.o, d);
+      uint32_t fb;
+      used = zc_x86_parse_clean(p.in + p.o, p.size - p.o, h->has_fill, d, &fb);
       if (used < 0) return -1;
       if (used > 0) {
         int32_t q = (int32_t)p.q;
-        zc_x86_values_f32(d, &q, g, divisor, y);
+        zc_x86_values_f32(d, &q, g, divisor, fb, (float)h->fill, y);
         p.o += (size_t)used;
         p.q = q;
         p.left -= ZC_BLOCK;
@@ -386,8 +501,10 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
        * integer track still moves by its deltas. */
       zc_parse_t* other = pa->in[pa->o] == ZC_W_ALLFILL ? pb : pa;
       __m256i d[4];
-      int used = other->in[other->o] == ZC_W_ALLFILL ? 1 : zc_x86_parse_clean(other->in + other->o,
-                                                                               other->size - other->o, d);
+      uint32_t fb = 0;
+      int used = other->in[other->o] == ZC_W_ALLFILL
+                     ? 1
+                     : zc_x86_parse_clean(other->in + other->o, other->size - other->o, ZC_X86_AVX512, d, &fb);
       if (used < 0) return ZC_RC_MALFORMED;
       if (used > 0) {
         if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
@@ -403,9 +520,34 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
     }
     if (pa->left >= ZC_BLOCK) {
       __m256i da[4], db[4];
-      int ua = zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, da);
-      int ub = ua > 0 ? zc_x86_parse_clean(pb->in + pb->o, pb->size - pb->o, db) : 0;
+      uint32_t fa = 0, fb = 0;
+      int allow_fill = ZC_X86_AVX512 && h->has_fill;
+      int ua = zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, allow_fill, da, &fa);
+      int ub = ua > 0 ? zc_x86_parse_clean(pb->in + pb->o, pb->size - pb->o, allow_fill, db, &fb) : 0;
       if (ua < 0 || ub < 0) return ZC_RC_MALFORMED;
+#if ZC_X86_AVX512
+      const int64_t lim = (int64_t)1 << 29;
+      if (ua > 0 && ub > 0 && (fa | fb) && pa->q < lim && pa->q > -lim && pb->q < lim && pb->q > -lim &&
+          e->prev < 2 * lim && e->prev > -2 * lim) {
+        /* Fill in either input: sum the running values, then deltas that
+         * hold across the result's fill positions. */
+        if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
+        __m256i qa[4], qb[4], qr[4], dr[4];
+        zc_x86_track(da, pa->q, qa);
+        zc_x86_track(db, pb->q, qb);
+        for (int k = 0; k < 4; k++) qr[k] = _mm256_add_epi32(qa[k], qb[k]);
+        zc_x86_deltas_held(qr, fa | fb, e, dr);
+        pa->q += zc_x86_sum(da);
+        pb->q += zc_x86_sum(db);
+        pa->o += (size_t)ua;
+        pb->o += (size_t)ub;
+        pa->left -= ZC_BLOCK;
+        pb->left -= ZC_BLOCK;
+        e->o += zc_x86_emit_clean(dr, fa | fb, e->out + e->o);
+        continue;
+      }
+#endif
+      if (fa | fb) ua = 0; /* fill without the AVX-512 path: scalar */
       /* Both blocks all ordinary: the sum's deltas are the deltas' sums, the
        * first one corrected by how far the result's running value lags. */
       int64_t lag = e->have_prev ? pa->q + pb->q - e->prev : 0;
@@ -427,7 +569,7 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
         pa->left -= ZC_BLOCK;
         pb->left -= ZC_BLOCK;
         e->prev = pa->q + pb->q;
-        e->o += zc_x86_emit_clean(dr, e->out + e->o);
+        e->o += zc_x86_emit_clean(dr, 0, e->out + e->o);
         continue;
       }
     }
