@@ -51,7 +51,7 @@ static inline __m256i zc_x86_transpose8x8(__m256i v) {
  * deltas (4 x 8 lanes): exactly zc_block_encode's bytes for such a block. */
 /* Writes a block whose 32 deltas (4 x 8 lanes) are all ordinary or fill
  * (fbits, delta 0): exactly zc_block_encode's bytes for such a block. */
-static inline size_t zc_x86_emit_clean(const __m256i d[4], uint32_t fbits, uint8_t* out) {
+static inline __attribute__((always_inline)) size_t zc_x86_emit_clean(const __m256i d[4], uint32_t fbits, uint8_t* out) {
   const __m256i zero = _mm256_setzero_si256();
   uint32_t neg = 0, pos = 0;
   __m256i mag[4];
@@ -297,7 +297,7 @@ static inline __m256i zc_x86_scan(__m256i x, __m256i* carry) {
  * (no exceptions or fill, W <= 24) into 4 x 8 deltas, with the same checks
  * as zc_block_decode. Returns the bytes used, 0 when the block is not one
  * the vector path takes (the caller goes scalar), -1 when malformed. */
-static inline int zc_x86_parse_clean(const uint8_t* in, size_t avail, int allow_fill, __m256i d[4],
+static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_t* in, size_t avail, int allow_fill, __m256i d[4],
                                      uint32_t* fbits) {
   int W = in[0] & 63, smode = in[0] >> 6, o = 1, has_f = 0;
   *fbits = 0;
@@ -520,6 +520,7 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
     }
     if (pa->left >= ZC_BLOCK) {
       __m256i da[4], db[4];
+      db[0] = db[1] = db[2] = db[3] = _mm256_setzero_si256(); /* read only when parsed */
       uint32_t fa = 0, fb = 0;
       int allow_fill = ZC_X86_AVX512 && h->has_fill;
       int ua = zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, allow_fill, da, &fa);
