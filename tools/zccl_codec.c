@@ -5,7 +5,10 @@
  *   zccl-codec decompress IN OUT
  *   zccl-codec hsum A B OUT            (homomorphic sum of two streams)
  *   zccl-codec stats IN --dtype ... --mode ... --eb ... [--fill V|--fill-zero]
- *                       [--tile BYTES] [--reps N] [--threads N] [--json]
+ *                       [--tile BYTES] [--reps N] [--threads N] [--simd LEVEL] [--json]
+ *
+ * --threads (default ZCCL_CODEC_THREADS, 0: all cores) and --simd (default
+ * ZCCL_CODEC_SIMD) apply to every command; the bytes do not depend on them.
  *
  * IN is a raw little-endian file.f32 / file.f64 or a NetCDF variable
  * file.nc:VAR (its _FillValue is kept exactly unless --fill-zero). REL bounds
@@ -23,6 +26,7 @@
 #include "zc_zfp.h"
 #include "zd_host_codec.h"
 #include "zd_pool.h"
+#include "zu_param.h"
 #include "zccl_data.h"
 
 typedef struct {
@@ -70,7 +74,7 @@ static double now(void) {
 static int parse(int argc, char** argv, args_t* a) {
   memset(a, 0, sizeof *a);
   a->reps = 5;
-  a->threads = 1;
+  a->threads = -1; /* ZCCL_CODEC_THREADS unless --threads */
   a->eb = -1;
   if (argc < 2) return -1;
   a->cmd = argv[1];
@@ -118,6 +122,12 @@ static int parse(int argc, char** argv, args_t* a) {
       pos++;
     }
   }
+  if (a->threads < 0) {
+    int64_t t;
+    if (zu_param_int(ZU_PARAM_CODEC_THREADS, &t) != zcclSuccess) return fprintf(stderr, "zccl-codec: %s\n", zcclGetLastError(NULL)), -1;
+    a->threads = (int)t;
+  }
+  if (a->simd == NULL && strcmp(zu_param_str(ZU_PARAM_CODEC_SIMD), "auto") != 0) a->simd = zu_param_str(ZU_PARAM_CODEC_SIMD);
   if (strcmp(a->cmd, "compress") == 0 || strcmp(a->cmd, "decompress") == 0) {
     a->out = a->in2;
     a->in2 = NULL;
@@ -180,8 +190,11 @@ static int cmd_compress(const args_t* a) {
   if (load_input(a, &d, &p)) return 1;
   size_t cap = zc_compress_bound(d.count, p.dtype, 0), size;
   uint8_t* s = malloc(cap);
-  if (zc_compress(&p, d.values, d.count, s, cap, &size, NULL, NULL) != zcclSuccess)
+  zd_pool_t* pool = NULL;
+  if (zd_pool_create(a->threads, &pool) != zcclSuccess ||
+      zd_host_compress(pool, 0, &p, d.values, d.count, s, cap, &size) != zcclSuccess)
     return die("compress: %s%s", zcclGetLastError(NULL), "");
+  zd_pool_destroy(pool);
   if (write_file(a->out, s, size) != 0) return die("cannot write %s%s", a->out, "");
   fprintf(stderr, "%s: %zu values -> %zu bytes, ratio %.3f, eb_abs %.6g\n", d.source, d.count, size,
           (double)d.count * (a->is_double ? 8 : 4) / (double)size, p.eb);
@@ -200,8 +213,11 @@ static int cmd_decompress(const args_t* a) {
   size_t esize = h.dtype == zcclFloat32 ? 4 : 8, n;
   void* y = malloc((size_t)h.count * esize + 1);
   if (y == NULL) return die("out of memory%s%s", "", "");
-  if (zc_decompress(s, size, y, (size_t)h.count, &n, NULL, NULL) != zcclSuccess)
+  zd_pool_t* pool = NULL;
+  if (zd_pool_create(a->threads, &pool) != zcclSuccess ||
+      zd_host_decompress(pool, 0, s, size, y, (size_t)h.count, &n) != zcclSuccess)
     return die("%s: %s", a->in, zcclGetLastError(NULL));
+  zd_pool_destroy(pool);
   if (write_file(a->out, y, n * esize) != 0) return die("cannot write %s%s", a->out, "");
   free(s);
   free(y);
@@ -218,7 +234,10 @@ static int cmd_hsum(const args_t* a) {
   if (zc_header_read(x, xn, &h) != zcclSuccess) return die("%s: %s", a->in, zcclGetLastError(NULL));
   size_t cap = zc_compress_bound((size_t)h.count, h.dtype, h.chunk_log2), n;
   uint8_t* o = malloc(cap);
-  if (zc_hop(zcclSum, x, xn, y, yn, o, cap, &n) != zcclSuccess) return die("hsum: %s%s", zcclGetLastError(NULL), "");
+  zd_pool_t* pool = NULL;
+  if (zd_pool_create(a->threads, &pool) != zcclSuccess || zd_host_hop(pool, 0, zcclSum, x, xn, y, yn, o, cap, &n) != zcclSuccess)
+    return die("hsum: %s%s", zcclGetLastError(NULL), "");
+  zd_pool_destroy(pool);
   if (write_file(a->out, o, n) != 0) return die("cannot write %s%s", a->out, "");
   free(x);
   free(y);
@@ -264,12 +283,6 @@ static int cmd_stats(const args_t* a) {
   zd_pool_t* pool = NULL;
   if (zd_pool_create(a->threads, &pool) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
   int threads = zd_pool_size(pool);
-  if (a->simd) {
-    int level = -1;
-    for (int l = 0; l < ZC_SIMD_NUM; l++)
-      if (strcmp(a->simd, zc_simd_name(l)) == 0) level = l;
-    if (level < 0 || zc_simd_set(level) != 0) return die("stats: --simd %s is not available here%s", a->simd, "");
-  }
   if (load_input(a, &d, &p)) return 1;
   size_t esize = a->is_double ? 8 : 4;
   /* Tile to the requested size (default: the field once) so memcpy is not
@@ -393,6 +406,12 @@ int main(int argc, char** argv) {
   if (parse(argc, argv, &a) != 0) {
     usage(stderr);
     return 2;
+  }
+  if (a.simd) { /* --simd or ZCCL_CODEC_SIMD */
+    int level = -1;
+    for (int l = 0; l < ZC_SIMD_NUM; l++)
+      if (strcmp(a.simd, zc_simd_name(l)) == 0) level = l;
+    if (level < 0 || zc_simd_set(level) != 0) return die("kernels '%s' are not available on this CPU%s", a.simd, "");
   }
   if (strcmp(a.cmd, "compress") == 0) return cmd_compress(&a);
   if (strcmp(a.cmd, "decompress") == 0) return cmd_decompress(&a);

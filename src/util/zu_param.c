@@ -1,5 +1,7 @@
 #include "zu_param.h"
 
+#include "zu_error.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,26 @@ int zu_parse_size(const char* text, int64_t* value) {
   if (v < 0 ? v < (INT64_MIN >> shift) : v > (INT64_MAX >> shift)) return -1;
   *value = (int64_t)v * ((int64_t)1 << shift);
   return 0;
+}
+
+zcclResult_t zu_param_int(zu_param_id_t id, int64_t* value) {
+  const zu_param_def_t* p = zu_param_def(id);
+  ZU_RETURN_ERR_IF(p == NULL || value == NULL, zcclInternalError, "bad parameter id %d", (int)id);
+  const char* text = zu_param_str(id);
+  int64_t v = 0;
+  if (p->type == ZU_PARAM_SIZE) {
+    ZU_RETURN_ERR_IF(zu_parse_size(text, &v) != 0, zcclInvalidArgument, "%s='%s' is not a size (e.g. 4096, 64K, 1M)",
+                     p->name, text);
+  } else {
+    char* end = NULL;
+    errno = 0;
+    long long ll = strtoll(text, &end, 10);
+    ZU_RETURN_ERR_IF(end == text || *end != '\0' || errno == ERANGE, zcclInvalidArgument, "%s='%s' is not an integer",
+                     p->name, text);
+    v = ll;
+  }
+  *value = v;
+  return zcclSuccess;
 }
 
 static const char* zu_param_type_name(zu_param_type_t t) {

@@ -30,7 +30,13 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(COMPRESSION, STR, "",                                                                 \
     "Default compression of communicators whose config does not set one, e.g. "          \
     "codec=hz,mode=rel,eb=1e-3 (keys: codec, mode, eb, fill, min_bytes; see zccl.h). "    \
-    "Malformed values make communicator creation fail.")
+    "Malformed values make communicator creation fail.")                                \
+  X(CODEC_THREADS, INT, "0",                                                              \
+    "Threads the host codec spreads chunks over; 0: every core available to the process " \
+    "(hwloc).")                                                                           \
+  X(CODEC_SIMD, STR, "auto",                                                              \
+    "Instruction set of the host codec kernels: auto, scalar, avx2, avx2-gfni or avx512 " \
+    "(every level writes identical bytes; a level the CPU lacks is an error).")
 
 typedef enum {
 #define ZU_PARAM_ENUM(id, type, def, desc) ZU_PARAM_##id,
@@ -52,6 +58,10 @@ const zu_param_def_t* zu_param_def(zu_param_id_t id);
 const char* zu_param_str(zu_param_id_t id);
 /* 1 when the variable is set (to anything non-empty) in the environment. */
 int zu_param_is_set(zu_param_id_t id);
+/* Integer value (SIZE accepts K/M/G suffixes, powers of 1024).
+ * zcclInvalidArgument with a message naming the variable when malformed. */
+zcclResult_t zu_param_int(zu_param_id_t id, int64_t* value);
+
 /* Parses "123", "64K", "1M", "2G" (powers of 1024). 0 ok, -1 malformed. */
 int zu_parse_size(const char* text, int64_t* value);
 

@@ -38,6 +38,18 @@ int main(void) {
   setenv("ZCCL_DEBUG_SUBSYS", "", 1);
   CHECK(!zu_param_is_set(ZU_PARAM_DEBUG_SUBSYS));
 
+  /* Integers. */
+  unsetenv("ZCCL_CODEC_THREADS");
+  CHECK_RES(zu_param_int(ZU_PARAM_CODEC_THREADS, &v), zcclSuccess);
+  CHECK(v == 0);
+  setenv("ZCCL_CODEC_THREADS", "3", 1);
+  CHECK_RES(zu_param_int(ZU_PARAM_CODEC_THREADS, &v), zcclSuccess);
+  CHECK(v == 3);
+  setenv("ZCCL_CODEC_THREADS", "three", 1);
+  CHECK_RES(zu_param_int(ZU_PARAM_CODEC_THREADS, &v), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("ZCCL_CODEC_THREADS='three' is not an integer");
+  unsetenv("ZCCL_CODEC_THREADS");
+
   /* Subsystem lists. */
   uint32_t m = 0;
   CHECK(zu_log_parse_subsys("INIT,net", &m) == 0 && m == (ZU_LOG_INIT | ZU_LOG_NET));
