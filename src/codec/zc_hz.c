@@ -1,6 +1,7 @@
 /* Homomorphic operations (hZCCL): SUM, MAX and MIN of two streams on their
  * integer tracks, chunk by chunk, without reconstructing ordinary values. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zc_ops.h"
@@ -111,6 +112,17 @@ zcclResult_t zc_hop(zcclRedOp_t op, const void* a, size_t a_size, const void* b,
   zc_header_t ha, hb;
   size_t head, bytes;
   ZU_RETURN_ERR_IF(size == NULL, zcclInvalidArgument, "zc_hop: NULL argument");
+  if (out != NULL && (out == a || out == b)) {
+    /* In place: a result chunk may be larger than the input chunk it
+     * replaces (sums grow a bit) and would overtake unread input, so the
+     * result is built aside and copied over. */
+    void* aside = malloc(cap);
+    ZU_RETURN_ERR_IF(aside == NULL, zcclSystemError, "zc_hop: out of memory for the in-place result");
+    zcclResult_t res = zc_hop(op, a, a_size, b, b_size, aside, cap, size);
+    if (res == zcclSuccess) memcpy(out, aside, *size);
+    free(aside);
+    return res;
+  }
   ZU_CHECK(zc_hop_begin(op, a, a_size, b, b_size, out, cap, &ha, &hb, &head));
   uint8_t* o = out;
   ZU_CHECK(zc_hop_chunks(op, &ha, &hb, 0, ha.nchunks, ha.chunks, hb.chunks, o + head, cap - head,

@@ -61,7 +61,9 @@ zcclResult_t zc_header_read(const void* stream, size_t size, zc_header_t* h);
 zcclResult_t zc_decompress(const void* stream, size_t size, void* out, size_t cap, size_t* count,
                            zc_progress_fn progress, void* arg);
 
-/* Homomorphic SUM, MAX or MIN of two compatible streams into out. */
+/* Homomorphic SUM, MAX or MIN of two compatible streams into out. out may
+ * be a or b itself (in place; cap is then out's capacity), not any other
+ * overlap. */
 zcclResult_t zc_hop(zcclRedOp_t op, const void* a, size_t a_size, const void* b, size_t b_size, void* out,
                     size_t cap, size_t* size);
 

@@ -135,6 +135,14 @@ zcclResult_t zd_host_compress(zd_pool_t* pool, int nthreads, const zc_params_t* 
 zcclResult_t zd_host_hop(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const void* a, size_t a_size,
                          const void* b, size_t b_size, void* out, size_t cap, size_t* size) {
   ZU_RETURN_ERR_IF(size == NULL, zcclInvalidArgument, "zd_host_hop: NULL argument");
+  if (out != NULL && (out == a || out == b)) { /* in place: build aside, copy over (as zc_hop) */
+    void* aside = malloc(cap);
+    ZU_RETURN_ERR_IF(aside == NULL, zcclSystemError, "zd_host_hop: out of memory for the in-place result");
+    zcclResult_t res = zd_host_hop(pool, nthreads, op, a, a_size, b, b_size, aside, cap, size);
+    if (res == zcclSuccess) memcpy(out, aside, *size);
+    free(aside);
+    return res;
+  }
   zc_header_t ha, hb;
   size_t head;
   ZU_CHECK(zc_hop_begin(op, a, a_size, b, b_size, out, cap, &ha, &hb, &head));

@@ -457,8 +457,25 @@ static void test_bad_streams(void) {
   CHECK_RES(zc_hop(zcclSum, s, size, s2, size2, o, cap, &on), zcclInvalidArgument);
   CHECK_RES(zc_hop(zcclProd, s, size, s, size, o, cap, &on), zcclInvalidArgument);
   CHECK_RES(zc_hop(zcclSum, s, size, s, size, o, 10, &on), zcclInvalidArgument);
-  CHECK_RES(zc_hop(zcclSum, s, size, s, size, s, size, &on), zcclInvalidArgument);
+  CHECK_RES(zc_hop(zcclSum, s, size, s, size, s + 1, size, &on), zcclInvalidArgument);
   CHECK_LAST_ERROR_HAS("overlaps");
+  { /* in place over either input gives the out-of-place bytes */
+    uint8_t *a = malloc(cap), *b = malloc(cap), *ref = malloc(cap);
+    size_t an, bn, rn, in_n;
+    CHECK_RES(zc_compress(&p, x, n, a, cap, &an, NULL, NULL), zcclSuccess);
+    for (size_t i = 0; i < n; i++) x[i] = x[i] * 0.5f + 1.0f;
+    CHECK_RES(zc_compress(&p, x, n, b, cap, &bn, NULL, NULL), zcclSuccess);
+    CHECK_RES(zc_hop(zcclSum, a, an, b, bn, ref, cap, &rn), zcclSuccess);
+    CHECK_RES(zc_hop(zcclSum, a, an, b, bn, a, cap, &in_n), zcclSuccess);
+    CHECK(in_n == rn && memcmp(a, ref, rn) == 0);
+    CHECK_RES(zc_compress(&p, x, n, a, cap, &an, NULL, NULL), zcclSuccess);
+    CHECK_RES(zc_hop(zcclMax, a, an, b, bn, ref, cap, &rn), zcclSuccess);
+    CHECK_RES(zc_hop(zcclMax, a, an, b, bn, b, cap, &in_n), zcclSuccess);
+    CHECK(in_n == rn && memcmp(b, ref, rn) == 0);
+    free(a);
+    free(b);
+    free(ref);
+  }
   /* Compression parameters. */
   zc_params_t bad = p;
   bad.eb = 0;

@@ -73,6 +73,9 @@ static void test_codec_threads(void) {
         CHECK_RES(zd_host_hop(pool, threads, zcclSum, s1, s1n, s2, s2n, ht, cap, &htn), zcclSuccess);
         CHECK(htn == h1n && memcmp(ht, h1, h1n) == 0);
         CHECK_RES(zd_host_decompress(pool, threads, s1, s1n, yt, n, &got), zcclSuccess);
+        memcpy(ht, s1, s1n); /* in place over the first input */
+        CHECK_RES(zd_host_hop(pool, threads, zcclSum, ht, s1n, s2, s2n, ht, cap, &htn), zcclSuccess);
+        CHECK(htn == h1n && memcmp(ht, h1, h1n) == 0);
         CHECK(got == n && memcmp(yt, y1, n * esize) == 0);
       }
       /* Errors from worker threads reach the caller with their reason. */
