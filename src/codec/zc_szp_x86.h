@@ -491,6 +491,14 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
   return p.o == bytes ? 0 : -1;
 }
 
+/* Moves a parser past a block parsed on the vector path: its running value
+ * by the block's deltas, its cursor by the block's bytes. */
+static inline void zc_x86_advance(zc_parse_t* p, const __m256i d[4], int used) {
+  p->q += zc_x86_sum(d);
+  p->o += (size_t)used;
+  p->left -= ZC_BLOCK;
+}
+
 int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
                       zc_emit_t* e) {
   if (op != zcclSum || h->dtype != zcclFloat32) return zc_chunk_hop_scalar(op, h, g, pa, pb, e);
@@ -538,12 +546,8 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
         zc_x86_track(db, pb->q, qb);
         for (int k = 0; k < 4; k++) qr[k] = _mm256_add_epi32(qa[k], qb[k]);
         zc_x86_deltas_held(qr, fa | fb, e, dr);
-        pa->q += zc_x86_sum(da);
-        pb->q += zc_x86_sum(db);
-        pa->o += (size_t)ua;
-        pb->o += (size_t)ub;
-        pa->left -= ZC_BLOCK;
-        pb->left -= ZC_BLOCK;
+        zc_x86_advance(pa, da, ua);
+        zc_x86_advance(pb, db, ub);
         e->o += zc_x86_emit_clean(dr, fa | fb, e->out + e->o);
         continue;
       }
@@ -563,12 +567,8 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
           lag = -first;
         }
         dr[0] = _mm256_add_epi32(dr[0], _mm256_setr_epi32((int32_t)lag, 0, 0, 0, 0, 0, 0, 0));
-        pa->q += zc_x86_sum(da);
-        pb->q += zc_x86_sum(db);
-        pa->o += (size_t)ua;
-        pb->o += (size_t)ub;
-        pa->left -= ZC_BLOCK;
-        pb->left -= ZC_BLOCK;
+        zc_x86_advance(pa, da, ua);
+        zc_x86_advance(pb, db, ub);
         e->prev = pa->q + pb->q;
         e->o += zc_x86_emit_clean(dr, 0, e->out + e->o);
         continue;
