@@ -59,7 +59,7 @@ static void test_codec_threads(void) {
         else ((float*)x)[i] = (float)v, ((float*)x2)[i] = (float)w;
       }
       zc_params_t p = {type, 1e-3, 1, -1e34, 0};
-      size_t cap = zc_compress_bound(n, type, 0), s1n, s2n, bn, tn, h1n, htn, got;
+      size_t cap = zc_compress_bound(n, type, 0), s1n, s2n, tn, h1n, htn, got;
       uint8_t *s1 = malloc(cap), *s2 = malloc(cap), *st = malloc(cap), *h1 = malloc(cap), *ht = malloc(cap);
       void* y1 = malloc(n * esize + 8);
       void* yt = malloc(n * esize + 8);
@@ -87,8 +87,6 @@ static void test_codec_threads(void) {
         CHECK(r == zcclSuccess || r == zcclInvalidArgument);
         CHECK_RES(zd_host_decompress(pool, 4, s1, s1n - 1, yt, n, &got), zcclInvalidArgument);
       }
-      bn = 0;
-      (void)bn;
       free(x); free(x2); free(s1); free(s2); free(st); free(h1); free(ht); free(y1); free(yt);
     }
   }
