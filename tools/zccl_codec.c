@@ -337,8 +337,17 @@ static int cmd_stats(const args_t* a) {
     double t0 = now();
     stats_decompress(&sc, s, size, y, n, &got);
     stats_decompress(&sc, s2, size2, y2, n, &got);
-    if (a->is_double) for (size_t i = 0; i < n; i++) ((double*)y)[i] += ((double*)y2)[i];
-    else for (size_t i = 0; i < n; i++) ((float*)y)[i] += ((float*)y2)[i];
+    /* Fill in either input stays fill, as in the homomorphic sum. */
+    if (a->is_double) {
+      double* u = y;
+      const double* w = y2;
+      for (size_t i = 0; i < n; i++) u[i] = (d.has_fill && (u[i] == d.fill || w[i] == d.fill)) ? d.fill : u[i] + w[i];
+    } else {
+      float* u = y;
+      const float* w = y2;
+      float f = (float)d.fill;
+      for (size_t i = 0; i < n; i++) u[i] = (d.has_fill && (u[i] == f || w[i] == f)) ? f : u[i] + w[i];
+    }
     stats_compress(&sc, y, n, h, cap, &hs);
     t[r] = now() - t0;
   }
