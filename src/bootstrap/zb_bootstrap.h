@@ -3,6 +3,9 @@
 #ifndef ZB_BOOTSTRAP_H_
 #define ZB_BOOTSTRAP_H_
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "zccl.h"
 
 #ifdef __cplusplus
@@ -21,9 +24,22 @@ int zb_pmix_launched(const char** nspace, int* rank);
  * and a random 128-bit secret that peers must prove before they are let in. */
 typedef enum { ZB_ID_KIND_NONE = 0, ZB_ID_KIND_TCP = 1, ZB_ID_KIND_PMIX = 2 } zb_id_kind_t;
 
-/* Fills id with a fresh secret. Starting rank 0's listener (kind TCP) comes
- * with the TCP bootstrap; until then the id has kind NONE. */
+/* Fills id with a fresh secret (kind NONE until a root is attached). */
 zcclResult_t zb_id_create(zcclUniqueId* id);
+/* The TCP root in an id (address and port in network order). */
+void zb_id_set_tcp(zcclUniqueId* id, uint32_t ip, uint16_t port);
+int zb_id_get_tcp(const zcclUniqueId* id, uint32_t* ip, uint16_t* port);
+void zb_id_secret(const zcclUniqueId* id, uint8_t secret[16]);
+
+/* TCP bootstrap (zb_tcp.c). zb_tcp_root_start makes id (kind TCP) and starts
+ * the root thread listening on ifname (NULL or "": the first up non-loopback
+ * IPv4 interface, else loopback); the root serves one communicator's ranks,
+ * then exits, or gives up after timeout seconds. zb_tcp_allgather: rank
+ * sends len bytes and receives every rank's, rank-ordered, into table
+ * (nranks * len); errors name the cause (refused, timed out). */
+zcclResult_t zb_tcp_root_start(const char* ifname, double timeout, zcclUniqueId* id);
+zcclResult_t zb_tcp_allgather(const zcclUniqueId* id, int rank, int nranks, const void* blob, size_t len,
+                              void* table, double timeout);
 /* zcclSuccess when id was made by zb_id_create (of this format version);
  * *kind receives how ranks meet. zcclInvalidArgument otherwise. */
 zcclResult_t zb_id_check(const zcclUniqueId* id, zb_id_kind_t* kind);

@@ -15,6 +15,9 @@ typedef struct {
   uint32_t version;
   uint32_t kind;
   uint8_t secret[16];
+  uint32_t ip;   /* kind TCP: the root's IPv4 address, network order */
+  uint16_t port; /* network order */
+  uint16_t reserved;
 } zb_id_header_t;
 
 _Static_assert(sizeof(zb_id_header_t) <= ZCCL_UNIQUE_ID_BYTES, "unique id too small");
@@ -44,4 +47,28 @@ zcclResult_t zb_id_check(const zcclUniqueId* id, zb_id_kind_t* kind) {
                    h.kind);
   *kind = (zb_id_kind_t)h.kind;
   return zcclSuccess;
+}
+
+void zb_id_set_tcp(zcclUniqueId* id, uint32_t ip, uint16_t port) {
+  zb_id_header_t h;
+  memcpy(&h, id->internal, sizeof h);
+  h.kind = ZB_ID_KIND_TCP;
+  h.ip = ip;
+  h.port = port;
+  memcpy(id->internal, &h, sizeof h);
+}
+
+int zb_id_get_tcp(const zcclUniqueId* id, uint32_t* ip, uint16_t* port) {
+  zb_id_header_t h;
+  memcpy(&h, id->internal, sizeof h);
+  if (h.magic != ZB_ID_MAGIC || h.kind != ZB_ID_KIND_TCP || h.port == 0) return -1;
+  *ip = h.ip;
+  *port = h.port;
+  return 0;
+}
+
+void zb_id_secret(const zcclUniqueId* id, uint8_t secret[16]) {
+  zb_id_header_t h;
+  memcpy(&h, id->internal, sizeof h);
+  memcpy(secret, h.secret, 16);
 }

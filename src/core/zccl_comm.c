@@ -17,10 +17,22 @@ zcclResult_t zccl_comm_check(const char* fn, zcclComm_t comm) {
   return zcclSuccess;
 }
 
+/* ZCCL_BOOTSTRAP_TIMEOUT in seconds. */
+static zcclResult_t zccl_bootstrap_timeout(double* seconds) {
+  int64_t t;
+  ZU_CHECK(zu_param_int(ZU_PARAM_BOOTSTRAP_TIMEOUT, &t));
+  ZU_RETURN_ERR_IF(t < 1, zcclInvalidArgument, "ZCCL_BOOTSTRAP_TIMEOUT=%lld must be >= 1 second", (long long)t);
+  *seconds = (double)t;
+  return zcclSuccess;
+}
+
 zcclResult_t zcclGetUniqueId(zcclUniqueId* uniqueId) {
   zccl_init_once();
   ZU_RETURN_ERR_IF(uniqueId == NULL, zcclInvalidArgument, "zcclGetUniqueId: uniqueId is NULL");
-  ZU_CHECK(zb_id_create(uniqueId));
+  double timeout = 0;
+  ZU_CHECK(zccl_bootstrap_timeout(&timeout));
+  /* The root this process starts serves the ranks of one communicator. */
+  ZU_CHECK(zb_tcp_root_start(zu_param_str(ZU_PARAM_SOCKET_IFNAME), timeout, uniqueId));
   return zcclSuccess;
 }
 

@@ -31,6 +31,12 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "Default compression of communicators whose config does not set one, e.g. "          \
     "codec=hz,mode=rel,eb=1e-3 (keys: codec, mode, eb, fill, min_bytes; see zccl.h). "    \
     "Malformed values make communicator creation fail.")                                \
+  X(SOCKET_IFNAME, STR, "",                                                               \
+    "Interface the unique-id bootstrap root listens on (like NCCL_SOCKET_IFNAME); unset: " \
+    "the first up non-loopback IPv4 interface, else loopback.")                          \
+  X(BOOTSTRAP_TIMEOUT, INT, "60",                                                         \
+    "Seconds the bootstrap waits for every rank to join (and a rank for the root) before " \
+    "failing with zcclRemoteError.")                                                      \
   X(CODEC_THREADS, INT, "0",                                                              \
     "Threads the host codec spreads chunks over; 0: every core available to the process " \
     "(hwloc).")                                                                           \
