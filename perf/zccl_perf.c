@@ -22,6 +22,7 @@
 
 typedef enum { COLL_ALLREDUCE, COLL_ALLGATHER, COLL_BROADCAST, NUM_COLLS } coll_t;
 static const char* coll_names[NUM_COLLS] = {"allreduce", "allgather", "broadcast"};
+static const char* op_names[zcclNumOps] = {"sum", "prod", "max", "min", "avg"}; /* zcclRedOp_t order */
 
 typedef struct {
   coll_t coll;
@@ -122,10 +123,9 @@ static int parse_args(int argc, char** argv, opts_t* o) {
       else if (strcmp(v, "double") == 0 || strcmp(v, "float64") == 0) o->is_double = 1;
       else return fprintf(stderr, "zccl-perf: -d float|double\n"), -1;
     } else if (strcmp(a, "-o") == 0) {
-      static const char* ops[] = {"sum", "prod", "max", "min", "avg"};
       int k;
-      for (k = 0; k < 5 && strcmp(v, ops[k]) != 0; k++) {}
-      if (k == 5) return fprintf(stderr, "zccl-perf: -o sum|prod|max|min|avg\n"), -1;
+      for (k = 0; k < zcclNumOps && strcmp(v, op_names[k]) != 0; k++) {}
+      if (k == zcclNumOps) return fprintf(stderr, "zccl-perf: -o sum|prod|max|min|avg\n"), -1;
       o->op = (zcclRedOp_t)k;
     } else if (strcmp(a, "--data") == 0) o->data_spec = v;
     else if (strcmp(a, "--fill") == 0) o->fill_zero = strcmp(v, "zero") == 0;
@@ -336,7 +336,7 @@ static void print_header(const ctx_t* c) {
   printf("# zccl-perf %s: %d ranks, %s, %s%s, op %s, %d iterations (+%d warm-up), median of the slowest rank\n",
          coll_names[o->coll], c->nranks, c->field.source, o->is_double ? "double" : "float",
          c->field.has_fill ? (o->fill_zero ? " (fill values set to 0)" : " (fill values kept)") : "",
-         o->coll == COLL_ALLREDUCE ? (const char*[]){"sum", "prod", "max", "min", "avg"}[o->op] : "-",
+         o->coll == COLL_ALLREDUCE ? op_names[o->op] : "-",
          o->iters, o->warmup);
   printf("# %10s %11s %6s %5s %-16s %-8s %-6s %11s %9s %9s %8s %7s %7s %10s %7s\n", "size(B)", "count",
          "type", "redop", "method", "algo", "codec", "time(us)", "algbw", "busbw", "speedup", "#wrong",
@@ -346,7 +346,7 @@ static void print_header(const ctx_t* c) {
 static void emit_row(ctx_t* c, const row_t* r) {
   const opts_t* o = c->o;
   const char* type = o->is_double ? "double" : "float";
-  const char* op = o->coll == COLL_ALLREDUCE ? (const char*[]){"sum", "prod", "max", "min", "avg"}[o->op] : "-";
+  const char* op = o->coll == COLL_ALLREDUCE ? op_names[o->op] : "-";
   if (r->wrong > 0) c->wrong_total += r->wrong;
   if (c->rank != 0) return;
   printf("  %10zu %11zu %6s %5s %-16s %-8s %-6s %11.1f %9.3f %9.3f %8.2f %7ld %7.2f %10.3g %7.1f\n", r->bytes,

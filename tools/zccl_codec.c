@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "zc_simd.h"
 #include "zc_szp.h"
@@ -27,6 +26,7 @@
 #include "zd_host_codec.h"
 #include "zd_pool.h"
 #include "zu_param.h"
+#include "zu_time.h"
 #include "zccl_data.h"
 
 typedef struct {
@@ -63,12 +63,6 @@ static int die(const char* fmt, const char* a, const char* b) {
   fprintf(stderr, fmt, a, b);
   fprintf(stderr, "\n");
   return 1;
-}
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 static int parse(int argc, char** argv, args_t* a) {
@@ -310,31 +304,31 @@ static int cmd_stats(const args_t* a) {
   double* t = malloc(sizeof(double) * (size_t)reps);
   double tm, tc, td, th, tdoc;
   memcpy(y, x, n * esize); /* fault the pages in */
-  for (int r = 0; r < reps; r++) { double t0 = now(); memcpy(y, x, n * esize); t[r] = now() - t0; }
+  for (int r = 0; r < reps; r++) { double t0 = zu_now(); memcpy(y, x, n * esize); t[r] = zu_now() - t0; }
   tm = median(t, reps);
   for (int r = 0; r < reps; r++) {
-    double t0 = now();
+    double t0 = zu_now();
     if (stats_compress(&sc, x, n, s, cap, &size) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
-    t[r] = now() - t0;
+    t[r] = zu_now() - t0;
   }
   tc = median(t, reps);
   for (int r = 0; r < reps; r++) {
-    double t0 = now();
+    double t0 = zu_now();
     if (stats_decompress(&sc, s, size, y, n, &got) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
-    t[r] = now() - t0;
+    t[r] = zu_now() - t0;
   }
   td = median(t, reps);
   stats_compress(&sc, x2, n, s2, cap, &size2);
   th = 0; /* no homomorphic op for ZFP */
   for (int r = 0; r < reps && !sc.zfp_mode; r++) {
-    double t0 = now();
+    double t0 = zu_now();
     if (zd_host_hop(pool, 0, zcclSum, s, size, s2, size2, h, cap, &hs) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
-    t[r] = now() - t0;
+    t[r] = zu_now() - t0;
   }
   if (!sc.zfp_mode) th = median(t, reps);
   /* Decompress-operate-compress of the same pair, the baseline hsum beats. */
   for (int r = 0; r < reps; r++) {
-    double t0 = now();
+    double t0 = zu_now();
     stats_decompress(&sc, s, size, y, n, &got);
     stats_decompress(&sc, s2, size2, y2, n, &got);
     /* Fill in either input stays fill, as in the homomorphic sum. */
@@ -349,7 +343,7 @@ static int cmd_stats(const args_t* a) {
       for (size_t i = 0; i < n; i++) u[i] = (d.has_fill && (u[i] == f || w[i] == f)) ? f : u[i] + w[i];
     }
     stats_compress(&sc, y, n, h, cap, &hs);
-    t[r] = now() - t0;
+    t[r] = zu_now() - t0;
   }
   tdoc = median(t, reps);
   /* Errors on the field itself (every element of the first tile). */

@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "zb_bootstrap.h"
 #include "zu_error.h"
+#include "zu_time.h"
 
 #define ZB_TCP_MAGIC 0x5a425450u /* "PTBZ" */
 #define ZB_MAX_RANKS 65536
@@ -45,18 +45,12 @@ typedef struct {
   double timeout;
 } zb_root_t;
 
-static double zb_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Reads or writes exactly len bytes before the deadline; 0 ok, -1 error or
  * time out. */
 static int zb_io(int fd, void* buf, size_t len, double deadline, int writing) {
   uint8_t* p = buf;
   while (len > 0) {
-    double left = deadline - zb_now();
+    double left = deadline - zu_now();
     if (left <= 0) return -1;
     struct pollfd pfd = {fd, (short)(writing ? POLLOUT : POLLIN), 0};
     int r = poll(&pfd, 1, (int)(left * 1000) + 1);
@@ -83,19 +77,19 @@ static void zb_reply(int fd, int status, const char* why, double deadline) {
 static void* zb_root_main(void* arg) {
   zb_root_t root = *(zb_root_t*)arg;
   free(arg);
-  double deadline = zb_now() + root.timeout;
+  double deadline = zu_now() + root.timeout;
   int nranks = -1, arrived = 0;
   uint32_t bloblen = 0;
   int* fds = NULL;
   uint8_t* table = NULL;
   while (nranks < 0 || arrived < nranks) {
-    double left = deadline - zb_now();
+    double left = deadline - zu_now();
     struct pollfd pfd = {root.fd, POLLIN, 0};
     if (left <= 0 || poll(&pfd, 1, (int)(left * 1000) + 1) <= 0) break;
     int fd = accept(root.fd, NULL, NULL);
     if (fd < 0) continue;
     zb_hello_t h;
-    double conn_deadline = zb_now() + 5.0 < deadline ? zb_now() + 5.0 : deadline;
+    double conn_deadline = zu_now() + 5.0 < deadline ? zu_now() + 5.0 : deadline;
     if (zb_io(fd, &h, sizeof h, conn_deadline, 0) != 0 || h.magic != ZB_TCP_MAGIC ||
         memcmp(h.secret, root.secret, 16) != 0) {
       ZU_INFO(ZU_LOG_BOOTSTRAP, "bootstrap root: dropped a connection without the id's secret");
@@ -135,7 +129,7 @@ static void* zb_root_main(void* arg) {
   int complete = nranks > 0 && arrived == nranks;
   for (int i = 0; fds && i < nranks; i++) {
     if (fds[i] < 0) continue;
-    double d = zb_now() + 5.0;
+    double d = zu_now() + 5.0;
     if (complete) {
       zb_reply(fds[i], 0, "", d);
       zb_io(fds[i], table, (size_t)nranks * bloblen, d, 1);
@@ -212,12 +206,12 @@ zcclResult_t zb_tcp_allgather(const zcclUniqueId* id, int rank, int nranks, cons
   uint16_t port;
   ZU_RETURN_ERR_IF(zb_id_get_tcp(id, &ip, &port) != 0, zcclInvalidArgument,
                    "the unique id has no TCP root (not from zcclGetUniqueId?)");
-  double deadline = zb_now() + timeout;
+  double deadline = zu_now() + timeout;
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = port};
   sa.sin_addr.s_addr = ip;
   int fd = -1;
   /* The root may not listen yet when ranks start: retry until the deadline. */
-  while (zb_now() < deadline) {
+  while (zu_now() < deadline) {
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd >= 0 && connect(fd, (struct sockaddr*)&sa, sizeof sa) == 0) break;
     if (fd >= 0) close(fd);

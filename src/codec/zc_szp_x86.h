@@ -130,29 +130,10 @@ static inline __attribute__((always_inline)) size_t zc_x86_emit_clean(const __m2
 }
 
 #if ZC_X86_AVX512
-/* Quantizes 32 floats; 1 when every one is ordinary (same test as
- * zc_quant_f32, lane by lane), else 0 and the block goes scalar. */
-static inline int zc_x86_quant_f32(const float* x, const zc_grid_t* g, int has_fill, float fill, __m256i q[4]) {
-  const __m512 inv = _mm512_set1_ps(g->inv_step_f), step = _mm512_set1_ps(g->step_f);
-  const __m512 accept = _mm512_set1_ps(g->accept_f), lim = _mm512_set1_ps(ZC_QLIMIT_F32), fv = _mm512_set1_ps(fill);
-  __mmask16 good = 0xffff;
-  for (int h = 0; h < 2; h++) {
-    __m512 xh = _mm512_loadu_ps(x + 16 * h);
-    __m512 t = _mm512_mul_ps(xh, inv);
-    __mmask16 ok = _mm512_cmp_ps_mask(_mm512_abs_ps(t), lim, _CMP_LT_OQ);
-    __m512i qi = _mm512_cvtps_epi32(t); /* round to nearest even, as rintf */
-    __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(qi), step);
-    ok &= _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(xh, r)), accept, _CMP_LE_OQ);
-    if (has_fill) ok &= (__mmask16)~_mm512_cmp_ps_mask(xh, fv, _CMP_EQ_OQ);
-    good &= ok;
-    q[2 * h] = _mm512_castsi512_si256(qi);
-    q[2 * h + 1] = _mm512_extracti64x4_epi64(qi, 1);
-  }
-  return good == 0xffff;
-}
-/* As zc_x86_quant_f32, but fill values are allowed: 1 when every value is
- * ordinary or fill, *fbits then marking the fill positions. */
-static inline int zc_x86_quant_held_f32(const float* x, const zc_grid_t* g, float fill, __m256i q[4],
+/* Quantizes 32 floats with the same test as zc_quant_f32, lane by lane: 1
+ * when every value is ordinary or (has_fill) equal to fill, *fbits then
+ * marking the fill positions; else 0 and the block goes scalar. */
+static inline int zc_x86_quant_held_f32(const float* x, const zc_grid_t* g, int has_fill, float fill, __m256i q[4],
                                         uint32_t* fbits) {
   const __m512 inv = _mm512_set1_ps(g->inv_step_f), step = _mm512_set1_ps(g->step_f);
   const __m512 accept = _mm512_set1_ps(g->accept_f), lim = _mm512_set1_ps(ZC_QLIMIT_F32), fv = _mm512_set1_ps(fill);
@@ -162,10 +143,10 @@ static inline int zc_x86_quant_held_f32(const float* x, const zc_grid_t* g, floa
     __m512 xh = _mm512_loadu_ps(x + 16 * h);
     __m512 t = _mm512_mul_ps(xh, inv);
     __mmask16 ok = _mm512_cmp_ps_mask(_mm512_abs_ps(t), lim, _CMP_LT_OQ);
-    __m512i qi = _mm512_cvtps_epi32(t);
+    __m512i qi = _mm512_cvtps_epi32(t); /* round to nearest even, as rintf */
     __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(qi), step);
     ok &= _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(xh, r)), accept, _CMP_LE_OQ);
-    __mmask16 isfill = _mm512_cmp_ps_mask(xh, fv, _CMP_EQ_OQ);
+    __mmask16 isfill = has_fill ? _mm512_cmp_ps_mask(xh, fv, _CMP_EQ_OQ) : 0;
     good &= ok | isfill;
     f |= (uint32_t)isfill << (16 * h);
     q[2 * h] = _mm512_castsi512_si256(qi);
@@ -256,18 +237,19 @@ int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtyp
       continue;
     }
 #if ZC_X86_AVX512
+    /* Blocks mixing data and fill (coasts) stay on the vector path too. */
     uint32_t fbits;
-    if (has_fill && zc_x86_quant_held_f32(x + b, g, (float)fill, q, &fbits)) {
-      /* Coasts: data and fill in one block. */
-      zc_x86_deltas_held(q, fbits, e, d);
+    if (zc_x86_quant_held_f32(x + b, g, has_fill, (float)fill, q, &fbits)) {
+      if (fbits) zc_x86_deltas_held(q, fbits, e, d);
+      else zc_x86_deltas(q, e, d);
       e->o += zc_x86_emit_clean(d, fbits, e->out + e->o);
-      continue;
-    }
-#endif
+    } else {
+#else
     if (zc_x86_quant_f32(x + b, g, has_fill, (float)fill, q)) {
       zc_x86_deltas(q, e, d);
       e->o += zc_x86_emit_clean(d, 0, e->out + e->o);
     } else {
+#endif
       int rc = zc_chunk_compress_scalar(x + b, ZC_BLOCK, dtype, g, has_fill, fill, e);
       if (rc != 0) return rc;
     }
