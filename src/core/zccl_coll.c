@@ -1,7 +1,6 @@
 /* Collective and point-to-point entry points: NCCL's argument rules, then
  * the call goes down to proto. */
 #include <stdint.h>
-#include <stdio.h>
 
 #include "zccl_core.h"
 #include "zp_coll.h"
@@ -38,9 +37,7 @@ static int zccl_total_elems(const zp_coll_args_t* a, size_t* total) {
 }
 
 static zcclResult_t zccl_coll_enqueue(zp_coll_args_t* a, zcclComm_t comm) {
-  const char* name = zp_coll_name(a->coll);
-  char fn[32];
-  snprintf(fn, sizeof fn, "zccl%s", name);
+  const char* fn = zp_coll_name(a->coll); /* no formatting on the call path */
   ZU_CHECK(zccl_comm_check(fn, comm));
   ZU_RETURN_ERR_IF(comm->finalized, zcclInvalidUsage, "%s: comm is finalized", fn);
   ZU_RETURN_ERR_IF(comm->async_error != zcclSuccess, comm->async_error,

@@ -38,7 +38,7 @@ typedef struct {
   zcclCompression_t compression; /* in force for this call */
 } zp_coll_args_t;
 
-/* "AllReduce", ... as in the API's function names without the prefix. */
+/* The API function's name: "zcclAllReduce", ... */
 const char* zp_coll_name(zp_coll_id_t coll);
 /* 1 for collectives that take a reduction op. */
 int zp_coll_reduces(zp_coll_id_t coll);
