@@ -120,11 +120,11 @@ int zc_emit_block(zc_emit_t* e, const zc_ivals_t* v, int nvalid) {
       uint64_t d = (uint64_t)v->q[i] - (uint64_t)e->prev;
       e->prev = v->q[i];
       int64_t sd = (int64_t)d;
-      if (sd >= ((int64_t)1 << ZC_W_MAX) || sd <= -((int64_t)1 << ZC_W_MAX)) return -2;
+      if (sd >= ((int64_t)1 << ZC_W_MAX) || sd <= -((int64_t)1 << ZC_W_MAX)) return ZC_RC_RANGE;
       b.d[i] = sd;
     }
   }
-  if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * e->esize) return -1;
+  if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * e->esize) return ZC_RC_SPACE;
   e->o += (size_t)zc_block_encode(&b, pad, e->has_fill, e->out + e->o);
   for (int i = 0; i < ZC_BLOCK; i++) {
     if (!((b.xbits >> i) & 1u)) continue;
@@ -478,7 +478,7 @@ zcclResult_t zc_encode_ints(const zc_header_t* h, const int64_t* q, const uint8_
   for (uint32_t c = 0; c < nchunks; c++) {
     size_t first = (size_t)c << h->chunk_log2;
     size_t n = h->count - first < chunk ? h->count - first : chunk;
-    if (cap - at < 8) return zc_emit_error(-1, "zc_encode_ints");
+    if (cap - at < 8) return zc_emit_error(ZC_RC_SPACE, "zc_encode_ints");
     zc_emit_t e;
     zc_emit_begin(&e, o + at, cap - at, h->dtype, h->has_fill);
     for (size_t b = 0; b < n; b += ZC_BLOCK) {

@@ -230,7 +230,7 @@ int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtyp
   const float* x = in;
   size_t b = 0;
   for (; b + ZC_BLOCK <= n; b += ZC_BLOCK) {
-    if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return -1;
+    if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
     __m256i q[4], d[4];
     if (has_fill && zc_x86_all_equal_f32(x + b, (float)fill)) {
       e->out[e->o++] = ZC_W_ALLFILL; /* land, missing data: one byte */
