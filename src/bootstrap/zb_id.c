@@ -17,7 +17,7 @@ typedef struct {
   uint8_t secret[16];
   uint32_t ip;   /* kind TCP: the root's IPv4 address, network order */
   uint16_t port; /* network order */
-  uint16_t reserved;
+  uint16_t flags; /* ZB_ID_FLAG_* */
 } zb_id_header_t;
 
 _Static_assert(sizeof(zb_id_header_t) <= ZCCL_UNIQUE_ID_BYTES, "unique id too small");
@@ -71,4 +71,24 @@ void zb_id_secret(const zcclUniqueId* id, uint8_t secret[16]) {
   zb_id_header_t h;
   memcpy(&h, id->internal, sizeof h);
   memcpy(secret, h.secret, 16);
+}
+
+void zb_id_set_flags(zcclUniqueId* id, unsigned flags) {
+  zb_id_header_t h;
+  memcpy(&h, id->internal, sizeof h);
+  h.flags = (uint16_t)flags;
+  memcpy(id->internal, &h, sizeof h);
+}
+
+unsigned zb_id_flags(const zcclUniqueId* id) {
+  zb_id_header_t h;
+  memcpy(&h, id->internal, sizeof h);
+  return h.flags;
+}
+
+void zb_id_set_kind(zcclUniqueId* id, zb_id_kind_t kind) {
+  zb_id_header_t h;
+  memcpy(&h, id->internal, sizeof h);
+  h.kind = (uint32_t)kind;
+  memcpy(id->internal, &h, sizeof h);
 }

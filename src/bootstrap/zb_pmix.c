@@ -14,3 +14,17 @@ int zb_pmix_launched(const char** nspace, int* rank) {
   if (rank) *rank = atoi(rk);
   return 1;
 }
+
+/* TEMPORARY stubs until the PMIx branch lands. */
+#include <string.h>
+#include "zu_error.h"
+zcclResult_t zb_pmix_init(int* rank, int* size, int* singleton) {
+  *rank = 0, *size = 1, *singleton = 1;
+  return zcclSuccess;
+}
+zcclResult_t zb_pmix_allgather(const char* key, const void* blob, size_t len, void* table, double timeout) {
+  (void)key, (void)timeout;
+  memcpy(table, blob, len);
+  return zcclSuccess;
+}
+void zb_pmix_finalize(void) {}

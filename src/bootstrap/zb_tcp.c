@@ -7,6 +7,7 @@
  * different nranks gets an error reply; every wait has a deadline. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -39,11 +40,43 @@ typedef struct {
   char why[124];
 } zb_reply_t;
 
-typedef struct {
+typedef struct zb_root {
   int fd;
+  int stop_rd, stop_wr; /* a byte on this pipe stops the root */
   uint8_t secret[16];
   double timeout;
+  struct zb_root* next; /* in zb_roots while running */
 } zb_root_t;
+
+/* The roots this process runs, so zb_tcp_root_stop can find one by id. */
+static pthread_mutex_t zb_roots_lock = PTHREAD_MUTEX_INITIALIZER;
+static zb_root_t* zb_roots;
+
+void zb_tcp_root_stop(const zcclUniqueId* id) {
+  uint8_t secret[16];
+  zb_id_secret(id, secret);
+  pthread_mutex_lock(&zb_roots_lock);
+  for (zb_root_t* r = zb_roots; r; r = r->next)
+    if (memcmp(r->secret, secret, 16) == 0) {
+      char one = 1;
+      if (write(r->stop_wr, &one, 1) != 1) ZU_WARN("bootstrap: cannot stop the root");
+    }
+  pthread_mutex_unlock(&zb_roots_lock);
+}
+
+static void zb_root_unlink(zb_root_t* root) {
+  pthread_mutex_lock(&zb_roots_lock);
+  for (zb_root_t** p = &zb_roots; *p; p = &(*p)->next)
+    if (*p == root) {
+      *p = root->next;
+      break;
+    }
+  pthread_mutex_unlock(&zb_roots_lock);
+  close(root->stop_rd);
+  close(root->stop_wr);
+  close(root->fd);
+  free(root);
+}
 
 /* Reads or writes exactly len bytes before the deadline; 0 ok, -1 error or
  * time out. */
@@ -75,8 +108,8 @@ static void zb_reply(int fd, int status, const char* why, double deadline) {
 
 /* The root: collects nranks hellos, then answers each with the table. */
 static void* zb_root_main(void* arg) {
-  zb_root_t root = *(zb_root_t*)arg;
-  free(arg);
+  zb_root_t* self = arg;
+  zb_root_t root = *self;
   double deadline = zu_now() + root.timeout;
   int nranks = -1, arrived = 0;
   uint32_t bloblen = 0;
@@ -84,8 +117,8 @@ static void* zb_root_main(void* arg) {
   uint8_t* table = NULL;
   while (nranks < 0 || arrived < nranks) {
     double left = deadline - zu_now();
-    struct pollfd pfd = {root.fd, POLLIN, 0};
-    if (left <= 0 || poll(&pfd, 1, (int)(left * 1000) + 1) <= 0) break;
+    struct pollfd pfd[2] = {{root.fd, POLLIN, 0}, {root.stop_rd, POLLIN, 0}};
+    if (left <= 0 || poll(pfd, 2, (int)(left * 1000) + 1) <= 0 || pfd[1].revents) break;
     int fd = accept(root.fd, NULL, NULL);
     if (fd < 0) continue;
     zb_hello_t h;
@@ -140,7 +173,7 @@ static void* zb_root_main(void* arg) {
   }
   free(fds);
   free(table);
-  close(root.fd);
+  zb_root_unlink(self);
   return NULL;
 }
 
@@ -179,11 +212,22 @@ zcclResult_t zb_tcp_root_start(const char* ifname, double timeout, zcclUniqueId*
   }
   ZU_CHECK(zb_id_create(id));
   zb_id_set_tcp(id, ip.s_addr, sa.sin_port);
-  zb_root_t* root = malloc(sizeof *root);
-  ZU_RETURN_ERR_IF(root == NULL, zcclSystemError, "bootstrap: out of memory");
+  zb_root_t* root = calloc(1, sizeof *root);
+  int stop[2];
+  if (root == NULL || pipe2(stop, O_CLOEXEC) != 0) {
+    free(root);
+    close(fd);
+    return ZU_ERROR(zcclSystemError, "bootstrap: out of memory or file descriptors");
+  }
   root->fd = fd;
+  root->stop_rd = stop[0];
+  root->stop_wr = stop[1];
   root->timeout = timeout;
   zb_id_secret(id, root->secret);
+  pthread_mutex_lock(&zb_roots_lock);
+  root->next = zb_roots;
+  zb_roots = root;
+  pthread_mutex_unlock(&zb_roots_lock);
   pthread_t th;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -191,8 +235,7 @@ zcclResult_t zb_tcp_root_start(const char* ifname, double timeout, zcclUniqueId*
   int rc = pthread_create(&th, &attr, zb_root_main, root);
   pthread_attr_destroy(&attr);
   if (rc != 0) {
-    free(root);
-    close(fd);
+    zb_root_unlink(root);
     return ZU_ERROR(zcclSystemError, "bootstrap: cannot start the root thread");
   }
   ZU_INFO(ZU_LOG_BOOTSTRAP, "bootstrap root listening on %s:%u", inet_ntoa(ip), ntohs(sa.sin_port));

@@ -36,12 +36,43 @@ static int zccl_total_elems(const zp_coll_args_t* a, size_t* total) {
   return 0;
 }
 
-static zcclResult_t zccl_coll_enqueue(zp_coll_args_t* a, zcclComm_t comm) {
+/* Sends and receives between a pair of ranks match in the order they were
+ * called (NCCL's rule), whatever their sizes: a per-pair sequence number in
+ * the tag, which also names the sender so a receive matches only its peer. */
+void zccl_p2p_tag(zcclComm_t comm, zccl_xfer_t* x) {
+  if (x->is_send)
+    x->tag = zt_tag(ZT_TAG_P2P, comm->rank, comm->send_seq[x->peer]++, 0);
+  else
+    x->tag = zt_tag(ZT_TAG_P2P, x->peer, comm->recv_seq[x->peer]++, 0);
+}
+
+/* Point-to-point: one message, issued now or at the group's end. */
+static zcclResult_t zccl_p2p_post(const zp_coll_args_t* a, zcclComm_t comm) {
+  zccl_xfer_t x = {.is_send = a->coll == ZP_COLL_SEND,
+                   .peer = a->root,
+                   .buf = a->coll == ZP_COLL_SEND ? (void*)a->sendbuff : a->recvbuff,
+                   .bytes = a->count * zu_dtype_size(a->datatype),
+                   .count = a->count,
+                   .dtype = a->datatype};
+  zcclResult_t res;
+  if (zccl_group_add(comm, &x, &res)) return res;
+  zccl_op_t* op = zccl_op_new(zp_coll_name(a->coll), 1);
+  ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "%s: out of memory", zp_coll_name(a->coll));
+  op->xfers[0] = x;
+  zccl_p2p_tag(comm, &op->xfers[0]);
+  res = zccl_op_run(comm, op);
+  zccl_op_free(op);
+  return res;
+}
+
+static zcclResult_t zccl_coll_check(zp_coll_args_t* a, zcclComm_t comm) {
   const char* fn = zp_coll_name(a->coll); /* no formatting on the call path */
   ZU_CHECK(zccl_comm_check(fn, comm));
   ZU_RETURN_ERR_IF(comm->finalized, zcclInvalidUsage, "%s: comm is finalized", fn);
-  ZU_RETURN_ERR_IF(comm->async_error != zcclSuccess, comm->async_error,
-                   "%s: comm has a pending error from an earlier operation: %s", fn, comm->async_msg);
+  char why[400];
+  zcclResult_t broken = zccl_comm_error(comm, why, sizeof why);
+  ZU_RETURN_ERR_IF(broken != zcclSuccess, broken,
+                   "%s: comm has a pending error from an earlier operation: %s", fn, why);
   a->rank = comm->rank;
   a->nranks = comm->nranks;
   a->compression = comm->compression;
@@ -70,11 +101,18 @@ static zcclResult_t zccl_coll_enqueue(zp_coll_args_t* a, zcclComm_t comm) {
   }
   ZU_TRACE(ZU_LOG_COLL, "%s count %zu %s %s root %d comm %p", fn, a->count, zu_dtype_name(a->datatype),
            zp_coll_reduces(a->coll) ? zu_op_name(a->op) : "-", a->root, (void*)comm);
-  /* A collective of zero elements has nothing to move on any rank. Point to
-   * point calls still pair up, so they go down. */
-  if (a->count == 0 && a->coll != ZP_COLL_SEND && a->coll != ZP_COLL_RECV) return zcclSuccess;
+  /* Point-to-point calls pair up even with zero elements; a collective of
+   * zero elements has nothing to move on any rank. */
+  if (a->coll == ZP_COLL_SEND || a->coll == ZP_COLL_RECV) return zccl_p2p_post(a, comm);
+  if (a->count == 0) return zcclSuccess;
   ZU_CHECK(zp_coll_run(a));
   return zcclSuccess;
+}
+
+static zcclResult_t zccl_coll_enqueue(zp_coll_args_t* a, zcclComm_t comm) {
+  zcclResult_t res = zccl_coll_check(a, comm);
+  if (res != zcclSuccess) zccl_group_error(res); /* inside a group, zcclGroupEnd fails too */
+  return res;
 }
 
 zcclResult_t zcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, zcclDataType_t datatype,

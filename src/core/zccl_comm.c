@@ -1,5 +1,5 @@
-/* Communicator lifecycle. Single-rank communicators are complete here; a
- * communicator of several ranks needs the bootstrap and the UCX transport. */
+/* Communicator lifecycle: creation (bootstrap, worker, progress thread),
+ * split over the parent's transport, finalize, destroy and abort. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,25 +14,6 @@ zcclResult_t zccl_comm_check(const char* fn, zcclComm_t comm) {
   ZU_RETURN_ERR_IF(comm->magic != ZCCL_COMM_MAGIC, zcclInvalidArgument,
                    "%s: comm is not a live communicator (destroyed or never created)", fn);
   zu_log_set_rank(comm->rank);
-  return zcclSuccess;
-}
-
-/* ZCCL_BOOTSTRAP_TIMEOUT in seconds. */
-static zcclResult_t zccl_bootstrap_timeout(double* seconds) {
-  int64_t t;
-  ZU_CHECK(zu_param_int(ZU_PARAM_BOOTSTRAP_TIMEOUT, &t));
-  ZU_RETURN_ERR_IF(t < 1, zcclInvalidArgument, "ZCCL_BOOTSTRAP_TIMEOUT=%lld must be >= 1 second", (long long)t);
-  *seconds = (double)t;
-  return zcclSuccess;
-}
-
-zcclResult_t zcclGetUniqueId(zcclUniqueId* uniqueId) {
-  zccl_init_once();
-  ZU_RETURN_ERR_IF(uniqueId == NULL, zcclInvalidArgument, "zcclGetUniqueId: uniqueId is NULL");
-  double timeout = 0;
-  ZU_CHECK(zccl_bootstrap_timeout(&timeout));
-  /* The root this process starts serves the ranks of one communicator. */
-  ZU_CHECK(zb_tcp_root_start(zu_param_str(ZU_PARAM_SOCKET_IFNAME), timeout, uniqueId));
   return zcclSuccess;
 }
 
@@ -81,8 +62,9 @@ static zcclResult_t zccl_compression_resolve(const char* fn, const zcclConfig_t*
   return zcclSuccess;
 }
 
-static zcclResult_t zccl_comm_create(const char* fn, int nranks, int rank, const zcclConfig_t* config,
-                                     const zcclComm_t parent, zcclComm_t* comm) {
+/* The communicator without its runtime. */
+static zcclResult_t zccl_comm_alloc(const char* fn, int nranks, int rank, const zcclConfig_t* config,
+                                    const zcclComm_t parent, zcclComm_t* comm) {
   zcclComm_t c = calloc(1, sizeof *c);
   ZU_RETURN_ERR_IF(c == NULL, zcclSystemError, "%s: out of memory", fn);
   c->rank = rank;
@@ -101,11 +83,24 @@ static zcclResult_t zccl_comm_create(const char* fn, int nranks, int rank, const
   c->cuda_dev = zd_cuda_current_device();
   c->async_error = zcclSuccess;
   c->magic = ZCCL_COMM_MAGIC;
-  zu_log_set_rank(rank);
-  ZU_INFO(ZU_LOG_INIT, "%s: comm %p '%s' rank %d nranks %d cudaDev %d", fn, (void*)c, c->name, rank,
-          nranks, c->cuda_dev);
   *comm = c;
   return zcclSuccess;
+}
+
+static void zccl_comm_free(zcclComm_t comm, int abort) {
+  zccl_group_forget(comm);
+  zccl_runtime_stop(comm, abort);
+  if (comm->pmix) zb_pmix_finalize();
+  ZU_INFO(ZU_LOG_INIT, "comm %p rank %d %s", (void*)comm, comm->rank, abort ? "aborted" : "destroyed");
+  comm->magic = 0;
+  free(comm);
+  zu_log_set_rank(-1);
+}
+
+static void zccl_comm_ready(const char* fn, zcclComm_t c) {
+  zu_log_set_rank(c->rank);
+  ZU_INFO(ZU_LOG_INIT, "%s: comm %p '%s' rank %d nranks %d cudaDev %d", fn, (void*)c, c->name, c->rank,
+          c->nranks, c->cuda_dev);
 }
 
 zcclResult_t zcclCommInitRankConfig(zcclComm_t* comm, int nranks, zcclUniqueId commId, int rank,
@@ -118,25 +113,33 @@ zcclResult_t zcclCommInitRankConfig(zcclComm_t* comm, int nranks, zcclUniqueId c
   ZU_RETURN_ERR_IF(rank < 0 || rank >= nranks, zcclInvalidArgument,
                    "%s: rank=%d is outside [0, nranks=%d)", fn, rank, nranks);
   ZU_CHECK(zccl_config_check(fn, config));
-  if (nranks > 1) {
-    zb_id_kind_t kind;
-    ZU_CHECK(zb_id_check(&commId, &kind));
-    return ZU_ERROR(zcclInvalidUsage,
-                    "%s: communicators of %d ranks need the bootstrap and UCX transport, which are "
-                    "not built yet in zccl %d.%d.%d; only nranks=1 works",
-                    fn, nranks, ZCCL_MAJOR, ZCCL_MINOR, ZCCL_PATCH);
-  }
-  return zccl_comm_create(fn, nranks, rank, config, NULL, comm);
+  zcclComm_t c;
+  ZU_CHECK(zccl_comm_alloc(fn, nranks, rank, config, NULL, &c));
+  zcclResult_t res;
+  ZU_CHECK_GOTO(zccl_runtime_create(c), res, fail);
+  ZU_CHECK_GOTO(zccl_connect(c, &commId), res, fail);
+  ZU_CHECK_GOTO(zccl_runtime_start(c), res, fail);
+  zccl_comm_ready(fn, c);
+  *comm = c;
+  return zcclSuccess;
+fail:
+  zccl_comm_free(c, 1);
+  return res;
 }
 
 zcclResult_t zcclCommInitRank(zcclComm_t* comm, int nranks, zcclUniqueId commId, int rank) {
   return zcclCommInitRankConfig(comm, nranks, commId, rank, NULL);
 }
 
+/* What each rank tells the others when splitting. */
+typedef struct {
+  int32_t color, key;
+  uint8_t slot[ZCCL_ADDR_SLOT]; /* the new communicator's worker address */
+} zccl_split_entry_t;
+
 zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newcomm,
                            zcclConfig_t* config) {
   static const char* fn = "zcclCommSplit";
-  (void)key; /* orders ranks within a color; one rank has one order */
   ZU_CHECK(zccl_comm_check(fn, comm));
   ZU_RETURN_ERR_IF(newcomm == NULL, zcclInvalidArgument, "%s: newcomm is NULL", fn);
   *newcomm = NULL;
@@ -144,45 +147,79 @@ zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newc
                    "%s: color=%d must be >= 0 or ZCCL_SPLIT_NOCOLOR", fn, color);
   ZU_RETURN_ERR_IF(comm->finalized, zcclInvalidUsage, "%s: comm is finalized", fn);
   ZU_CHECK(zccl_config_check(fn, config));
-  ZU_RETURN_ERR_IF(comm->nranks > 1, zcclInvalidUsage,
-                   "%s: splitting a communicator of %d ranks needs the bootstrap, not built yet", fn,
-                   comm->nranks);
-  if (color == ZCCL_SPLIT_NOCOLOR) return zcclSuccess;
-  return zccl_comm_create(fn, 1, 0, config, comm, newcomm);
+  /* Every rank takes part in the exchange, with or without a color. */
+  zcclComm_t c = NULL;
+  zcclResult_t res = zcclSuccess;
+  size_t n = (size_t)comm->nranks;
+  zccl_split_entry_t* all = malloc(sizeof *all * n);
+  zccl_split_entry_t* mine = calloc(1, sizeof *mine);
+  uint8_t* table = calloc(n, ZCCL_ADDR_SLOT);
+  if (!all || !mine || !table) {
+    res = ZU_ERROR(zcclSystemError, "%s: out of memory", fn);
+    goto out;
+  }
+  mine->color = color;
+  mine->key = key;
+  if (color != ZCCL_SPLIT_NOCOLOR) {
+    ZU_CHECK_GOTO(zccl_comm_alloc(fn, 0, 0, config, comm, &c), res, out);
+    ZU_CHECK_GOTO(zccl_runtime_create(c), res, out);
+    ZU_CHECK_GOTO(zccl_addr_pack(c, mine->slot), res, out);
+  }
+  ZU_CHECK_GOTO(zccl_comm_allgather(comm, mine, sizeof *mine, all), res, out);
+  if (c == NULL) goto out;
+  /* New ranks: by key, ties by rank in the parent (MPI_Comm_split's rule). */
+  int nr = 0, me = 0;
+  for (size_t p = 0; p < n; p++) {
+    if (all[p].color != color) continue;
+    int before = 0;
+    for (size_t q = 0; q < n; q++)
+      if (all[q].color == color && (all[q].key < all[p].key || (all[q].key == all[p].key && q < p))) before++;
+    memcpy(table + (size_t)before * ZCCL_ADDR_SLOT, all[p].slot, ZCCL_ADDR_SLOT);
+    if ((int)p == comm->rank) me = before;
+    nr++;
+  }
+  c->rank = me;
+  c->nranks = nr;
+  ZU_CHECK_GOTO(zt_worker_set_peers(c->worker, nr, table, ZCCL_ADDR_SLOT), res, out);
+  ZU_CHECK_GOTO(zccl_runtime_start(c), res, out);
+  zccl_comm_ready(fn, c);
+  *newcomm = c;
+  c = NULL;
+out:
+  if (c) zccl_comm_free(c, 1);
+  zu_log_set_rank(comm->rank);
+  free(all);
+  free(mine);
+  free(table);
+  return res;
 }
 
 zcclResult_t zcclCommFinalize(zcclComm_t comm) {
   ZU_CHECK(zccl_comm_check("zcclCommFinalize", comm));
-  /* Nothing can be pending: no operation is ever left queued yet. */
+  /* Host calls return complete, so nothing this thread issued is pending. */
   comm->finalized = 1;
   return zcclSuccess;
-}
-
-static void zccl_comm_free(zcclComm_t comm) {
-  ZU_INFO(ZU_LOG_INIT, "comm %p rank %d destroyed", (void*)comm, comm->rank);
-  comm->magic = 0;
-  free(comm);
-  zu_log_set_rank(-1);
 }
 
 zcclResult_t zcclCommDestroy(zcclComm_t comm) {
   if (comm == NULL) return zcclSuccess; /* as NCCL: destroying NULL is a no-op */
   ZU_CHECK(zccl_comm_check("zcclCommDestroy", comm));
-  zccl_comm_free(comm);
+  /* Operations still queued finish first (each within ZCCL_TIMEOUT). */
+  zccl_comm_free(comm, 0);
   return zcclSuccess;
 }
 
 zcclResult_t zcclCommAbort(zcclComm_t comm) {
   if (comm == NULL) return zcclSuccess;
   ZU_CHECK(zccl_comm_check("zcclCommAbort", comm));
-  zccl_comm_free(comm);
+  zccl_comm_free(comm, 1);
   return zcclSuccess;
 }
 
 zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError) {
   ZU_CHECK(zccl_comm_check("zcclCommGetAsyncError", comm));
   ZU_RETURN_ERR_IF(asyncError == NULL, zcclInvalidArgument, "zcclCommGetAsyncError: asyncError is NULL");
-  *asyncError = comm->async_error;
+  *asyncError = zccl_comm_error(comm, NULL, 0);
   return zcclSuccess;
 }
 

@@ -3,12 +3,41 @@
 #ifndef ZCCL_CORE_H_
 #define ZCCL_CORE_H_
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "zccl.h"
+#include "zt_transport.h"
 #include "zu_error.h"
 
 #define ZCCL_COMM_MAGIC 0x636f6d6du /* "comm" */
+
+/* One message of an operation: a send or a receive of bytes with a peer. */
+typedef struct {
+  int is_send;
+  int peer;
+  void* buf;
+  size_t bytes;
+  size_t count;            /* for messages: count elements of dtype */
+  zcclDataType_t dtype;
+  uint64_t tag;
+  zt_req_t req;
+} zccl_xfer_t;
+
+/* A queued operation. The progress thread runs operations one at a time in
+ * the order they were queued; the messages of one operation are all in
+ * flight together (that is what makes a group's pairwise exchange free of
+ * deadlock). */
+typedef struct zccl_op {
+  const char* what;        /* "zcclSend", "zcclGroupEnd", "zcclCommSplit", ... */
+  zccl_xfer_t* xfers;
+  int nxfers;
+  zcclResult_t result;
+  char msg[400];           /* why, when result is an error */
+  atomic_int done;
+  struct zccl_op* next;
+} zccl_op_t;
 
 struct zcclComm {
   uint32_t magic;          /* ZCCL_COMM_MAGIC while alive; catches garbage handles */
@@ -19,8 +48,70 @@ struct zcclComm {
   char name[64];
   zcclCompression_t compression;
   zcclResult_t async_error;
-  char async_msg[256];
+  char async_msg[400];
+
+  /* Runtime (zccl_progress.c). */
+  int runtime;             /* lock, conditions and worker exist */
+  int pmix;                /* holds a PMIx reference (bootstrapped by PMIx) */
+  zt_worker_t* worker;
+  double timeout;          /* ZCCL_TIMEOUT, seconds */
+  pthread_t thread;
+  int thread_started;
+  pthread_mutex_t lock;    /* guards the queue, stop/abort and async_error */
+  pthread_cond_t wake;     /* work was queued, or stop */
+  pthread_cond_t done_cv;  /* an operation finished */
+  zccl_op_t *head, *tail;
+  int stop;                /* drain the queue, then exit */
+  atomic_int abort;        /* fail what is queued or running, then exit */
+  uint32_t* send_seq;      /* per peer: point-to-point sequence numbers */
+  uint32_t* recv_seq;
+  uint32_t internal_seq;   /* the library's own exchanges (split) */
 };
+
+/* ---- runtime (zccl_progress.c) ---- */
+/* Creates the lock, conditions and worker; the caller sets nranks and the
+ * peers (zccl_connect), then starts the thread. */
+zcclResult_t zccl_runtime_create(zcclComm_t comm);
+zcclResult_t zccl_runtime_start(zcclComm_t comm);
+/* Waits for queued operations (bounded by ZCCL_TIMEOUT each), stops the
+ * thread, closes the endpoints. abort: cancel instead of waiting. */
+void zccl_runtime_stop(zcclComm_t comm, int abort);
+/* Queues op, waits for it, and returns its result (the message re-raised
+ * on this thread). The op's memory belongs to the caller. */
+zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op);
+/* Queues op without waiting (groups queue one op per communicator). */
+zcclResult_t zccl_op_submit(zcclComm_t comm, zccl_op_t* op);
+zcclResult_t zccl_op_wait(zcclComm_t comm, zccl_op_t* op);
+/* An operation with room for nxfers messages, in one allocation. */
+zccl_op_t* zccl_op_new(const char* what, int nxfers);
+void zccl_op_free(zccl_op_t* op);
+/* The communicator's asynchronous error (and its message into msg). */
+zcclResult_t zccl_comm_error(zcclComm_t comm, char* msg, size_t len);
+/* Records the communicator's first asynchronous error. */
+void zccl_comm_set_error(zcclComm_t comm, zcclResult_t res, const char* msg);
+
+/* ---- point-to-point and groups (zccl_p2p.c, zccl_group.c) ---- */
+/* Numbers a send or receive in its peer pair's order and fills its tag. */
+void zccl_p2p_tag(zcclComm_t comm, zccl_xfer_t* x);
+/* Inside a group: adds the transfer to the group; returns 1. Else 0. */
+int zccl_group_add(zcclComm_t comm, const zccl_xfer_t* x, zcclResult_t* res);
+/* 1 inside zcclGroupStart/End on this thread. */
+int zccl_group_active(void);
+/* Records a failed call inside a group: zcclGroupEnd will fail with it. */
+void zccl_group_error(zcclResult_t res);
+/* Forgets a communicator's pending group entries (it is being destroyed). */
+void zccl_group_forget(zcclComm_t comm);
+
+/* ---- meeting peers (zccl_connect.c) ---- */
+/* Exchanges worker addresses among the ranks of a new communicator through
+ * the bootstrap the id and ZCCL_BOOTSTRAP choose; fills the worker's peers. */
+zcclResult_t zccl_connect(zcclComm_t comm, const zcclUniqueId* id);
+/* Every rank of comm contributes len bytes; table receives nranks*len,
+ * rank-ordered. Runs over comm's own transport (used by split). */
+zcclResult_t zccl_comm_allgather(zcclComm_t comm, const void* blob, size_t len, void* table);
+/* Address slot of the exchanged tables: uint32 length then the bytes. */
+#define ZCCL_ADDR_SLOT 2048
+zcclResult_t zccl_addr_pack(zcclComm_t comm, uint8_t slot[ZCCL_ADDR_SLOT]);
 
 /* Logs the library banner once (ZCCL_DEBUG=VERSION and above). */
 void zccl_init_once(void);

@@ -1,20 +1,139 @@
-/* Group nesting. Calls inside a group are checked and issued as they come;
- * deferring them to the outermost zcclGroupEnd (to pair sends and receives
- * without deadlock) arrives with point-to-point over UCX. */
+/* Groups (zcclGroupStart/End, nestable). Point-to-point calls made inside a
+ * group are collected per communicator and issued together at the
+ * outermost zcclGroupEnd: each communicator gets one operation whose sends
+ * and receives are all in flight at once, so any pairing of sends and
+ * receives (a ring exchange, all-to-all) completes without deadlock, as in
+ * NCCL. A call that fails inside a group makes zcclGroupEnd fail and issue
+ * nothing. Group state is per thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "zccl_core.h"
 
-static _Thread_local int zccl_group_depth;
+typedef struct {
+  zcclComm_t comm;
+  zccl_xfer_t* xfers;
+  int n, cap;
+} zccl_batch_t;
+
+static _Thread_local struct {
+  int depth;
+  zcclResult_t error;
+  char msg[400];
+  zccl_batch_t* batches;
+  int n, cap;
+} zccl_group;
+
+static void zccl_group_clear(void) {
+  for (int i = 0; i < zccl_group.n; i++) free(zccl_group.batches[i].xfers);
+  free(zccl_group.batches);
+  zccl_group.batches = NULL;
+  zccl_group.n = zccl_group.cap = 0;
+  zccl_group.error = zcclSuccess;
+  zccl_group.msg[0] = '\0';
+}
 
 zcclResult_t zcclGroupStart(void) {
-  zccl_group_depth++;
-  ZU_TRACE(ZU_LOG_COLL, "zcclGroupStart depth %d", zccl_group_depth);
+  zccl_group.depth++;
+  ZU_TRACE(ZU_LOG_COLL, "zcclGroupStart depth %d", zccl_group.depth);
   return zcclSuccess;
 }
 
+int zccl_group_active(void) { return zccl_group.depth > 0; }
+
+void zccl_group_error(zcclResult_t res) {
+  if (zccl_group.depth == 0 || zccl_group.error != zcclSuccess) return;
+  zccl_group.error = res;
+  snprintf(zccl_group.msg, sizeof zccl_group.msg, "%s", zu_error_last());
+}
+
+int zccl_group_add(zcclComm_t comm, const zccl_xfer_t* x, zcclResult_t* res) {
+  *res = zcclSuccess;
+  if (zccl_group.depth == 0) return 0;
+  zccl_batch_t* b = NULL;
+  for (int i = 0; i < zccl_group.n && !b; i++)
+    if (zccl_group.batches[i].comm == comm) b = &zccl_group.batches[i];
+  if (b == NULL) {
+    if (zccl_group.n == zccl_group.cap) {
+      int cap = zccl_group.cap ? 2 * zccl_group.cap : 4;
+      zccl_batch_t* nb = realloc(zccl_group.batches, sizeof *nb * (size_t)cap);
+      if (nb == NULL) goto oom;
+      zccl_group.batches = nb;
+      zccl_group.cap = cap;
+    }
+    b = &zccl_group.batches[zccl_group.n++];
+    memset(b, 0, sizeof *b);
+    b->comm = comm;
+  }
+  if (b->n == b->cap) {
+    int cap = b->cap ? 2 * b->cap : 8;
+    zccl_xfer_t* nx = realloc(b->xfers, sizeof *nx * (size_t)cap);
+    if (nx == NULL) goto oom;
+    b->xfers = nx;
+    b->cap = cap;
+  }
+  b->xfers[b->n++] = *x;
+  return 1;
+oom:
+  *res = ZU_ERROR(zcclSystemError, "zcclGroupStart: out of memory for the group's calls");
+  zccl_group_error(*res);
+  return 1;
+}
+
+void zccl_group_forget(zcclComm_t comm) {
+  for (int i = 0; i < zccl_group.n; i++)
+    if (zccl_group.batches[i].comm == comm) zccl_group.batches[i].n = 0;
+}
+
+/* Issues every communicator's batch, then waits for all of them. */
+static zcclResult_t zccl_group_issue(void) {
+  zcclResult_t res = zcclSuccess;
+  zccl_op_t** ops = calloc((size_t)zccl_group.n + 1, sizeof *ops);
+  ZU_RETURN_ERR_IF(ops == NULL, zcclSystemError, "zcclGroupEnd: out of memory");
+  for (int i = 0; i < zccl_group.n && res == zcclSuccess; i++) {
+    zccl_batch_t* b = &zccl_group.batches[i];
+    if (b->n == 0) continue;
+    char why[400];
+    if (zccl_comm_error(b->comm, why, sizeof why) != zcclSuccess) {
+      res = ZU_ERROR(zccl_comm_error(b->comm, NULL, 0), "zcclGroupEnd: comm has a pending error: %s", why);
+      break;
+    }
+    ops[i] = zccl_op_new("zcclGroupEnd", b->n);
+    if (ops[i] == NULL) {
+      res = ZU_ERROR(zcclSystemError, "zcclGroupEnd: out of memory");
+      break;
+    }
+    for (int k = 0; k < b->n; k++) {
+      ops[i]->xfers[k] = b->xfers[k];
+      zccl_p2p_tag(b->comm, &ops[i]->xfers[k]);
+    }
+    zccl_op_submit(b->comm, ops[i]);
+  }
+  /* Every submitted operation is waited for, even after an error. */
+  for (int i = 0; i < zccl_group.n; i++) {
+    if (ops[i] == NULL) continue;
+    zcclResult_t r = zccl_op_wait(zccl_group.batches[i].comm, ops[i]);
+    if (res == zcclSuccess) res = r;
+    zccl_op_free(ops[i]);
+  }
+  free(ops);
+  return res;
+}
+
 zcclResult_t zcclGroupEnd(void) {
-  ZU_RETURN_ERR_IF(zccl_group_depth == 0, zcclInvalidUsage,
+  ZU_RETURN_ERR_IF(zccl_group.depth == 0, zcclInvalidUsage,
                    "zcclGroupEnd: not inside a group (no matching zcclGroupStart)");
-  zccl_group_depth--;
-  ZU_TRACE(ZU_LOG_COLL, "zcclGroupEnd depth %d", zccl_group_depth);
-  return zcclSuccess;
+  zccl_group.depth--;
+  ZU_TRACE(ZU_LOG_COLL, "zcclGroupEnd depth %d", zccl_group.depth);
+  if (zccl_group.depth > 0) return zcclSuccess;
+  zcclResult_t res;
+  if (zccl_group.error != zcclSuccess) {
+    res = ZU_ERROR(zccl_group.error, "zcclGroupEnd: a call in the group failed, nothing was issued: %s",
+                   zccl_group.msg);
+  } else {
+    res = zccl_group_issue();
+  }
+  zccl_group_clear();
+  return res;
 }

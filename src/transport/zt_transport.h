@@ -1,7 +1,17 @@
 /* Transport layer (zt_): moves bytes between ranks over UCX UCP. May use
- * util; never codec, device or proto. */
+ * util; never codec, device or proto.
+ *
+ * One UCP context per process (reference counted), one worker per
+ * communicator: communicators are kept apart by their workers, so a tag only
+ * has to separate the operations of one communicator. A worker is used by one
+ * thread at a time (the communicator's progress thread once it runs), so
+ * workers are created in single-thread mode. Endpoints to peers are made on
+ * first use. */
 #ifndef ZT_TRANSPORT_H_
 #define ZT_TRANSPORT_H_
+
+#include <stddef.h>
+#include <stdint.h>
 
 #include "zccl.h"
 
@@ -20,6 +30,78 @@ zcclResult_t zt_ucx_query(zt_ucx_info_t* info);
 
 /* RDMA devices libibverbs finds (0 when none or no driver). */
 int zt_verbs_ndevices(void);
+
+/* ---- tags -------------------------------------------------------------------
+ * 64 bits: kind (4) | source rank (20) | sequence (24) | sub (16).
+ * kind separates point-to-point, collectives and the library's own
+ * messages; the source rank lets a receive name its peer (UCX matches tags,
+ * not senders); the sequence numbers operations (per peer pair for
+ * point-to-point, per communicator for collectives) and sub numbers the
+ * steps and chunks of one operation. */
+#define ZT_MAX_RANKS (1 << 20)
+typedef enum { ZT_TAG_P2P = 1, ZT_TAG_COLL = 2, ZT_TAG_INTERNAL = 3 } zt_tag_kind_t;
+static inline uint64_t zt_tag(zt_tag_kind_t kind, int src, uint32_t seq, uint32_t sub) {
+  return ((uint64_t)kind << 60) | ((uint64_t)(src & 0xfffff) << 40) |
+         ((uint64_t)(seq & 0xffffff) << 16) | (uint64_t)(sub & 0xffff);
+}
+#define ZT_TAG_MASK_ALL UINT64_MAX
+
+/* ---- workers, endpoints, requests ------------------------------------------ */
+typedef struct zt_worker zt_worker_t;
+
+/* Request: owned by the caller, must stay in place until zt_test says done
+ * (or zt_cancel returned). */
+typedef struct {
+  void* ucx;        /* UCX's request while in flight */
+  int done;         /* 1 once completed (successfully or not) */
+  int status;       /* ucs_status_t at completion */
+  size_t length;    /* receives: bytes the sender sent (also when too many) */
+  uint64_t tag;     /* receives: the matched tag */
+  int peer;         /* for error reports */
+  int is_recv;
+} zt_req_t;
+
+/* Creates a worker for a communicator; the process's context is made on
+ * first use. */
+zcclResult_t zt_worker_create(zt_worker_t** worker);
+/* The worker's address, for the bootstrap to exchange. */
+void zt_worker_address(const zt_worker_t* w, const void** addr, size_t* len);
+/* The communicator's nranks peers (itself included): rank r's address is at
+ * table + r*stride, a uint32 length then the bytes. Copied; endpoints are
+ * created on first use. Once per worker. */
+zcclResult_t zt_worker_set_peers(zt_worker_t* w, int nranks, const void* table, size_t stride);
+/* Closes endpoints (flushing them until deadline seconds from now; at once
+ * with force), destroys the worker, drops the context reference. */
+void zt_worker_destroy(zt_worker_t* w, double deadline_s, int force);
+
+/* Drives UCX; returns nonzero when something happened. */
+int zt_progress(zt_worker_t* w);
+
+/* Non-blocking tagged send/receive of len bytes (any size, 0 included).
+ * memh: a registration from zt_mem_register covering buf, or NULL. A
+ * receive takes a message of at most len bytes; req->length is the true
+ * length sent, and a longer message completes with an error, nothing
+ * written past buf+len. */
+zcclResult_t zt_isend(zt_worker_t* w, int peer, uint64_t tag, const void* buf, size_t len, void* memh,
+                      zt_req_t* req);
+zcclResult_t zt_irecv(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, void* buf, size_t len,
+                      void* memh, zt_req_t* req);
+/* Cancels an in-flight request; it completes (done=1) after progress. */
+void zt_cancel(zt_worker_t* w, zt_req_t* req);
+/* Error text of a completed request; "" when it succeeded. */
+const char* zt_req_error(const zt_req_t* req);
+/* Whether a completed receive was cut short because the sender sent more. */
+int zt_req_truncated(const zt_req_t* req);
+
+/* 0 while the endpoint to peer is healthy (or not made yet); else UCX's
+ * error status once UCX declared the peer failed. */
+int zt_peer_failed(const zt_worker_t* w, int peer);
+/* Makes the endpoint to peer now (so UCX watches it), without sending. */
+zcclResult_t zt_connect(zt_worker_t* w, int peer);
+
+/* Registration cache (ucp_mem_map) for buffers that are reused: the same
+ * (buf, len) gives the same handle; released with the worker. */
+zcclResult_t zt_mem_register(zt_worker_t* w, void* buf, size_t len, void** memh);
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,15 @@
+/* UCX UCP: the process's context, a worker per communicator, endpoints
+ * made on first use, tagged non-blocking send/receive, registrations. */
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <ucp/api/ucp.h>
 
 #include "zt_transport.h"
 #include "zu_error.h"
+#include "zu_log.h"
+#include "zu_time.h"
 
 zcclResult_t zt_ucx_query(zt_ucx_info_t* info) {
   memset(info, 0, sizeof *info);
@@ -33,4 +39,364 @@ zcclResult_t zt_ucx_query(zt_ucx_info_t* info) {
   ucp_cleanup(ctx);
   ZU_RETURN_ERR_IF(st != UCS_OK, zcclSystemError, "ucp_context_query: %s", ucs_status_string(st));
   return zcclSuccess;
+}
+
+/* ---- the process's context ------------------------------------------------- */
+static pthread_mutex_t zt_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static ucp_context_h zt_ctx;
+static int zt_ctx_refs;
+
+static zcclResult_t zt_ctx_get(ucp_context_h* ctx) {
+  zcclResult_t res = zcclSuccess;
+  pthread_mutex_lock(&zt_ctx_lock);
+  if (zt_ctx_refs == 0) {
+    ucp_config_t* config = NULL;
+    ucs_status_t st = ucp_config_read(NULL, NULL, &config);
+    if (st == UCS_OK) {
+      /* Workers of different communicators progress on different threads. */
+      ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+                             .features = UCP_FEATURE_TAG,
+                             .mt_workers_shared = 1};
+      st = ucp_init(&params, config, &zt_ctx);
+      ucp_config_release(config);
+    }
+    if (st != UCS_OK)
+      res = ZU_ERROR(zcclSystemError, "UCX: cannot create a context: %s (check UCX_TLS, UCX_NET_DEVICES)",
+                     ucs_status_string(st));
+  }
+  if (res == zcclSuccess) {
+    zt_ctx_refs++;
+    *ctx = zt_ctx;
+  }
+  pthread_mutex_unlock(&zt_ctx_lock);
+  return res;
+}
+
+static void zt_ctx_put(void) {
+  pthread_mutex_lock(&zt_ctx_lock);
+  if (--zt_ctx_refs == 0) {
+    ucp_cleanup(zt_ctx);
+    zt_ctx = NULL;
+  }
+  pthread_mutex_unlock(&zt_ctx_lock);
+}
+
+/* ---- workers ----------------------------------------------------------------- */
+typedef struct {
+  void* buf;
+  size_t len;
+  ucp_mem_h memh;
+} zt_reg_t;
+
+typedef struct zt_ep_arg {
+  struct zt_worker* w;
+  int peer;
+} zt_ep_arg_t;
+
+struct zt_worker {
+  ucp_context_h ctx;
+  ucp_worker_h worker;
+  ucp_address_t* addr;
+  size_t addr_len;
+  int nranks;
+  ucp_ep_h* eps;         /* NULL until first use */
+  ucs_status_t* failed;  /* per peer: UCS_OK or the error UCX reported */
+  void** closing;        /* per peer: UCX's close request of a force-closed endpoint */
+  struct zt_ep_arg* ep_args; /* per peer: what the error callback is told */
+  uint8_t** peer_addr;   /* copies of the peers' addresses */
+  size_t* peer_len;
+  zt_reg_t* regs;
+  int nregs, capregs;
+};
+
+/* The worker's own allocations (not UCX's). */
+static void zt_worker_free(zt_worker_t* w) {
+  for (int r = 0; w->peer_addr && r < w->nranks; r++) free(w->peer_addr[r]);
+  free(w->peer_addr);
+  free(w->peer_len);
+  free(w->eps);
+  free(w->failed);
+  free(w->closing);
+  free(w->ep_args);
+  free(w->regs);
+  free(w);
+}
+
+zcclResult_t zt_worker_create(zt_worker_t** out) {
+  *out = NULL;
+  zt_worker_t* w = calloc(1, sizeof *w);
+  ZU_RETURN_ERR_IF(w == NULL, zcclSystemError, "transport: out of memory");
+  zcclResult_t res = zt_ctx_get(&w->ctx);
+  if (res != zcclSuccess) {
+    zt_worker_free(w);
+    return res;
+  }
+  ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+                            .thread_mode = UCS_THREAD_MODE_SINGLE};
+  ucs_status_t st = ucp_worker_create(w->ctx, &wp, &w->worker);
+  if (st == UCS_OK) {
+    st = ucp_worker_get_address(w->worker, &w->addr, &w->addr_len);
+    if (st != UCS_OK) ucp_worker_destroy(w->worker);
+  }
+  if (st != UCS_OK) {
+    zt_ctx_put();
+    zt_worker_free(w);
+    return ZU_ERROR(zcclSystemError, "UCX: cannot create a worker: %s", ucs_status_string(st));
+  }
+  ZU_INFO(ZU_LOG_NET, "transport: worker %p, address %zu bytes", (void*)w, w->addr_len);
+  *out = w;
+  return zcclSuccess;
+}
+
+void zt_worker_address(const zt_worker_t* w, const void** addr, size_t* len) {
+  *addr = w->addr;
+  *len = w->addr_len;
+}
+
+zcclResult_t zt_worker_set_peers(zt_worker_t* w, int nranks, const void* table, size_t stride) {
+  ZU_RETURN_ERR_IF(w->nranks != 0, zcclInternalError, "transport: the worker's peers are already set");
+  ZU_RETURN_ERR_IF(nranks < 1 || nranks > ZT_MAX_RANKS, zcclInvalidArgument,
+                   "transport: %d ranks is outside [1, %d]", nranks, ZT_MAX_RANKS);
+  size_t n = (size_t)nranks;
+  w->eps = calloc(n, sizeof *w->eps);
+  w->failed = calloc(n, sizeof *w->failed);
+  w->peer_addr = calloc(n, sizeof *w->peer_addr);
+  w->peer_len = calloc(n, sizeof *w->peer_len);
+  w->closing = calloc(n, sizeof *w->closing);
+  w->ep_args = calloc(n, sizeof *w->ep_args);
+  ZU_RETURN_ERR_IF(!w->eps || !w->failed || !w->peer_addr || !w->peer_len || !w->closing || !w->ep_args,
+                   zcclSystemError, "transport: out of memory for %d peers", nranks);
+  w->nranks = nranks;
+  const uint8_t* t = table;
+  for (int r = 0; r < nranks; r++) {
+    uint32_t len;
+    memcpy(&len, t + (size_t)r * stride, sizeof len);
+    ZU_RETURN_ERR_IF(len == 0 || len > stride - sizeof len, zcclInternalError,
+                     "transport: rank %d's address has a bad length %u", r, len);
+    w->peer_addr[r] = malloc(len);
+    ZU_RETURN_ERR_IF(w->peer_addr[r] == NULL, zcclSystemError, "transport: out of memory");
+    memcpy(w->peer_addr[r], t + (size_t)r * stride + sizeof len, len);
+    w->peer_len[r] = len;
+  }
+  return zcclSuccess;
+}
+
+/* UCX calls this (during progress) when a peer is unreachable: a killed
+ * process, a dropped link. Requests on that endpoint complete with errors;
+ * receives are worker-wide, so the caller checks zt_peer_failed. */
+static void zt_ep_error(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  (void)ep;
+  zt_worker_t* w = ((zt_ep_arg_t*)arg)->w;
+  int peer = ((zt_ep_arg_t*)arg)->peer;
+  if (w->failed[peer] == UCS_OK) {
+    w->failed[peer] = status;
+    ZU_WARN("transport: lost rank %d: %s", peer, ucs_status_string(status));
+  }
+}
+
+static zcclResult_t zt_ep(zt_worker_t* w, int peer, ucp_ep_h* ep) {
+  if (w->eps[peer]) {
+    *ep = w->eps[peer];
+    return zcclSuccess;
+  }
+  ZU_RETURN_ERR_IF(w->peer_addr[peer] == NULL, zcclInternalError,
+                   "transport: no address for rank %d (worker not connected)", peer);
+  zt_ep_arg_t* arg = &w->ep_args[peer];
+  arg->w = w;
+  arg->peer = peer;
+  ucp_ep_params_t ep_params = {
+      .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_USER_DATA,
+      .address = (const ucp_address_t*)w->peer_addr[peer],
+      .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+      .err_handler = {.cb = zt_ep_error, .arg = arg},
+      .user_data = arg};
+  ucs_status_t st = ucp_ep_create(w->worker, &ep_params, &w->eps[peer]);
+  if (st != UCS_OK) {
+    w->eps[peer] = NULL;
+    return ZU_ERROR(zcclSystemError, "UCX: cannot reach rank %d: %s", peer, ucs_status_string(st));
+  }
+  ZU_TRACE(ZU_LOG_NET, "transport: endpoint to rank %d", peer);
+  *ep = w->eps[peer];
+  return zcclSuccess;
+}
+
+zcclResult_t zt_connect(zt_worker_t* w, int peer) {
+  ucp_ep_h ep = NULL;
+  return zt_ep(w, peer, &ep);
+}
+
+int zt_peer_failed(const zt_worker_t* w, int peer) { return (int)w->failed[peer]; }
+
+int zt_progress(zt_worker_t* w) { return (int)ucp_worker_progress(w->worker); }
+
+/* ---- send / receive ------------------------------------------------------------ */
+static void zt_send_done(void* request, ucs_status_t status, void* user_data) {
+  zt_req_t* req = user_data;
+  req->status = status;
+  req->ucx = NULL;
+  req->done = 1;
+  ucp_request_free(request);
+}
+
+static void zt_recv_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                         void* user_data) {
+  zt_req_t* req = user_data;
+  req->status = status;
+  if (info) {
+    req->length = info->length;
+    req->tag = info->sender_tag;
+  }
+  req->ucx = NULL;
+  req->done = 1;
+  ucp_request_free(request);
+}
+
+static void zt_req_start(zt_req_t* req, int peer, int is_recv) {
+  memset(req, 0, sizeof *req);
+  req->peer = peer;
+  req->is_recv = is_recv;
+}
+
+/* What nbx returned: done now, in flight, or failed to start. */
+static zcclResult_t zt_req_started(zt_req_t* req, ucs_status_ptr_t p, const char* what) {
+  if (p == NULL) {
+    req->done = 1;
+    req->status = UCS_OK;
+  } else if (UCS_PTR_IS_ERR(p)) {
+    req->done = 1;
+    req->status = UCS_PTR_STATUS(p);
+    return ZU_ERROR(zcclRemoteError, "UCX: %s rank %d failed: %s", what, req->peer,
+                    ucs_status_string(req->status));
+  } else {
+    req->ucx = p;
+  }
+  return zcclSuccess;
+}
+
+zcclResult_t zt_isend(zt_worker_t* w, int peer, uint64_t tag, const void* buf, size_t len, void* memh,
+                      zt_req_t* req) {
+  zt_req_start(req, peer, 0);
+  req->length = len;
+  req->tag = tag;
+  ZU_RETURN_ERR_IF(peer < 0 || peer >= w->nranks, zcclInternalError, "transport: send to rank %d of %d",
+                   peer, w->nranks);
+  if (w->failed[peer] != UCS_OK) {
+    req->done = 1;
+    req->status = w->failed[peer];
+    return ZU_ERROR(zcclRemoteError, "UCX: rank %d is unreachable: %s", peer,
+                    ucs_status_string(w->failed[peer]));
+  }
+  ucp_ep_h ep = NULL;
+  ZU_CHECK(zt_ep(w, peer, &ep));
+  ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+                           .cb.send = zt_send_done,
+                           .user_data = req};
+  if (memh) {
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+    p.memh = memh;
+  }
+  return zt_req_started(req, ucp_tag_send_nbx(ep, buf, len, tag, &p), "send to");
+}
+
+zcclResult_t zt_irecv(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, void* buf, size_t len,
+                      void* memh, zt_req_t* req) {
+  zt_req_start(req, peer, 1);
+  /* Completion always through the callback, which carries the length. */
+  ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                                           UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+                           .cb.recv = zt_recv_done,
+                           .user_data = req};
+  if (memh) {
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+    p.memh = memh;
+  }
+  return zt_req_started(req, ucp_tag_recv_nbx(w->worker, buf, len, tag, mask, &p), "receive from");
+}
+
+void zt_cancel(zt_worker_t* w, zt_req_t* req) {
+  if (req->done || req->ucx == NULL) return;
+  if (req->is_recv) {
+    ucp_request_cancel(w->worker, req->ucx);
+    return;
+  }
+  /* UCX cannot cancel one send; closing the endpoint by force completes
+   * every send on it with an error, and the peer counts as failed. */
+  int peer = req->peer;
+  if (w->eps[peer] == NULL) return;
+  if (w->failed[peer] == UCS_OK) w->failed[peer] = UCS_ERR_CANCELED;
+  ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
+  ucs_status_ptr_t s = ucp_ep_close_nbx(w->eps[peer], &p);
+  w->eps[peer] = NULL;
+  if (UCS_PTR_IS_PTR(s)) w->closing[peer] = s;
+}
+
+int zt_req_truncated(const zt_req_t* req) { return req->status == UCS_ERR_MESSAGE_TRUNCATED; }
+
+const char* zt_req_error(const zt_req_t* req) {
+  return req->status == UCS_OK ? "" : ucs_status_string((ucs_status_t)req->status);
+}
+
+/* ---- registrations ------------------------------------------------------------- */
+zcclResult_t zt_mem_register(zt_worker_t* w, void* buf, size_t len, void** memh) {
+  for (int i = 0; i < w->nregs; i++)
+    if (w->regs[i].buf == buf && w->regs[i].len == len) {
+      *memh = w->regs[i].memh;
+      return zcclSuccess;
+    }
+  if (w->nregs == w->capregs) {
+    int cap = w->capregs ? 2 * w->capregs : 8;
+    zt_reg_t* r = realloc(w->regs, sizeof *r * (size_t)cap);
+    ZU_RETURN_ERR_IF(r == NULL, zcclSystemError, "transport: out of memory");
+    w->regs = r;
+    w->capregs = cap;
+  }
+  ucp_mem_map_params_t mp = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH,
+                             .address = buf,
+                             .length = len};
+  ucp_mem_h h;
+  ucs_status_t st = ucp_mem_map(w->ctx, &mp, &h);
+  ZU_RETURN_ERR_IF(st != UCS_OK, zcclSystemError, "UCX: cannot register %zu bytes at %p: %s", len, buf,
+                   ucs_status_string(st));
+  w->regs[w->nregs++] = (zt_reg_t){buf, len, h};
+  *memh = h;
+  return zcclSuccess;
+}
+
+/* ---- teardown ---------------------------------------------------------------------- */
+void zt_worker_destroy(zt_worker_t* w, double deadline_s, int force) {
+  if (w == NULL) return;
+  double deadline = zu_now() + deadline_s;
+  /* Close every endpoint together (flushing, unless forced or the peer is
+   * gone: a dead peer can't acknowledge a flush), then progress until all
+   * are closed or the deadline passes. */
+  for (int r = 0; r < w->nranks; r++) {
+    if (!w->eps[r]) continue;
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = (force || w->failed[r] != UCS_OK) ? UCP_EP_CLOSE_FLAG_FORCE : 0};
+    ucs_status_ptr_t s = ucp_ep_close_nbx(w->eps[r], &p);
+    w->eps[r] = NULL;
+    if (UCS_PTR_IS_PTR(s)) w->closing[r] = s;
+  }
+  for (int pending = 1; pending;) {
+    pending = 0;
+    ucp_worker_progress(w->worker);
+    int late = zu_now() > deadline;
+    for (int r = 0; r < w->nranks; r++) {
+      if (!w->closing[r]) continue;
+      if (ucp_request_check_status(w->closing[r]) != UCS_INPROGRESS || late) {
+        if (late) ZU_WARN("transport: rank %d did not acknowledge the close in time", r);
+        /* Released now; a close still in progress ends with the worker. */
+        ucp_request_free(w->closing[r]);
+        w->closing[r] = NULL;
+      } else {
+        pending = 1;
+      }
+    }
+  }
+  for (int i = 0; i < w->nregs; i++) ucp_mem_unmap(w->ctx, w->regs[i].memh);
+  ucp_worker_release_address(w->worker, w->addr);
+  ucp_worker_destroy(w->worker);
+  zt_ctx_put();
+  zt_worker_free(w);
 }

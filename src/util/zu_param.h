@@ -34,6 +34,12 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(SOCKET_IFNAME, STR, "",                                                               \
     "Interface the unique-id bootstrap root listens on (like NCCL_SOCKET_IFNAME); unset: " \
     "the first up non-loopback IPv4 interface, else loopback.")                          \
+  X(BOOTSTRAP, STR, "auto",                                                               \
+    "How ranks of a new communicator meet: auto (PMIx when a PMIx launcher started the "  \
+    "job and the communicator spans it, else the unique id's TCP root), pmix or tcp.")   \
+  X(TIMEOUT, INT, "30",                                                                   \
+    "Seconds an operation may wait for a peer before it fails with zcclRemoteError and "  \
+    "the communicator reports the error (zcclCommGetAsyncError); also bounds destroy.")  \
   X(BOOTSTRAP_TIMEOUT, INT, "60",                                                         \
     "Seconds the bootstrap waits for every rank to join (and a rank for the root) before " \
     "failing with zcclRemoteError.")                                                      \

@@ -1,7 +1,9 @@
 /* API argument validation: every bad argument gets zcclInvalidArgument with
  * a message naming it; calls that cannot work yet get zcclInvalidUsage;
+ * waits that cannot end well end with an error;
  * nothing crashes and nothing pretends to succeed. */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "test_util.h"
 
@@ -22,16 +24,19 @@ static void test_init_args(void) {
   /* A multi-rank communicator with an id not from zcclGetUniqueId. */
   CHECK_RES(zcclCommInitRank(&comm, 2, zero_id, 0), zcclInvalidArgument);
   CHECK_LAST_ERROR_HAS("not made by zcclGetUniqueId");
-  /* With a real id: the transport is not built yet, and it says so. */
+  /* With a real id, and the other rank never coming: a bounded wait, then
+   * an error that says why. */
+  setenv("ZCCL_BOOTSTRAP_TIMEOUT", "2", 1);
   zcclUniqueId id;
   CHECK_RES(zcclGetUniqueId(NULL), zcclInvalidArgument);
   CHECK_RES(zcclGetUniqueId(&id), zcclSuccess);
   zcclUniqueId id2;
   CHECK_RES(zcclGetUniqueId(&id2), zcclSuccess);
   CHECK(memcmp(&id, &id2, sizeof id) != 0); /* fresh secret each time */
-  CHECK_RES(zcclCommInitRank(&comm, 2, id, 1), zcclInvalidUsage);
-  CHECK_LAST_ERROR_HAS("not built yet");
+  CHECK_RES(zcclCommInitRank(&comm, 2, id, 1), zcclRemoteError);
+  CHECK_LAST_ERROR_HAS("ZCCL_BOOTSTRAP_TIMEOUT");
   CHECK(comm == NULL);
+  unsetenv("ZCCL_BOOTSTRAP_TIMEOUT");
 
   /* Config header and fields. */
   zcclConfig_t cfg = ZCCL_CONFIG_INITIALIZER;
@@ -101,7 +106,7 @@ static void test_singleton(void) {
 static void test_coll_args(void) {
   zcclComm_t comm = NULL;
   CHECK_RES(zcclCommInitRank(&comm, 1, zero_id, 0), zcclSuccess);
-  float a[8] = {0}, b[8] = {0};
+  float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8] = {0};
 
   /* NULL / garbage communicator. */
   CHECK_RES(zcclAllReduce(a, b, 8, zcclFloat32, zcclSum, NULL, NULL), zcclInvalidArgument);
@@ -162,7 +167,19 @@ static void test_coll_args(void) {
   CHECK_LAST_ERROR_HAS("zcclAllReduce is not built yet");
   CHECK_RES(zcclAllReduce(a, a, 8, zcclFloat32, zcclAvg, comm, NULL), zcclInvalidUsage);
   CHECK_RES(zcclBroadcast(a, b, 8, zcclFloat32, 0, comm, NULL), zcclInvalidUsage);
-  CHECK_RES(zcclSend(a, 0, zcclFloat32, 0, comm, NULL), zcclInvalidUsage);
+  /* Point-to-point with itself works on one rank (paired in a group). */
+  float c[8] = {0};
+  CHECK_RES(zcclGroupStart(), zcclSuccess);
+  CHECK_RES(zcclSend(a, 8, zcclFloat32, 0, comm, NULL), zcclSuccess);
+  CHECK_RES(zcclRecv(c, 8, zcclFloat32, 0, comm, NULL), zcclSuccess);
+  CHECK_RES(zcclGroupEnd(), zcclSuccess);
+  CHECK(memcmp(a, c, sizeof c) == 0);
+  /* A bad call inside a group fails the group, and nothing is issued. */
+  CHECK_RES(zcclGroupStart(), zcclSuccess);
+  CHECK_RES(zcclSend(a, 8, zcclFloat32, 0, comm, NULL), zcclSuccess);
+  CHECK_RES(zcclRecv(c, 8, zcclFloat32, 3, comm, NULL), zcclInvalidArgument);
+  CHECK_RES(zcclGroupEnd(), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("nothing was issued");
 
   CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
   /* A destroyed communicator is recognised (its memory is freed, so this

@@ -1,0 +1,201 @@
+/* How the ranks of a new communicator meet: each packs its worker address
+ * into a fixed slot and the bootstrap (PMIx or the unique id's TCP root)
+ * gives every rank every slot. Split communicators meet over their parent's
+ * transport instead. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zb_bootstrap.h"
+#include "zccl_core.h"
+#include "zu_param.h"
+
+typedef enum { ZCCL_BOOT_AUTO, ZCCL_BOOT_PMIX, ZCCL_BOOT_TCP } zccl_boot_mode_t;
+
+static zcclResult_t zccl_boot_mode(int* mode) {
+  const char* m = zu_param_str(ZU_PARAM_BOOTSTRAP);
+  if (strcmp(m, "auto") == 0)
+    *mode = ZCCL_BOOT_AUTO;
+  else if (strcmp(m, "pmix") == 0)
+    *mode = ZCCL_BOOT_PMIX;
+  else if (strcmp(m, "tcp") == 0)
+    *mode = ZCCL_BOOT_TCP;
+  else
+    return ZU_ERROR(zcclInvalidArgument, "ZCCL_BOOTSTRAP=%s: expected auto, pmix or tcp", m);
+  return zcclSuccess;
+}
+
+static zcclResult_t zccl_bootstrap_timeout(double* seconds) {
+  int64_t t;
+  ZU_CHECK(zu_param_int(ZU_PARAM_BOOTSTRAP_TIMEOUT, &t));
+  ZU_RETURN_ERR_IF(t < 1, zcclInvalidArgument, "ZCCL_BOOTSTRAP_TIMEOUT=%lld must be >= 1 second", (long long)t);
+  *seconds = (double)t;
+  return zcclSuccess;
+}
+
+zcclResult_t zcclGetUniqueId(zcclUniqueId* uniqueId) {
+  zccl_init_once();
+  ZU_RETURN_ERR_IF(uniqueId == NULL, zcclInvalidArgument, "zcclGetUniqueId: uniqueId is NULL");
+  int mode = ZCCL_BOOT_AUTO;
+  double timeout = 0;
+  ZU_CHECK(zccl_boot_mode(&mode));
+  ZU_CHECK(zccl_bootstrap_timeout(&timeout));
+  if (mode == ZCCL_BOOT_PMIX) { /* no root: the ranks meet through PMIx */
+    ZU_CHECK(zb_id_create(uniqueId));
+    zb_id_set_kind(uniqueId, ZB_ID_KIND_PMIX);
+    return zcclSuccess;
+  }
+  /* The root this process starts serves the ranks of one communicator. */
+  ZU_CHECK(zb_tcp_root_start(zu_param_str(ZU_PARAM_SOCKET_IFNAME), timeout, uniqueId));
+  if (mode == ZCCL_BOOT_AUTO && zb_pmix_launched(NULL, NULL)) zb_id_set_flags(uniqueId, ZB_ID_FLAG_PMIX_JOB);
+  return zcclSuccess;
+}
+
+zcclResult_t zccl_addr_pack(zcclComm_t comm, uint8_t slot[ZCCL_ADDR_SLOT]) {
+  const void* addr;
+  size_t len;
+  zt_worker_address(comm->worker, &addr, &len);
+  ZU_RETURN_ERR_IF(len > ZCCL_ADDR_SLOT - sizeof(uint32_t), zcclInternalError,
+                   "UCX worker address of %zu bytes exceeds the %d-byte slot (too many devices? set "
+                   "UCX_NET_DEVICES)",
+                   len, ZCCL_ADDR_SLOT);
+  uint32_t l = (uint32_t)len;
+  memset(slot, 0, ZCCL_ADDR_SLOT);
+  memcpy(slot, &l, sizeof l);
+  memcpy(slot + sizeof l, addr, len);
+  return zcclSuccess;
+}
+
+/* What each process publishes through PMIx: ranks of the communicator need
+ * not be the job's ranks, so each says which it is. */
+typedef struct {
+  int32_t rank, nranks;
+  uint8_t slot[ZCCL_ADDR_SLOT];
+} zccl_pmix_entry_t;
+
+/* With ZCCL_BOOTSTRAP=pmix the ranks need not share an id: the n-th
+ * communicator a process brings up through PMIx is the n-th of every
+ * process (communicators over the whole job are created in the same order
+ * everywhere, as collective calls must be). */
+static atomic_uint zccl_pmix_comms;
+
+static zcclResult_t zccl_connect_pmix(zcclComm_t comm, const zcclUniqueId* id, int by_env, double timeout,
+                                      uint8_t* table) {
+  int prank, psize, singleton;
+  ZU_CHECK(zb_pmix_init(&prank, &psize, &singleton));
+  comm->pmix = 1; /* released with the communicator */
+  ZU_RETURN_ERR_IF(singleton || psize != comm->nranks, zcclInvalidUsage,
+                   "PMIx bootstrap: the communicator has %d ranks but the job has %d processes%s; "
+                   "PMIx brings up communicators over the whole job only (use ZCCL_BOOTSTRAP=tcp)",
+                   comm->nranks, psize, singleton ? " (no PMIx launcher)" : "");
+  char key[64] = "zccl.";
+  if (by_env) {
+    snprintf(key, sizeof key, "zccl.pmix.%u", atomic_fetch_add(&zccl_pmix_comms, 1));
+  } else {
+    uint8_t secret[16];
+    zb_id_secret(id, secret);
+    for (int i = 0; i < 16; i++) snprintf(key + 5 + 2 * i, sizeof key - 5 - 2 * i, "%02x", secret[i]);
+  }
+  zccl_pmix_entry_t* all = malloc(sizeof *all * (size_t)psize);
+  zccl_pmix_entry_t* mine = calloc(1, sizeof *mine);
+  zcclResult_t res = zcclSuccess;
+  if (!all || !mine) {
+    res = ZU_ERROR(zcclSystemError, "PMIx bootstrap: out of memory");
+    goto out;
+  }
+  mine->rank = comm->rank;
+  mine->nranks = comm->nranks;
+  ZU_CHECK_GOTO(zccl_addr_pack(comm, mine->slot), res, out);
+  ZU_CHECK_GOTO(zb_pmix_allgather(key, mine, sizeof *mine, all, timeout), res, out);
+  for (int p = 0; p < psize; p++) {
+    int r = all[p].rank;
+    if (all[p].nranks != comm->nranks || r < 0 || r >= comm->nranks) {
+      res = ZU_ERROR(zcclInvalidUsage, "PMIx bootstrap: process %d joined as rank %d of %d, this one as %d of %d",
+                     p, r, all[p].nranks, comm->rank, comm->nranks);
+      goto out;
+    }
+    uint32_t seen;
+    memcpy(&seen, table + (size_t)r * ZCCL_ADDR_SLOT, sizeof seen);
+    if (seen != 0) {
+      res = ZU_ERROR(zcclInvalidUsage, "PMIx bootstrap: rank %d was claimed by two processes", r);
+      goto out;
+    }
+    memcpy(table + (size_t)r * ZCCL_ADDR_SLOT, all[p].slot, ZCCL_ADDR_SLOT);
+  }
+  /* Rank 0's process may have started a TCP root for this id: not needed. */
+  zb_tcp_root_stop(id);
+out:
+  free(all);
+  free(mine);
+  return res;
+}
+
+zcclResult_t zccl_connect(zcclComm_t comm, const zcclUniqueId* id) {
+  size_t n = (size_t)comm->nranks;
+  uint8_t* table = calloc(n, ZCCL_ADDR_SLOT);
+  ZU_RETURN_ERR_IF(table == NULL, zcclSystemError, "bootstrap: out of memory for %d ranks", comm->nranks);
+  zcclResult_t res = zcclSuccess;
+  if (comm->nranks == 1) {
+    ZU_CHECK_GOTO(zccl_addr_pack(comm, table), res, out);
+  } else {
+    zb_id_kind_t kind;
+    int mode = ZCCL_BOOT_AUTO;
+    double timeout;
+    ZU_CHECK_GOTO(zccl_boot_mode(&mode), res, out);
+    if (mode == ZCCL_BOOT_PMIX)
+      kind = ZB_ID_KIND_PMIX; /* the id's contents don't matter then */
+    else
+      ZU_CHECK_GOTO(zb_id_check(id, &kind), res, out);
+    ZU_CHECK_GOTO(zccl_bootstrap_timeout(&timeout), res, out);
+    int use_pmix = mode == ZCCL_BOOT_PMIX || kind == ZB_ID_KIND_PMIX;
+    if (!use_pmix && mode == ZCCL_BOOT_AUTO && (zb_id_flags(id) & ZB_ID_FLAG_PMIX_JOB)) {
+      /* Every rank decides alike: same id, same nranks, same job. */
+      int prank, psize, singleton;
+      ZU_CHECK_GOTO(zb_pmix_init(&prank, &psize, &singleton), res, out);
+      use_pmix = !singleton && psize == comm->nranks;
+      zb_pmix_finalize();
+    }
+    if (use_pmix) {
+      ZU_INFO(ZU_LOG_BOOTSTRAP, "rank %d of %d meets its peers through PMIx", comm->rank, comm->nranks);
+      ZU_CHECK_GOTO(zccl_connect_pmix(comm, id, mode == ZCCL_BOOT_PMIX, timeout, table), res, out);
+    } else {
+      if (kind != ZB_ID_KIND_TCP) {
+        res = ZU_ERROR(zcclInvalidArgument,
+                       "the unique id has no TCP root (kind %d): was it made by zcclGetUniqueId?", (int)kind);
+        goto out;
+      }
+      ZU_INFO(ZU_LOG_BOOTSTRAP, "rank %d of %d meets its peers through the unique id's TCP root",
+              comm->rank, comm->nranks);
+      uint8_t mine[ZCCL_ADDR_SLOT];
+      ZU_CHECK_GOTO(zccl_addr_pack(comm, mine), res, out);
+      ZU_CHECK_GOTO(zb_tcp_allgather(id, comm->rank, comm->nranks, mine, ZCCL_ADDR_SLOT, table, timeout), res,
+                    out);
+    }
+  }
+  ZU_CHECK_GOTO(zt_worker_set_peers(comm->worker, comm->nranks, table, ZCCL_ADDR_SLOT), res, out);
+out:
+  free(table);
+  return res;
+}
+
+zcclResult_t zccl_comm_allgather(zcclComm_t comm, const void* blob, size_t len, void* table) {
+  int n = comm->nranks;
+  memcpy((uint8_t*)table + (size_t)comm->rank * len, blob, len);
+  if (n == 1) return zcclSuccess;
+  zccl_op_t* op = zccl_op_new("zcclCommSplit", 2 * (n - 1));
+  ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "zcclCommSplit: out of memory");
+  uint32_t seq = comm->internal_seq++;
+  int k = 0;
+  for (int p = 0; p < n; p++) {
+    if (p == comm->rank) continue;
+    op->xfers[k++] = (zccl_xfer_t){.is_send = 1, .peer = p, .buf = (void*)blob, .bytes = len, .count = len,
+                                   .dtype = zcclUint8, .tag = zt_tag(ZT_TAG_INTERNAL, comm->rank, seq, 0)};
+    op->xfers[k++] = (zccl_xfer_t){.is_send = 0, .peer = p, .buf = (uint8_t*)table + (size_t)p * len,
+                                   .bytes = len, .count = len, .dtype = zcclUint8,
+                                   .tag = zt_tag(ZT_TAG_INTERNAL, p, seq, 0)};
+  }
+  zcclResult_t res = zccl_op_run(comm, op);
+  zccl_op_free(op);
+  return res;
+}
