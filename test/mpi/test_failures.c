@@ -1,0 +1,136 @@
+/* Failures: the test forks its own ranks (no mpirun, which would kill the
+ * whole job when one rank dies) that meet through a unique id, then:
+ *
+ *   kill-recv   rank 1 dies by SIGKILL while rank 0 waits in a receive
+ *   kill-send   rank 1 dies while rank 0 sends it 64 MiB
+ *   no-show     rank 1 lives but never posts the receive
+ *
+ * Rank 0's call must fail with zcclRemoteError within ZCCL_TIMEOUT plus a
+ * margin, zcclCommGetAsyncError must report it, later calls must fail at
+ * once, and zcclCommAbort (or Destroy, for no-show) must return promptly.
+ * A watchdog kills everything if any of that hangs. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+#define TIMEOUT_S 4
+#define MARGIN_S 4.0
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int rank1(const char* mode, zcclUniqueId id) {
+  zcclComm_t comm;
+  if (zcclCommInitRank(&comm, 2, id, 1) != zcclSuccess) return 2;
+  int v = 1, w = 0;
+  /* One good exchange first: the endpoints exist when the failure comes. */
+  zcclGroupStart();
+  zcclSend(&v, 1, zcclInt32, 0, comm, NULL);
+  zcclRecv(&w, 1, zcclInt32, 0, comm, NULL);
+  if (zcclGroupEnd() != zcclSuccess) return 3;
+  if (strcmp(mode, "no-show") == 0) {
+    sleep(TIMEOUT_S + 6); /* alive, silent */
+    zcclCommAbort(comm);
+    return 0;
+  }
+  usleep(300000); /* rank 0 is inside its call by now */
+  raise(SIGKILL);
+  return 4;
+}
+
+static int rank0(const char* mode, zcclUniqueId id) {
+  zcclComm_t comm;
+  CHECK_RES(zcclCommInitRank(&comm, 2, id, 0), zcclSuccess);
+  if (test_failures) return 1;
+  int v = 0, w = -1;
+  CHECK_RES(zcclGroupStart(), zcclSuccess);
+  CHECK_RES(zcclSend(&v, 1, zcclInt32, 1, comm, NULL), zcclSuccess);
+  CHECK_RES(zcclRecv(&w, 1, zcclInt32, 1, comm, NULL), zcclSuccess);
+  CHECK_RES(zcclGroupEnd(), zcclSuccess);
+  CHECK(w == 1);
+
+  size_t bytes = (size_t)64 << 20;
+  char* buf = calloc(1, bytes);
+  double t0 = now();
+  zcclResult_t res;
+  if (strcmp(mode, "kill-recv") == 0)
+    res = zcclRecv(buf, bytes, zcclInt8, 1, comm, NULL);
+  else
+    res = zcclSend(buf, bytes, zcclInt8, 1, comm, NULL);
+  double took = now() - t0;
+  printf("%s: rank 0's call returned %s after %.2f s: %s\n", mode, zcclGetErrorString(res), took,
+         zcclGetLastError(comm));
+  CHECK(res == zcclRemoteError);
+  CHECK(took < TIMEOUT_S + MARGIN_S);
+  zcclResult_t async = zcclSuccess;
+  CHECK_RES(zcclCommGetAsyncError(comm, &async), zcclSuccess);
+  CHECK(async == zcclRemoteError);
+  /* The communicator is broken: calls fail at once instead of waiting. */
+  t0 = now();
+  CHECK_RES(zcclSend(&v, 1, zcclInt32, 1, comm, NULL), zcclRemoteError);
+  CHECK_LAST_ERROR_HAS("pending error");
+  CHECK(now() - t0 < 1.0);
+  t0 = now();
+  if (strcmp(mode, "no-show") == 0)
+    CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
+  else
+    CHECK_RES(zcclCommAbort(comm), zcclSuccess);
+  took = now() - t0;
+  printf("%s: %s returned after %.2f s\n", mode, strcmp(mode, "no-show") ? "abort" : "destroy", took);
+  CHECK(took < TIMEOUT_S + MARGIN_S);
+  free(buf);
+  printf("rank 0: %d checks, %d failed\n", test_checks, test_failures);
+  fflush(stdout); /* the child leaves by _exit */
+  return test_failures ? 1 : 0;
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "kill-recv";
+  if (strcmp(mode, "kill-recv") && strcmp(mode, "kill-send") && strcmp(mode, "no-show")) {
+    fprintf(stderr, "usage: test_failures kill-recv|kill-send|no-show\n");
+    return 2;
+  }
+  char t[16];
+  snprintf(t, sizeof t, "%d", TIMEOUT_S);
+  setenv("ZCCL_TIMEOUT", t, 1);
+  setenv("ZCCL_BOOTSTRAP", "tcp", 1);
+  zcclUniqueId id;
+  CHECK_RES(zcclGetUniqueId(&id), zcclSuccess);
+  pid_t pids[2];
+  for (int r = 0; r < 2; r++) {
+    pids[r] = fork();
+    if (pids[r] == 0) _exit(r == 0 ? rank0(mode, id) : rank1(mode, id));
+  }
+  /* Watchdog: nothing may take longer than this. */
+  double deadline = now() + 3 * (TIMEOUT_S + MARGIN_S) + 10;
+  int status[2] = {-1, -1}, left = 2;
+  while (left > 0 && now() < deadline) {
+    for (int r = 0; r < 2; r++) {
+      if (status[r] != -1) continue;
+      int st;
+      if (waitpid(pids[r], &st, WNOHANG) == pids[r]) status[r] = st, left--;
+    }
+    usleep(20000);
+  }
+  for (int r = 0; r < 2; r++)
+    if (status[r] == -1) {
+      fprintf(stderr, "rank %d hung: killed by the watchdog\n", r);
+      kill(pids[r], SIGKILL);
+      waitpid(pids[r], NULL, 0);
+    }
+  CHECK(status[0] != -1 && WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 0);
+  if (strcmp(mode, "no-show") == 0)
+    CHECK(status[1] != -1 && WIFEXITED(status[1]) && WEXITSTATUS(status[1]) == 0);
+  else
+    CHECK(status[1] != -1 && WIFSIGNALED(status[1]) && WTERMSIG(status[1]) == SIGKILL);
+  TEST_DONE();
+}
