@@ -76,6 +76,11 @@ void zt_worker_destroy(zt_worker_t* w, double deadline_s, int force);
 
 /* Drives UCX; returns nonzero when something happened. */
 int zt_progress(zt_worker_t* w);
+/* The same, shaped as the codec's between-chunks hook (zc_progress_fn,
+ * arg = the worker): messages move while a long compression runs, on the
+ * thread that owns the worker (ZCCL's overlap of compression and
+ * communication). */
+void zt_progress_hook(void* worker, uint32_t done, uint32_t total);
 
 /* Non-blocking tagged send/receive of len bytes (any size, 0 included).
  * memh: a registration from zt_mem_register covering buf, or NULL. A

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The emulated cluster works: 2 hosts at 1 Gbit/s, iperf3 between them within
 # 10% of the rate, and an MPI job of zccl-perf across them whose bytes show
-# up in the shaped links' tc counters. Skipped (77) without root or network
-# namespaces.   netlab_check.sh <scripts/netlab> <zccl-perf>
+# up in the shaped links' tc counters; then zccl's own communicators across
+# them (UCX over TCP, one rank per namespace), brought up through PMIx and
+# through a unique id in a file, running the point-to-point test, with their
+# bytes in the counters too. Skipped (77) without root or network namespaces.
+#   netlab_check.sh <scripts/netlab> <zccl-perf> <test_p2p>
 set -u
 NETLAB=$1
 PERF=$2
+P2P=$3
 export NETLAB_PREFIX=zt$$ NETLAB_NET=10.203.78
 [ "$(id -u)" = 0 ] || { echo "SKIP: netlab needs root"; exit 77; }
 ip netns add "${NETLAB_PREFIX}probe" 2>/dev/null || { echo "SKIP: no network namespaces here"; exit 77; }
@@ -25,4 +29,20 @@ after=$("$NETLAB" stats | awk '{s += $4} END {print s}')
 echo "bytes through the shaped links during the job: $((after - before))"
 # 2 ranks, allreduce of 1 and 2 MiB, 3 runs each: at least a few MiB each way.
 if [ $((after - before)) -lt $((4 * 1048576)) ]; then echo "FAIL: the job's bytes did not cross the links"; fail=1; fi
+# zccl across the hosts: every byte of the point-to-point test crosses a
+# shaped link (UCX_TLS=tcp,self: no shared memory between namespaces).
+for boot in pmix tcp; do
+  idfile=$(mktemp -u /tmp/zccl-netlab-XXXXXX.id)
+  before=$("$NETLAB" stats | awk '{s += $4} END {print s}')
+  if [ $boot = pmix ]; then
+    ZCCL_BOOTSTRAP=pmix "$NETLAB" run -- "$P2P" pmix-env || { echo "FAIL: test_p2p (PMIx) across hosts"; fail=1; }
+  else
+    ZCCL_BOOTSTRAP=tcp "$NETLAB" run -- "$P2P" id-file "$idfile" || { echo "FAIL: test_p2p (unique id) across hosts"; fail=1; }
+  fi
+  rm -f "$idfile"
+  after=$("$NETLAB" stats | awk '{s += $4} END {print s}')
+  echo "zccl test_p2p ($boot bootstrap): $((after - before)) bytes through the shaped links"
+  # The ring alone moves 2 x 4 MiB each way.
+  if [ $((after - before)) -lt $((8 * 1048576)) ]; then echo "FAIL: zccl's bytes did not cross the links"; fail=1; fi
+done
 exit $fail
