@@ -109,22 +109,26 @@ static void zb_reply(int fd, int status, const char* why, double deadline) {
 /* The root: collects nranks hellos, then answers each with the table. */
 static void* zb_root_main(void* arg) {
   zb_root_t* self = arg;
-  zb_root_t root = *self;
-  double deadline = zu_now() + root.timeout;
+  /* Only the fields that never change: `next` is the registry's. */
+  const int listen_fd = self->fd, stop_rd = self->stop_rd;
+  const double timeout = self->timeout;
+  uint8_t secret[16];
+  memcpy(secret, self->secret, sizeof secret);
+  double deadline = zu_now() + timeout;
   int nranks = -1, arrived = 0;
   uint32_t bloblen = 0;
   int* fds = NULL;
   uint8_t* table = NULL;
   while (nranks < 0 || arrived < nranks) {
     double left = deadline - zu_now();
-    struct pollfd pfd[2] = {{root.fd, POLLIN, 0}, {root.stop_rd, POLLIN, 0}};
+    struct pollfd pfd[2] = {{listen_fd, POLLIN, 0}, {stop_rd, POLLIN, 0}};
     if (left <= 0 || poll(pfd, 2, (int)(left * 1000) + 1) <= 0 || pfd[1].revents) break;
-    int fd = accept(root.fd, NULL, NULL);
+    int fd = accept(listen_fd, NULL, NULL);
     if (fd < 0) continue;
     zb_hello_t h;
     double conn_deadline = zu_now() + 5.0 < deadline ? zu_now() + 5.0 : deadline;
     if (zb_io(fd, &h, sizeof h, conn_deadline, 0) != 0 || h.magic != ZB_TCP_MAGIC ||
-        memcmp(h.secret, root.secret, 16) != 0) {
+        memcmp(h.secret, secret, 16) != 0) {
       ZU_INFO(ZU_LOG_BOOTSTRAP, "bootstrap root: dropped a connection without the id's secret");
       close(fd); /* a stranger: no reply, no effect on the others */
       continue;
