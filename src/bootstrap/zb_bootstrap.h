@@ -20,6 +20,22 @@ const char* zb_pmix_version(void);
  * NULL). Reads only the environment the launcher sets; connects to nothing. */
 int zb_pmix_launched(const char** nspace, int* rank);
 
+/* Refcounted PMIx_Init (thread-safe). A process started by a PMIx launcher gets
+ * its rank (from PMIx_Init's proc; PMIX_RANK via PMIx_Get is not provided by these
+ * launchers) and the job size (PMIX_JOB_SIZE, from the job-level wildcard proc).
+ * A process started without a launcher (PMIx_Init returns PMIX_ERR_UNREACH or
+ * similar) is a singleton: *singleton=1, rank 0, size 1, success. */
+zcclResult_t zb_pmix_init(int* rank, int* size, int* singleton);
+/* Every process of the job publishes len bytes under key (PMIx_Put PMIX_GLOBAL,
+ * PMIx_Commit), a PMIx_Fence over the whole namespace with data collection and
+ * a timeout, then PMIx_Get of key from every rank into table[rank*len]. Errors name
+ * the rank that is missing or sent a different length ("did every rank pass the same
+ * unique id?"), and time-outs (timeout seconds) are errors, never hangs.
+ * A singleton just copies its blob. */
+zcclResult_t zb_pmix_allgather(const char* key, const void* blob, size_t len, void* table, double timeout);
+/* Drops one reference taken by zb_pmix_init; PMIx_Finalize at zero. */
+void zb_pmix_finalize(void);
+
 /* The zcclUniqueId's contents: a magic, the format version, how ranks meet,
  * and a random 128-bit secret that peers must prove before they are let in. */
 typedef enum { ZB_ID_KIND_NONE = 0, ZB_ID_KIND_TCP = 1, ZB_ID_KIND_PMIX = 2 } zb_id_kind_t;
