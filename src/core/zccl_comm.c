@@ -90,7 +90,6 @@ static zcclResult_t zccl_comm_alloc(const char* fn, int nranks, int rank, const 
 static void zccl_comm_free(zcclComm_t comm, int abort) {
   zccl_group_forget(comm);
   zccl_runtime_stop(comm, abort);
-  if (comm->pmix) zb_pmix_finalize();
   ZU_INFO(ZU_LOG_INIT, "comm %p rank %d %s", (void*)comm, comm->rank, abort ? "aborted" : "destroyed");
   comm->magic = 0;
   free(comm);

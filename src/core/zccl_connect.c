@@ -2,6 +2,7 @@
  * into a fixed slot and the bootstrap (PMIx or the unique id's TCP root)
  * gives every rank every slot. Split communicators meet over their parent's
  * transport instead. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,11 +81,30 @@ typedef struct {
  * everywhere, as collective calls must be). */
 static atomic_uint zccl_pmix_comms;
 
+/* PMIx for the life of the process: under OpenMPI's launcher a second
+ * PMIx_Init after PMIx_Finalize succeeds but its fences fail, so zccl takes
+ * one reference the first time it needs PMIx and drops it at exit (the
+ * launcher counts a process that never finalizes as failed). */
+static pthread_mutex_t zccl_pmix_lock = PTHREAD_MUTEX_INITIALIZER;
+static int zccl_pmix_ready, zccl_pmix_rank, zccl_pmix_size, zccl_pmix_singleton;
+
+static zcclResult_t zccl_pmix(int* rank, int* size, int* singleton) {
+  zcclResult_t res = zcclSuccess;
+  pthread_mutex_lock(&zccl_pmix_lock);
+  if (!zccl_pmix_ready) {
+    res = zb_pmix_init(&zccl_pmix_rank, &zccl_pmix_size, &zccl_pmix_singleton);
+    zccl_pmix_ready = res == zcclSuccess;
+    if (zccl_pmix_ready) atexit(zb_pmix_finalize);
+  }
+  *rank = zccl_pmix_rank, *size = zccl_pmix_size, *singleton = zccl_pmix_singleton;
+  pthread_mutex_unlock(&zccl_pmix_lock);
+  return res;
+}
+
 static zcclResult_t zccl_connect_pmix(zcclComm_t comm, const zcclUniqueId* id, int by_env, double timeout,
                                       uint8_t* table) {
   int prank, psize, singleton;
-  ZU_CHECK(zb_pmix_init(&prank, &psize, &singleton));
-  comm->pmix = 1; /* released with the communicator */
+  ZU_CHECK(zccl_pmix(&prank, &psize, &singleton));
   ZU_RETURN_ERR_IF(singleton || psize != comm->nranks, zcclInvalidUsage,
                    "PMIx bootstrap: the communicator has %d ranks but the job has %d processes%s; "
                    "PMIx brings up communicators over the whole job only (use ZCCL_BOOTSTRAP=tcp)",
@@ -152,9 +172,8 @@ zcclResult_t zccl_connect(zcclComm_t comm, const zcclUniqueId* id) {
     if (!use_pmix && mode == ZCCL_BOOT_AUTO && (zb_id_flags(id) & ZB_ID_FLAG_PMIX_JOB)) {
       /* Every rank decides alike: same id, same nranks, same job. */
       int prank, psize, singleton;
-      ZU_CHECK_GOTO(zb_pmix_init(&prank, &psize, &singleton), res, out);
+      ZU_CHECK_GOTO(zccl_pmix(&prank, &psize, &singleton), res, out);
       use_pmix = !singleton && psize == comm->nranks;
-      zb_pmix_finalize();
     }
     if (use_pmix) {
       ZU_INFO(ZU_LOG_BOOTSTRAP, "rank %d of %d meets its peers through PMIx", comm->rank, comm->nranks);

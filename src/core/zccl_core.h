@@ -52,7 +52,6 @@ struct zcclComm {
 
   /* Runtime (zccl_progress.c). */
   int runtime;             /* lock, conditions and worker exist */
-  int pmix;                /* holds a PMIx reference (bootstrapped by PMIx) */
   zt_worker_t* worker;
   double timeout;          /* ZCCL_TIMEOUT, seconds */
   pthread_t thread;
