@@ -14,8 +14,8 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev
   # real data and the ZFP baseline codec
   libnetcdf-dev netcdf-bin libzfp-dev ferret-datasets
-  # emulated cluster
-  iproute2 iperf3
+  # emulated cluster; a one-node Slurm for srun --mpi=pmix (scripts/slurm-local)
+  iproute2 iperf3 slurmctld slurmd slurm-client munge
   # plots
   python3 python3-numpy python3-matplotlib
   # sanitizer and fuzzer runtimes (clang's libFuzzer), leak checks

@@ -1,6 +1,6 @@
-/* Communicators of several processes, started by mpirun (no MPI calls: rank
- * and size come from the launcher's environment, the ranks meet through
- * zccl's own bootstrap):
+/* Communicators of several processes, started by mpirun or srun (no MPI
+ * calls: rank and size come from the launcher's environment, the ranks meet
+ * through zccl's own bootstrap):
  *
  *   test_p2p pmix-env        ZCCL_BOOTSTRAP=pmix, no id shared at all
  *   test_p2p id-file FILE    rank 0 writes zcclGetUniqueId's id to FILE, the
@@ -272,10 +272,10 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "pmix-env";
   const char* file = argc > 2 ? argv[2] : "";
   int big = argc > 3 && strcmp(argv[3], "big") == 0;
-  rank = env_int("OMPI_COMM_WORLD_RANK", 0);
-  nranks = env_int("OMPI_COMM_WORLD_SIZE", 1);
+  rank = env_int("OMPI_COMM_WORLD_RANK", env_int("SLURM_PROCID", 0));
+  nranks = env_int("OMPI_COMM_WORLD_SIZE", env_int("SLURM_NTASKS", 1));
   if (strcmp(mode, "singleton") == 0) {
-    CHECK(getenv("OMPI_COMM_WORLD_SIZE") == NULL);
+    CHECK(getenv("OMPI_COMM_WORLD_SIZE") == NULL && getenv("SLURM_NTASKS") == NULL);
     setenv("ZCCL_BOOTSTRAP", "pmix", 1); /* singleton: PMIx says 1 process */
   }
   zcclComm_t comm = NULL;
