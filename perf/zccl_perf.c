@@ -3,6 +3,11 @@
  * on the same buffers in the same run. Run under mpirun/srun.
  *
  *   mpirun -np 4 zccl-perf allreduce -b 1M -e 128M -f 2 --data levitus_climatology.cdf:TEMP
+ *   mpirun -np 2 zccl-perf pingpong -b 8 -e 64M
+ *
+ * Point to point: sendrecv is nccl-tests' sendrecv_perf (rank r sends to r+1
+ * and receives from r-1, zccl in a group, MPI_Sendrecv beside it); pingpong
+ * is rank 0 <-> rank 1, its time half a round trip (one-way latency).
  *
  * Each method (mpi, zccl, zccl-compressed) runs every size; a method that
  * cannot run in this build says why once and is left out of the table.
@@ -20,8 +25,8 @@
 #include "zccl.h"
 #include "zccl_data.h"
 
-typedef enum { COLL_ALLREDUCE, COLL_ALLGATHER, COLL_BROADCAST, NUM_COLLS } coll_t;
-static const char* coll_names[NUM_COLLS] = {"allreduce", "allgather", "broadcast"};
+typedef enum { COLL_ALLREDUCE, COLL_ALLGATHER, COLL_BROADCAST, COLL_SENDRECV, COLL_PINGPONG, NUM_COLLS } coll_t;
+static const char* coll_names[NUM_COLLS] = {"allreduce", "allgather", "broadcast", "sendrecv", "pingpong"};
 static const char* op_names[zcclNumOps] = {"sum", "prod", "max", "min", "avg"}; /* zcclRedOp_t order */
 
 typedef struct {
@@ -63,7 +68,11 @@ typedef struct {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: zccl-perf allreduce|allgather|broadcast [options]\n"
+          "usage: zccl-perf allreduce|allgather|broadcast|sendrecv|pingpong [options]\n"
+          "  sendrecv: rank r sends SIZE bytes to r+1 and receives from r-1 (zccl in a group;\n"
+          "            MPI_Sendrecv); algbw = busbw = SIZE / time\n"
+          "  pingpong: rank 0 sends, rank 1 sends back (2 ranks or more; others idle); time is\n"
+          "            half the round trip (one-way latency), algbw = busbw = SIZE / time\n"
           "  -b SIZE     smallest size in bytes (K/M/G suffixes; default 1M)\n"
           "  -e SIZE     largest size (default 16M)\n"
           "  -f FACTOR   size multiplication factor (default 2)\n"
@@ -75,7 +84,8 @@ static void usage(void) {
           "  --data SPEC     file.f32, file.f64 or file.nc:VAR (default: a synthetic smooth field)\n"
           "  --fill keep|zero  keep fill values or set them to 0 (default zero)\n"
           "  --baseline mpi|none  also time OpenMPI on the same buffers (default mpi)\n"
-          "  --compression SPEC   add a zccl-compressed method (ZCCL_COMPRESSION syntax)\n"
+          "  --compression SPEC   add a zccl-compressed method (ZCCL_COMPRESSION syntax;\n"
+          "                       collectives only: sendrecv and pingpong send uncompressed)\n"
           "  --csv FILE, --json FILE  write the rows\n");
 }
 
@@ -143,6 +153,10 @@ static int parse_args(int argc, char** argv, opts_t* o) {
     fprintf(stderr, "zccl-perf: need 0 < -b <= -e, -f > 1, -n >= 1, -w >= 0\n");
     return -1;
   }
+  if (o->compression && (o->coll == COLL_SENDRECV || o->coll == COLL_PINGPONG)) {
+    fprintf(stderr, "zccl-perf: --compression is for the collectives; %s sends uncompressed\n", coll_names[o->coll]);
+    return -1;
+  }
   return 0;
 }
 
@@ -162,6 +176,30 @@ static void synthetic_field(zccl_data_t* d, int is_double) {
 }
 
 static size_t rank_offset(const ctx_t* c, int r) { return (size_t)r * (c->field.count / c->nranks); }
+
+/* sendrecv's neighbours: send to the right, receive from the left. */
+static int right_of(const ctx_t* c) { return (c->rank + 1) % c->nranks; }
+static int left_of(const ctx_t* c) { return (c->rank - 1 + c->nranks) % c->nranks; }
+
+/* The one rank whose input is this rank's whole expected result (copies:
+ * broadcast, sendrecv, pingpong); -1 when the result involves every rank. */
+static int source_rank(const ctx_t* c) {
+  switch (c->o->coll) {
+    case COLL_BROADCAST: return 0;
+    case COLL_SENDRECV: return left_of(c);
+    case COLL_PINGPONG: return c->rank < 2 ? 0 : -2; /* -2: ranks past 1 receive nothing */
+    default: return -1;
+  }
+}
+
+/* pingpong runs this many round trips back to back per timed iteration
+ * (their mean is the iteration's time), so small messages are not timed
+ * against the barrier's skew: 100 up to 40 KiB, 1 from 4 MiB. */
+static int calls_per_iter(const ctx_t* c, size_t bytes) {
+  if (c->o->coll != COLL_PINGPONG) return 1;
+  size_t r = ((size_t)4 << 20) / bytes;
+  return r < 1 ? 1 : r > 100 ? 100 : (int)r;
+}
 
 /* nccl-tests' bus bandwidth factors. */
 static double bus_factor(coll_t coll, int n) {
@@ -211,6 +249,20 @@ static int run_mpi(ctx_t* c, const void* send, void* recv, size_t count) {
     case COLL_BROADCAST:
       if (c->rank == 0) memcpy(recv, send, count * (c->o->is_double ? 8 : 4));
       return MPI_Bcast(recv, (int)count, t, 0, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
+    case COLL_SENDRECV:
+      return MPI_Sendrecv(send, (int)count, t, right_of(c), 0, recv, (int)count, t, left_of(c), 0, MPI_COMM_WORLD,
+                          MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
+    case COLL_PINGPONG: {
+      int r = MPI_SUCCESS;
+      if (c->rank == 0) {
+        r = MPI_Send(send, (int)count, t, 1, 0, MPI_COMM_WORLD);
+        if (r == MPI_SUCCESS) r = MPI_Recv(recv, (int)count, t, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (c->rank == 1) {
+        r = MPI_Recv(recv, (int)count, t, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (r == MPI_SUCCESS) r = MPI_Send(recv, (int)count, t, 0, 0, MPI_COMM_WORLD);
+      }
+      return r == MPI_SUCCESS ? 0 : -1;
+    }
     default: return -1;
   }
 }
@@ -222,6 +274,26 @@ static int run_zccl(ctx_t* c, const void* send, void* recv, size_t count) {
     case COLL_ALLREDUCE: r = zcclAllReduce(send, recv, count, t, c->o->op, c->comm, NULL); break;
     case COLL_ALLGATHER: r = zcclAllGather(send, recv, send_count(c, count), t, c->comm, NULL); break;
     case COLL_BROADCAST: r = zcclBroadcast(send, recv, count, t, 0, c->comm, NULL); break;
+    case COLL_SENDRECV: {
+      zcclResult_t g = zcclGroupStart();
+      r = g == zcclSuccess ? zcclSend(send, count, t, right_of(c), c->comm, NULL) : g;
+      if (r == zcclSuccess) r = zcclRecv(recv, count, t, left_of(c), c->comm, NULL);
+      if (g == zcclSuccess) { /* a started group is always ended */
+        g = zcclGroupEnd();
+        if (r == zcclSuccess) r = g;
+      }
+      break;
+    }
+    case COLL_PINGPONG:
+      r = zcclSuccess;
+      if (c->rank == 0) {
+        r = zcclSend(send, count, t, 1, c->comm, NULL);
+        if (r == zcclSuccess) r = zcclRecv(recv, count, t, 1, c->comm, NULL);
+      } else if (c->rank == 1) {
+        r = zcclRecv(recv, count, t, 0, c->comm, NULL);
+        if (r == zcclSuccess) r = zcclSend(recv, count, t, 0, c->comm, NULL);
+      }
+      break;
     default: return -1;
   }
   if (r != zcclSuccess) {
@@ -237,17 +309,25 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
   int dbl = c->o->is_double;
   size_t esize = dbl ? 8 : 4;
   size_t sc = send_count(c, count);
+  int src = source_rank(c);
+  if (src == -2) { /* nothing received here */
+    row->wrong = 0;
+    row->max_abs_err = 0;
+    row->psnr = INFINITY;
+    return;
+  }
   void* in = malloc(sc * esize);
   double* ref = calloc(count, sizeof(double));
   double* mag = calloc(count, sizeof(double));
   for (int r = 0; r < c->nranks; r++) {
+    if (src >= 0 && r != src) continue;
     zccl_data_tile(&c->field, rank_offset(c, r), in, sc);
     for (size_t i = 0; i < sc; i++) {
       double v = get(in, dbl, i);
       if (c->o->coll == COLL_ALLGATHER) {
         ref[(size_t)r * sc + i] = v;
-      } else if (c->o->coll == COLL_BROADCAST) {
-        if (r == 0) ref[i] = v;
+      } else if (src >= 0) { /* a copy of rank src's input */
+        ref[i] = v;
       } else {
         switch (c->o->op) {
           case zcclProd: ref[i] = r ? ref[i] * v : v; break;
@@ -289,17 +369,23 @@ static int cmp_double(const void* a, const void* b) {
 }
 
 /* Times one method at one size; 0 ok, -1 when the method failed (then it is
- * left out from here on). The time is the slowest rank's, median over iters. */
+ * left out from here on). The time is the slowest rank's, median over iters;
+ * for pingpong, half a round trip. */
 static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* recv, row_t* row) {
   const opts_t* o = c->o;
+  size_t esize = o->is_double ? 8 : 4;
+  int calls = calls_per_iter(c, count * esize);
+  double scale = (o->coll == COLL_PINGPONG ? 0.5 : 1.0) / calls;
   int ok = 1;
   for (int i = 0; i < o->warmup && ok; i++) ok = run(c, send, recv, count) == 0;
   double* t = malloc(sizeof(double) * (size_t)o->iters);
   for (int i = 0; i < o->iters; i++) {
+    /* A result left over from an earlier run or method must not pass the check. */
+    if (o->check && i == o->iters - 1) memset(recv, 0xff, count * esize);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    if (ok) ok = run(c, send, recv, count) == 0;
-    t[i] = MPI_Wtime() - t0;
+    for (int k = 0; k < calls && ok; k++) ok = run(c, send, recv, count) == 0;
+    t[i] = (MPI_Wtime() - t0) * scale;
   }
   int all_ok = ok;
   MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -308,7 +394,6 @@ static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* rec
   double med = t[o->iters / 2];
   free(t);
   if (!all_ok) return -1;
-  size_t esize = o->is_double ? 8 : 4;
   row->count = count;
   row->bytes = count * esize;
   row->time_us = med * 1e6;
@@ -319,7 +404,7 @@ static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* rec
   row->psnr = NAN;
   row->ratio = 1.0;
   if (o->check) {
-    /* Broadcast and allgather results are exact; every rank checks its own. */
+    /* Copies (all but allreduce) are exact; every rank checks its own. */
     check_result(c, recv, count, row);
     long w = row->wrong;
     double e = row->max_abs_err;
@@ -338,6 +423,12 @@ static void print_header(const ctx_t* c) {
          c->field.has_fill ? (o->fill_zero ? " (fill values set to 0)" : " (fill values kept)") : "",
          o->coll == COLL_ALLREDUCE ? op_names[o->op] : "-",
          o->iters, o->warmup);
+  if (o->coll == COLL_SENDRECV)
+    printf("# sendrecv: rank r sends to (r+1)%%%d and receives from (r-1)%%%d; algbw = busbw = size / time\n",
+           c->nranks, c->nranks);
+  if (o->coll == COLL_PINGPONG)
+    printf("# pingpong: rank 0 <-> rank 1; time = half a round trip (each iteration the mean of "
+           "min(100, max(1, 4 MiB / size)) back-to-back round trips), algbw = busbw = size / time\n");
   printf("# %10s %11s %6s %5s %-16s %-8s %-6s %11s %9s %9s %8s %7s %7s %10s %7s\n", "size(B)", "count",
          "type", "redop", "method", "algo", "codec", "time(us)", "algbw", "busbw", "speedup", "#wrong",
          "ratio", "max_err", "psnr");
@@ -402,6 +493,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   c.o = &o;
+  if (o.coll == COLL_PINGPONG && c.nranks < 2) {
+    if (c.rank == 0) fprintf(stderr, "zccl-perf: pingpong needs at least 2 ranks\n");
+    MPI_Finalize();
+    return 2;
+  }
   if (o.data_spec) {
     char err[600];
     if (zccl_data_load(o.data_spec, o.is_double, &c.field, err, sizeof err) != 0) {
