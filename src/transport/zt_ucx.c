@@ -9,6 +9,7 @@
 #include "zt_transport.h"
 #include "zu_error.h"
 #include "zu_log.h"
+#include "zu_param.h"
 #include "zu_time.h"
 
 zcclResult_t zt_ucx_query(zt_ucx_info_t* info) {
@@ -99,6 +100,7 @@ struct zt_worker {
   ucp_address_t* addr;
   size_t addr_len;
   int nranks;
+  ucp_err_handling_mode_t err_mode; /* ZCCL_UCX_ERR_MODE */
   ucp_ep_h* eps;         /* NULL until first use */
   ucs_status_t* failed;  /* per peer: UCS_OK or the error UCX reported */
   void** closing;        /* per peer: UCX's close request of a force-closed endpoint */
@@ -124,8 +126,14 @@ static void zt_worker_free(zt_worker_t* w) {
 
 zcclResult_t zt_worker_create(zt_worker_t** out) {
   *out = NULL;
+  const char* mode = zu_param_str(ZU_PARAM_UCX_ERR_MODE);
+  ZU_RETURN_ERR_IF(strcmp(mode, "none") != 0 && strcmp(mode, "peer") != 0, zcclInvalidArgument,
+                   "ZCCL_UCX_ERR_MODE=%s: expected none or peer", mode);
   zt_worker_t* w = calloc(1, sizeof *w);
   ZU_RETURN_ERR_IF(w == NULL, zcclSystemError, "transport: out of memory");
+  /* UCX 1.13's shared-memory transports have no peer failure handler: in
+   * peer mode UCX leaves them out and sends over TCP even on one host. */
+  w->err_mode = strcmp(mode, "peer") == 0 ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   zcclResult_t res = zt_ctx_get(&w->ctx);
   if (res != zcclSuccess) {
     zt_worker_free(w);
@@ -208,7 +216,7 @@ static zcclResult_t zt_ep(zt_worker_t* w, int peer, ucp_ep_h* ep) {
       .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                     UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_USER_DATA,
       .address = (const ucp_address_t*)w->peer_addr[peer],
-      .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+      .err_mode = w->err_mode,
       .err_handler = {.cb = zt_ep_error, .arg = arg},
       .user_data = arg};
   ucs_status_t st = ucp_ep_create(w->worker, &ep_params, &w->eps[peer]);

@@ -40,6 +40,10 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(TIMEOUT, INT, "30",                                                                   \
     "Seconds an operation may wait for a peer before it fails with zcclRemoteError and "  \
     "the communicator reports the error (zcclCommGetAsyncError); also bounds destroy.")  \
+  X(UCX_ERR_MODE, STR, "none",                                                           \
+    "UCX endpoint error handling: none (shared memory usable; a dead peer is found by "   \
+    "ZCCL_TIMEOUT, at once over TCP) or peer (UCX reports a dead peer at once, but "      \
+    "UCX 1.13 then has no shared-memory transport and uses TCP even on one host).")      \
   X(BOOTSTRAP_TIMEOUT, INT, "60",                                                         \
     "Seconds the bootstrap waits for every rank to join (and a rank for the root) before " \
     "failing with zcclRemoteError.")                                                      \
