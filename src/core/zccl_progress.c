@@ -137,9 +137,19 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
 
   int* checked = calloc((size_t)op->nxfers + 1, sizeof *checked);
   if (checked == NULL) zccl_op_fail(op, zcclSystemError, "%s: out of memory", op->what);
+  /* A receive of the wrong size is reported, but the operation's other
+   * messages still complete (the peers stay in step); anything else ends
+   * the wait and breaks the communicator. */
+  int fatal = op->result != zcclSuccess;
+  /* A message may take longer than ZCCL_TIMEOUT on a slow link without
+   * completing: allow for 10 MB/s on the largest one. */
+  size_t largest = 0;
+  for (int i = 0; i < op->nxfers; i++)
+    if (op->xfers[i].bytes > largest) largest = op->xfers[i].bytes;
+  double patience = comm->timeout + (double)largest / 1e7;
   double last_progress = zu_now();
   int left = op->nxfers;
-  while (op->result == zcclSuccess && left > 0) {
+  while (!fatal && left > 0) {
     int events = zt_progress(w);
     for (int i = 0; i < op->nxfers; i++) {
       zccl_xfer_t* x = &op->xfers[i];
@@ -148,43 +158,49 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
       left--;
       events = 1;
       zccl_xfer_check(comm, op, x);
+      if (op->result != zcclSuccess && op->result != zcclInvalidUsage) fatal = 1;
     }
-    if (op->result != zcclSuccess || left == 0) break;
+    if (fatal || left == 0) break;
     double now = zu_now();
     if (events) {
       last_progress = now;
       continue;
     }
-    for (int i = 0; i < op->nxfers; i++) {
+    const char* why = NULL;
+    for (int i = 0; i < op->nxfers && !why; i++) {
       const zccl_xfer_t* x = &op->xfers[i];
       int st = x->req.done ? 0 : zt_peer_failed(w, x->peer);
       if (st != 0) {
-        zccl_op_fail(op, zcclRemoteError, "%s: rank %d lost rank %d (%s) with %s in flight", op->what,
-                     comm->rank, x->peer, zt_req_error(&(zt_req_t){.status = st}),
-                     x->is_send ? "a send" : "a receive");
-        break;
+        snprintf(op->msg, sizeof op->msg, "%s: rank %d lost rank %d (%s) with %s in flight", op->what,
+                 comm->rank, x->peer, zt_req_error(&(zt_req_t){.status = st}), x->is_send ? "a send" : "a receive");
+        why = op->msg;
       }
     }
-    if (atomic_load(&comm->abort))
-      zccl_op_fail(op, zcclRemoteError, "%s: the communicator was aborted", op->what);
-    if (now - last_progress > comm->timeout) {
+    if (!why && atomic_load(&comm->abort)) {
+      snprintf(op->msg, sizeof op->msg, "%s: the communicator was aborted", op->what);
+      why = op->msg;
+    }
+    if (!why && now - last_progress > patience) {
       const zccl_xfer_t* x = NULL;
       for (int i = 0; i < op->nxfers && !x; i++)
         if (!op->xfers[i].req.done) x = &op->xfers[i];
-      zccl_op_fail(op, zcclRemoteError,
-                   "%s: rank %d waited %.0f s (ZCCL_TIMEOUT) for rank %d to %s; is it alive and "
-                   "making the matching call?",
-                   op->what, comm->rank, comm->timeout, x ? x->peer : -1,
-                   x && x->is_send ? "receive" : "send");
+      snprintf(op->msg, sizeof op->msg,
+               "%s: rank %d waited %.0f s (ZCCL_TIMEOUT) for rank %d to %s; is it alive and making the "
+               "matching call?",
+               op->what, comm->rank, patience, x ? x->peer : -1, x && x->is_send ? "receive" : "send");
+      why = op->msg;
+    }
+    if (why) {
+      op->result = zcclRemoteError; /* outranks a size mismatch seen before */
+      fatal = 1;
+      break;
     }
     if (now - last_progress > ZCCL_SPIN_SECONDS) sched_yield();
   }
   free(checked);
-  if (op->result != zcclSuccess) {
+  if (fatal) {
     zccl_op_cancel(comm, op);
-    /* A receive of the wrong size leaves the peers in step; anything else
-     * breaks the communicator. */
-    if (op->result != zcclInvalidUsage) zccl_comm_set_error(comm, op->result, op->msg);
+    zccl_comm_set_error(comm, op->result, op->msg);
   }
 }
 

@@ -207,6 +207,22 @@ static void test_mismatch(zcclComm_t comm) {
     CHECK_RES(zcclRecv(big, 1000, zcclFloat32, 0, comm, NULL), zcclInvalidUsage);
     CHECK_LAST_ERROR_HAS("sent 40 bytes");
   }
+  /* In a group: the mismatch is reported, the group's other message still
+   * arrives. */
+  int tail_out = 4242, tail_in = 0;
+  CHECK_RES(zcclGroupStart(), zcclSuccess);
+  if (rank == 0) {
+    CHECK_RES(zcclSend(big, 1000, zcclFloat32, 1, comm, NULL), zcclSuccess);
+    CHECK_RES(zcclSend(&tail_out, 1, zcclInt32, 1, comm, NULL), zcclSuccess);
+    CHECK_RES(zcclGroupEnd(), zcclSuccess);
+  } else {
+    CHECK_RES(zcclRecv(small, 10, zcclFloat32, 0, comm, NULL), zcclSuccess);
+    CHECK_RES(zcclRecv(&tail_in, 1, zcclInt32, 0, comm, NULL), zcclSuccess);
+    CHECK_RES(zcclGroupEnd(), zcclInvalidUsage);
+    CHECK_LAST_ERROR_HAS("sent 4000 bytes");
+    CHECK(tail_in == 4242);
+    CHECK(small[10] == -7.0f);
+  }
   zcclResult_t async;
   CHECK_RES(zcclCommGetAsyncError(comm, &async), zcclSuccess);
   CHECK(async == zcclSuccess);
