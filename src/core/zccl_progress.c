@@ -22,6 +22,8 @@
  * sleep: long enough to catch a reply in a ping-pong, short enough not to
  * steal cores from ranks that share them. */
 #define ZCCL_SPIN_SECONDS 100e-6
+/* A receive that waits this long gets an endpoint to watch its sender. */
+#define ZCCL_WATCH_AFTER_SECONDS 0.5
 /* While idle the thread still drives UCX now and then, so peers' connection
  * set-up and keep-alives are answered. */
 #define ZCCL_IDLE_POLL_NS 10000000L
@@ -124,9 +126,7 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
     if (x->is_send) {
       res = zt_isend(w, x->peer, x->tag, x->buf, x->bytes, NULL, &x->req);
     } else {
-      /* The endpoint lets UCX tell us when the sender dies. */
-      res = zt_connect(w, x->peer);
-      if (res == zcclSuccess) res = zt_irecv(w, x->peer, x->tag, ZT_TAG_MASK_ALL, x->buf, x->bytes, NULL, &x->req);
+      res = zt_irecv(w, x->peer, x->tag, ZT_TAG_MASK_ALL, x->buf, x->bytes, NULL, &x->req);
     }
     if (res != zcclSuccess) {
       zccl_op_fail(op, res, "%s", zccl_msg_body(zu_error_last()));
@@ -166,6 +166,12 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
       last_progress = now;
       continue;
     }
+    /* A receive waiting long: an endpoint to its sender lets UCX report the
+     * sender's death (made only now: a peer that finished and destroyed its
+     * worker early is normal, and connecting to it would fail). */
+    if (now - last_progress > ZCCL_WATCH_AFTER_SECONDS)
+      for (int i = 0; i < op->nxfers; i++)
+        if (!op->xfers[i].is_send && !op->xfers[i].req.done) zt_watch(w, op->xfers[i].peer);
     const char* why = NULL;
     for (int i = 0; i < op->nxfers && !why; i++) {
       const zccl_xfer_t* x = &op->xfers[i];

@@ -101,8 +101,11 @@ int zt_req_truncated(const zt_req_t* req);
 /* 0 while the endpoint to peer is healthy (or not made yet); else UCX's
  * error status once UCX declared the peer failed. */
 int zt_peer_failed(const zt_worker_t* w, int peer);
-/* Makes the endpoint to peer now (so UCX watches it), without sending. */
-zcclResult_t zt_connect(zt_worker_t* w, int peer);
+/* Makes the endpoint to peer now, without sending, so UCX can report the
+ * peer's death while we wait for it (where UCX can tell). Best effort:
+ * returns 0 when the peer cannot be reached (its worker may be gone after
+ * finishing with the communicator); never an error. */
+int zt_watch(zt_worker_t* w, int peer);
 
 /* Registration cache (ucp_mem_map) for buffers that are reused: the same
  * (buf, len) gives the same handle; released with the worker. */

@@ -104,6 +104,7 @@ struct zt_worker {
   ucp_ep_h* eps;         /* NULL until first use */
   ucs_status_t* failed;  /* per peer: UCS_OK or the error UCX reported */
   void** closing;        /* per peer: UCX's close request of a force-closed endpoint */
+  uint8_t* unwatchable;  /* per peer: zt_watch could not reach it */
   struct zt_ep_arg* ep_args; /* per peer: what the error callback is told */
   uint8_t** peer_addr;   /* copies of the peers' addresses */
   size_t* peer_len;
@@ -120,6 +121,7 @@ static void zt_worker_free(zt_worker_t* w) {
   free(w->failed);
   free(w->closing);
   free(w->ep_args);
+  free(w->unwatchable);
   free(w->regs);
   free(w);
 }
@@ -172,7 +174,9 @@ zcclResult_t zt_worker_set_peers(zt_worker_t* w, int nranks, const void* table, 
   w->peer_len = calloc(n, sizeof *w->peer_len);
   w->closing = calloc(n, sizeof *w->closing);
   w->ep_args = calloc(n, sizeof *w->ep_args);
-  ZU_RETURN_ERR_IF(!w->eps || !w->failed || !w->peer_addr || !w->peer_len || !w->closing || !w->ep_args,
+  w->unwatchable = calloc(n, 1);
+  ZU_RETURN_ERR_IF(!w->eps || !w->failed || !w->peer_addr || !w->peer_len || !w->closing || !w->ep_args ||
+                       !w->unwatchable,
                    zcclSystemError, "transport: out of memory for %d peers", nranks);
   w->nranks = nranks;
   const uint8_t* t = table;
@@ -229,9 +233,25 @@ static zcclResult_t zt_ep(zt_worker_t* w, int peer, ucp_ep_h* ep) {
   return zcclSuccess;
 }
 
-zcclResult_t zt_connect(zt_worker_t* w, int peer) {
-  ucp_ep_h ep = NULL;
-  return zt_ep(w, peer, &ep);
+int zt_watch(zt_worker_t* w, int peer) {
+  if (w->eps[peer] || w->unwatchable[peer]) return w->eps[peer] != NULL;
+  /* A peer that already destroyed its worker (it finished with this
+   * communicator before we posted our last receive) cannot be reached: not
+   * an error, and not tried again. */
+  ucp_ep_params_t ep_params = {
+      .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER,
+      .address = (const ucp_address_t*)w->peer_addr[peer],
+      .err_mode = w->err_mode,
+      .err_handler = {.cb = zt_ep_error, .arg = &w->ep_args[peer]}};
+  w->ep_args[peer].w = w;
+  w->ep_args[peer].peer = peer;
+  if (ucp_ep_create(w->worker, &ep_params, &w->eps[peer]) != UCS_OK) {
+    w->eps[peer] = NULL;
+    w->unwatchable[peer] = 1;
+    ZU_INFO(ZU_LOG_NET, "transport: rank %d is not reachable to watch (gone already?)", peer);
+  }
+  return w->eps[peer] != NULL;
 }
 
 int zt_peer_failed(const zt_worker_t* w, int peer) { return (int)w->failed[peer]; }
