@@ -39,7 +39,7 @@ static int zccl_total_elems(const zp_coll_args_t* a, size_t* total) {
 /* Sends and receives between a pair of ranks match in the order they were
  * called (NCCL's rule), whatever their sizes: a per-pair sequence number in
  * the tag, which also names the sender so a receive matches only its peer. */
-void zccl_p2p_tag(zcclComm_t comm, zccl_xfer_t* x) {
+void zccl_p2p_tag(zcclComm_t comm, zp_xfer_t* x) {
   if (x->is_send)
     x->tag = zt_tag(ZT_TAG_P2P, comm->rank, comm->send_seq[x->peer]++, 0);
   else
@@ -48,15 +48,15 @@ void zccl_p2p_tag(zcclComm_t comm, zccl_xfer_t* x) {
 
 /* Point-to-point: one message, issued now or at the group's end. */
 static zcclResult_t zccl_p2p_post(const zp_coll_args_t* a, zcclComm_t comm) {
-  zccl_xfer_t x = {.is_send = a->coll == ZP_COLL_SEND,
+  zp_xfer_t x = {.is_send = a->coll == ZP_COLL_SEND,
                    .peer = a->root,
                    .buf = a->coll == ZP_COLL_SEND ? (void*)a->sendbuff : a->recvbuff,
                    .bytes = a->count * zu_dtype_size(a->datatype),
                    .count = a->count,
                    .dtype = a->datatype};
   zcclResult_t res;
-  if (zccl_group_add(comm, &x, &res)) return res;
-  zccl_op_t* op = zccl_op_new(zp_coll_name(a->coll), 1);
+  if (zccl_group_add(comm, &x, NULL, &res)) return res;
+  zccl_op_t* op = zccl_op_new(zp_coll_name(a->coll), 1, 0);
   ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "%s: out of memory", zp_coll_name(a->coll));
   op->xfers[0] = x;
   zccl_p2p_tag(comm, &op->xfers[0]);
@@ -105,8 +105,16 @@ static zcclResult_t zccl_coll_check(zp_coll_args_t* a, zcclComm_t comm) {
    * zero elements has nothing to move on any rank. */
   if (a->coll == ZP_COLL_SEND || a->coll == ZP_COLL_RECV) return zccl_p2p_post(a, comm);
   if (a->count == 0) return zcclSuccess;
-  ZU_CHECK(zp_coll_run(a));
-  return zcclSuccess;
+  /* The collective runs on the progress thread, in call order. */
+  zcclResult_t res;
+  if (zccl_group_add(comm, NULL, a, &res)) return res;
+  zccl_op_t* op = zccl_op_new(zp_coll_name(a->coll), 0, 1);
+  ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "%s: out of memory", fn);
+  op->colls[0] = *a;
+  op->colls[0].seq = comm->coll_seq++;
+  res = zccl_op_run(comm, op);
+  zccl_op_free(op);
+  return res;
 }
 
 static zcclResult_t zccl_coll_enqueue(zp_coll_args_t* a, zcclComm_t comm) {

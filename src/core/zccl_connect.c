@@ -202,15 +202,15 @@ zcclResult_t zccl_comm_allgather(zcclComm_t comm, const void* blob, size_t len, 
   int n = comm->nranks;
   memcpy((uint8_t*)table + (size_t)comm->rank * len, blob, len);
   if (n == 1) return zcclSuccess;
-  zccl_op_t* op = zccl_op_new("zcclCommSplit", 2 * (n - 1));
+  zccl_op_t* op = zccl_op_new("zcclCommSplit", 2 * (n - 1), 0);
   ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "zcclCommSplit: out of memory");
   uint32_t seq = comm->internal_seq++;
   int k = 0;
   for (int p = 0; p < n; p++) {
     if (p == comm->rank) continue;
-    op->xfers[k++] = (zccl_xfer_t){.is_send = 1, .peer = p, .buf = (void*)blob, .bytes = len, .count = len,
+    op->xfers[k++] = (zp_xfer_t){.is_send = 1, .peer = p, .buf = (void*)blob, .bytes = len, .count = len,
                                    .dtype = zcclUint8, .tag = zt_tag(ZT_TAG_INTERNAL, comm->rank, seq, 0)};
-    op->xfers[k++] = (zccl_xfer_t){.is_send = 0, .peer = p, .buf = (uint8_t*)table + (size_t)p * len,
+    op->xfers[k++] = (zp_xfer_t){.is_send = 0, .peer = p, .buf = (uint8_t*)table + (size_t)p * len,
                                    .bytes = len, .count = len, .dtype = zcclUint8,
                                    .tag = zt_tag(ZT_TAG_INTERNAL, p, seq, 0)};
   }

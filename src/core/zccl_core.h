@@ -8,22 +8,12 @@
 #include <stdint.h>
 
 #include "zccl.h"
+#include "zd_device.h"
+#include "zp_coll.h"
 #include "zt_transport.h"
 #include "zu_error.h"
 
 #define ZCCL_COMM_MAGIC 0x636f6d6du /* "comm" */
-
-/* One message of an operation: a send or a receive of bytes with a peer. */
-typedef struct {
-  int is_send;
-  int peer;
-  void* buf;
-  size_t bytes;
-  size_t count;            /* for messages: count elements of dtype */
-  zcclDataType_t dtype;
-  uint64_t tag;
-  zt_req_t req;
-} zccl_xfer_t;
 
 /* A queued operation. The progress thread runs operations one at a time in
  * the order they were queued; the messages of one operation are all in
@@ -31,8 +21,12 @@ typedef struct {
  * deadlock). */
 typedef struct zccl_op {
   const char* what;        /* "zcclSend", "zcclGroupEnd", "zcclCommSplit", ... */
-  zccl_xfer_t* xfers;
+  zp_xfer_t* xfers;        /* point-to-point: messages to run together */
   int nxfers;
+  int ncolls;              /* collectives: run in order, after the messages */
+  zp_coll_args_t* colls;
+  int calibrate;           /* measure the link for the cost model (seq: coll_seq) */
+  uint32_t seq;
   zcclResult_t result;
   char msg[400];           /* why, when result is an error */
   atomic_int done;
@@ -65,6 +59,9 @@ struct zcclComm {
   uint32_t* send_seq;      /* per peer: point-to-point sequence numbers */
   uint32_t* recv_seq;
   uint32_t internal_seq;   /* the library's own exchanges (split) */
+  uint32_t coll_seq;       /* collectives, numbered alike on every rank */
+  zd_dev_t* dev;           /* where the algorithms compute (ZCCL_DEVICE) */
+  zp_link_t link;          /* the cost model's view of the network */
 };
 
 /* ---- runtime (zccl_progress.c) ---- */
@@ -82,7 +79,7 @@ zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op);
 zcclResult_t zccl_op_submit(zcclComm_t comm, zccl_op_t* op);
 zcclResult_t zccl_op_wait(zcclComm_t comm, zccl_op_t* op);
 /* An operation with room for nxfers messages, in one allocation. */
-zccl_op_t* zccl_op_new(const char* what, int nxfers);
+zccl_op_t* zccl_op_new(const char* what, int nxfers, int ncolls);
 void zccl_op_free(zccl_op_t* op);
 /* The communicator's asynchronous error (and its message into msg). */
 zcclResult_t zccl_comm_error(zcclComm_t comm, char* msg, size_t len);
@@ -91,9 +88,10 @@ void zccl_comm_set_error(zcclComm_t comm, zcclResult_t res, const char* msg);
 
 /* ---- point-to-point and groups (zccl_p2p.c, zccl_group.c) ---- */
 /* Numbers a send or receive in its peer pair's order and fills its tag. */
-void zccl_p2p_tag(zcclComm_t comm, zccl_xfer_t* x);
-/* Inside a group: adds the transfer to the group; returns 1. Else 0. */
-int zccl_group_add(zcclComm_t comm, const zccl_xfer_t* x, zcclResult_t* res);
+void zccl_p2p_tag(zcclComm_t comm, zp_xfer_t* x);
+/* Inside a group: adds the message (x) or the collective (c) to the
+ * group; returns 1. Else 0. */
+int zccl_group_add(zcclComm_t comm, const zp_xfer_t* x, const zp_coll_args_t* c, zcclResult_t* res);
 /* 1 inside zcclGroupStart/End on this thread. */
 int zccl_group_active(void);
 /* Records a failed call inside a group: zcclGroupEnd will fail with it. */

@@ -13,8 +13,10 @@
 
 typedef struct {
   zcclComm_t comm;
-  zccl_xfer_t* xfers;
+  zp_xfer_t* xfers;
   int n, cap;
+  zp_coll_args_t* colls;
+  int ncolls, capcolls;
 } zccl_batch_t;
 
 static _Thread_local struct {
@@ -26,7 +28,7 @@ static _Thread_local struct {
 } zccl_group;
 
 static void zccl_group_clear(void) {
-  for (int i = 0; i < zccl_group.n; i++) free(zccl_group.batches[i].xfers);
+  for (int i = 0; i < zccl_group.n; i++) free(zccl_group.batches[i].xfers), free(zccl_group.batches[i].colls);
   free(zccl_group.batches);
   zccl_group.batches = NULL;
   zccl_group.n = zccl_group.cap = 0;
@@ -48,7 +50,7 @@ void zccl_group_error(zcclResult_t res) {
   snprintf(zccl_group.msg, sizeof zccl_group.msg, "%s", zu_error_last());
 }
 
-int zccl_group_add(zcclComm_t comm, const zccl_xfer_t* x, zcclResult_t* res) {
+int zccl_group_add(zcclComm_t comm, const zp_xfer_t* x, const zp_coll_args_t* c, zcclResult_t* res) {
   *res = zcclSuccess;
   if (zccl_group.depth == 0) return 0;
   zccl_batch_t* b = NULL;
@@ -66,9 +68,20 @@ int zccl_group_add(zcclComm_t comm, const zccl_xfer_t* x, zcclResult_t* res) {
     memset(b, 0, sizeof *b);
     b->comm = comm;
   }
+  if (c) {
+    if (b->ncolls == b->capcolls) {
+      int cap = b->capcolls ? 2 * b->capcolls : 4;
+      zp_coll_args_t* nc = realloc(b->colls, sizeof *nc * (size_t)cap);
+      if (nc == NULL) goto oom;
+      b->colls = nc;
+      b->capcolls = cap;
+    }
+    b->colls[b->ncolls++] = *c;
+    return 1;
+  }
   if (b->n == b->cap) {
     int cap = b->cap ? 2 * b->cap : 8;
-    zccl_xfer_t* nx = realloc(b->xfers, sizeof *nx * (size_t)cap);
+    zp_xfer_t* nx = realloc(b->xfers, sizeof *nx * (size_t)cap);
     if (nx == NULL) goto oom;
     b->xfers = nx;
     b->cap = cap;
@@ -83,7 +96,7 @@ oom:
 
 void zccl_group_forget(zcclComm_t comm) {
   for (int i = 0; i < zccl_group.n; i++)
-    if (zccl_group.batches[i].comm == comm) zccl_group.batches[i].n = 0;
+    if (zccl_group.batches[i].comm == comm) zccl_group.batches[i].n = zccl_group.batches[i].ncolls = 0;
 }
 
 /* Issues every communicator's batch, then waits for all of them. */
@@ -93,13 +106,13 @@ static zcclResult_t zccl_group_issue(void) {
   ZU_RETURN_ERR_IF(ops == NULL, zcclSystemError, "zcclGroupEnd: out of memory");
   for (int i = 0; i < zccl_group.n && res == zcclSuccess; i++) {
     zccl_batch_t* b = &zccl_group.batches[i];
-    if (b->n == 0) continue;
+    if (b->n == 0 && b->ncolls == 0) continue;
     char why[400];
     if (zccl_comm_error(b->comm, why, sizeof why) != zcclSuccess) {
       res = ZU_ERROR(zccl_comm_error(b->comm, NULL, 0), "zcclGroupEnd: comm has a pending error: %s", why);
       break;
     }
-    ops[i] = zccl_op_new("zcclGroupEnd", b->n);
+    ops[i] = zccl_op_new("zcclGroupEnd", b->n, b->ncolls);
     if (ops[i] == NULL) {
       res = ZU_ERROR(zcclSystemError, "zcclGroupEnd: out of memory");
       break;
@@ -107,6 +120,10 @@ static zcclResult_t zccl_group_issue(void) {
     for (int k = 0; k < b->n; k++) {
       ops[i]->xfers[k] = b->xfers[k];
       zccl_p2p_tag(b->comm, &ops[i]->xfers[k]);
+    }
+    for (int k = 0; k < b->ncolls; k++) {
+      ops[i]->colls[k] = b->colls[k];
+      ops[i]->colls[k].seq = b->comm->coll_seq++;
     }
     zccl_op_submit(b->comm, ops[i]);
   }

@@ -22,8 +22,6 @@
  * sleep: long enough to catch a reply in a ping-pong, short enough not to
  * steal cores from ranks that share them. */
 #define ZCCL_SPIN_SECONDS 100e-6
-/* A receive that waits this long gets an endpoint to watch its sender. */
-#define ZCCL_WATCH_AFTER_SECONDS 0.5
 /* While idle the thread still drives UCX now and then, so peers' connection
  * set-up and keep-alives are answered. */
 #define ZCCL_IDLE_POLL_NS 10000000L
@@ -64,150 +62,26 @@ void zccl_comm_set_error(zcclComm_t comm, zcclResult_t res, const char* msg) {
 }
 
 /* ---- running one operation ----------------------------------------------------- */
-static zcclResult_t zccl_op_fail(zccl_op_t* op, zcclResult_t res, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static zcclResult_t zccl_op_fail(zccl_op_t* op, zcclResult_t res, const char* fmt, ...) {
-  if (op->result != zcclSuccess) return op->result; /* the first reason wins */
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(op->msg, sizeof op->msg, fmt, ap);
-  va_end(ap);
-  op->result = res;
-  return res;
-}
-
-/* Checks a completed message: a receive must get exactly what was posted. */
-static void zccl_xfer_check(zcclComm_t comm, zccl_op_t* op, const zccl_xfer_t* x) {
-  const char* dt = zu_dtype_name(x->dtype);
-  if (x->is_send) {
-    if (x->req.status != 0)
-      zccl_op_fail(op, zcclRemoteError, "%s: send of %zu bytes from rank %d to rank %d failed: %s", op->what,
-                   x->bytes, comm->rank, x->peer, zt_req_error(&x->req));
-    return;
-  }
-  if (zt_req_truncated(&x->req) || (x->req.status == 0 && x->req.length != x->bytes)) {
-    zccl_op_fail(op, zcclInvalidUsage,
-                 "%s: rank %d posted a receive of %zu x %s (%zu bytes) from rank %d, which sent %zu "
-                 "bytes; sizes must match (nothing was written past the buffer)",
-                 op->what, comm->rank, x->count, dt, x->bytes, x->peer, x->req.length);
-  } else if (x->req.status != 0) {
-    zccl_op_fail(op, zcclRemoteError, "%s: receive from rank %d failed: %s", op->what, x->peer,
-                 zt_req_error(&x->req));
-  }
-}
-
-/* Cancels what is still in flight and drives UCX until UCX no longer
- * touches the buffers (bounded: cancelled requests complete at once). */
-static void zccl_op_cancel(zcclComm_t comm, zccl_op_t* op) {
-  for (int i = 0; i < op->nxfers; i++) zt_cancel(comm->worker, &op->xfers[i].req);
-  double deadline = zu_now() + 1.0;
-  for (;;) {
-    int pending = 0;
-    for (int i = 0; i < op->nxfers; i++) pending += !op->xfers[i].req.done;
-    if (!pending) return;
-    if (zu_now() > deadline) {
-      /* A rendezvous send to a dead peer without UCX's peer error mode
-       * never completes; the peer cannot read it any more. */
-      ZU_WARN("%s: %d messages did not complete after cancel", op->what, pending);
-      return;
-    }
-    zt_progress(comm->worker);
-  }
-}
-
 static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
-  op->result = zcclSuccess;
+  zp_ctx_t ctx = {.w = comm->worker, .dev = comm->dev, .link = &comm->link, .rank = comm->rank, .nranks = comm->nranks,
+                  .timeout = comm->timeout, .abort = &comm->abort};
+  zcclResult_t res = zcclSuccess;
+  if (op->nxfers > 0) res = zp_xfers_run(&ctx, op->what, op->xfers, op->nxfers);
+  if (op->calibrate) {
+    ctx.seq = op->seq;
+    res = zp_calibrate(&ctx, &comm->link);
+  }
+  for (int i = 0; i < op->ncolls && res == zcclSuccess; i++) {
+    ctx.seq = op->colls[i].seq;
+    res = zp_coll_run(&ctx, &op->colls[i]);
+  }
+  op->result = res;
   op->msg[0] = '\0';
-  zt_worker_t* w = comm->worker;
-  int posted = 0;
-  for (; posted < op->nxfers; posted++) {
-    zccl_xfer_t* x = &op->xfers[posted];
-    zcclResult_t res;
-    if (x->is_send) {
-      res = zt_isend(w, x->peer, x->tag, x->buf, x->bytes, NULL, &x->req);
-    } else {
-      res = zt_irecv(w, x->peer, x->tag, ZT_TAG_MASK_ALL, x->buf, x->bytes, NULL, &x->req);
-    }
-    if (res != zcclSuccess) {
-      zccl_op_fail(op, res, "%s", zccl_msg_body(zu_error_last()));
-      break;
-    }
-  }
-  for (int i = posted; i < op->nxfers; i++) op->xfers[i].req.done = 1; /* never started */
-
-  int* checked = calloc((size_t)op->nxfers + 1, sizeof *checked);
-  if (checked == NULL) zccl_op_fail(op, zcclSystemError, "%s: out of memory", op->what);
-  /* A receive of the wrong size is reported, but the operation's other
-   * messages still complete (the peers stay in step); anything else ends
-   * the wait and breaks the communicator. */
-  int fatal = op->result != zcclSuccess;
-  /* A message may take longer than ZCCL_TIMEOUT on a slow link without
-   * completing: allow for 10 MB/s on the largest one. */
-  size_t largest = 0;
-  for (int i = 0; i < op->nxfers; i++)
-    if (op->xfers[i].bytes > largest) largest = op->xfers[i].bytes;
-  double patience = comm->timeout + (double)largest / 1e7;
-  double last_progress = zu_now();
-  int left = op->nxfers;
-  while (!fatal && left > 0) {
-    int events = zt_progress(w);
-    for (int i = 0; i < op->nxfers; i++) {
-      zccl_xfer_t* x = &op->xfers[i];
-      if (checked[i] || !x->req.done) continue;
-      checked[i] = 1;
-      left--;
-      events = 1;
-      zccl_xfer_check(comm, op, x);
-      if (op->result != zcclSuccess && op->result != zcclInvalidUsage) fatal = 1;
-    }
-    if (fatal || left == 0) break;
-    double now = zu_now();
-    if (events) {
-      last_progress = now;
-      continue;
-    }
-    /* A receive waiting long: an endpoint to its sender lets UCX report the
-     * sender's death (made only now: a peer that finished and destroyed its
-     * worker early is normal, and connecting to it would fail). */
-    if (now - last_progress > ZCCL_WATCH_AFTER_SECONDS)
-      for (int i = 0; i < op->nxfers; i++)
-        if (!op->xfers[i].is_send && !op->xfers[i].req.done) zt_watch(w, op->xfers[i].peer);
-    const char* why = NULL;
-    for (int i = 0; i < op->nxfers && !why; i++) {
-      const zccl_xfer_t* x = &op->xfers[i];
-      int st = x->req.done ? 0 : zt_peer_failed(w, x->peer);
-      if (st != 0) {
-        snprintf(op->msg, sizeof op->msg, "%s: rank %d lost rank %d (%s) with %s in flight", op->what,
-                 comm->rank, x->peer, zt_req_error(&(zt_req_t){.status = st}), x->is_send ? "a send" : "a receive");
-        why = op->msg;
-      }
-    }
-    if (!why && atomic_load(&comm->abort)) {
-      snprintf(op->msg, sizeof op->msg, "%s: the communicator was aborted", op->what);
-      why = op->msg;
-    }
-    if (!why && now - last_progress > patience) {
-      const zccl_xfer_t* x = NULL;
-      for (int i = 0; i < op->nxfers && !x; i++)
-        if (!op->xfers[i].req.done) x = &op->xfers[i];
-      snprintf(op->msg, sizeof op->msg,
-               "%s: rank %d waited %.0f s (ZCCL_TIMEOUT) for rank %d to %s; is it alive and making the "
-               "matching call?",
-               op->what, comm->rank, patience, x ? x->peer : -1, x && x->is_send ? "receive" : "send");
-      why = op->msg;
-    }
-    if (why) {
-      op->result = zcclRemoteError; /* outranks a size mismatch seen before */
-      fatal = 1;
-      break;
-    }
-    if (now - last_progress > ZCCL_SPIN_SECONDS) sched_yield();
-  }
-  free(checked);
-  if (fatal) {
-    zccl_op_cancel(comm, op);
-    zccl_comm_set_error(comm, op->result, op->msg);
-  }
+  if (res == zcclSuccess) return;
+  snprintf(op->msg, sizeof op->msg, "%s", zccl_msg_body(zu_error_last()));
+  /* A point-to-point size mismatch leaves the peers in step; anything else,
+   * and any failed collective, breaks the communicator. */
+  if (res != zcclInvalidUsage || op->ncolls > 0) zccl_comm_set_error(comm, res, op->msg);
 }
 
 /* ---- the thread ------------------------------------------------------------------- */
@@ -271,7 +145,24 @@ zcclResult_t zccl_runtime_create(zcclComm_t comm) {
   zccl_cond_init(&comm->wake);
   zccl_cond_init(&comm->done_cv);
   comm->runtime = 1;
+  /* Until large messages teach it: a conservative shared-memory/NIC guess. */
+  comm->link = (zp_link_t){.alpha = 10e-6, .bandwidth = 1e9};
+  zd_kind_t kind;
+  ZU_CHECK(zd_kind_from_env(&kind));
+  ZU_CHECK(zd_dev_create(kind, &comm->dev));
   return zt_worker_create(&comm->worker);
+}
+
+/* Every rank measures the link together, so all hold the same model. */
+static zcclResult_t zccl_calibrate(zcclComm_t comm) {
+  if (comm->nranks == 1) return zcclSuccess;
+  zccl_op_t* op = zccl_op_new("calibration", 0, 0);
+  ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "out of memory");
+  op->calibrate = 1;
+  op->seq = comm->coll_seq++;
+  zcclResult_t res = zccl_op_run(comm, op);
+  zccl_op_free(op);
+  return res;
 }
 
 zcclResult_t zccl_runtime_start(zcclComm_t comm) {
@@ -282,7 +173,7 @@ zcclResult_t zccl_runtime_start(zcclComm_t comm) {
   int rc = pthread_create(&comm->thread, NULL, zccl_progress_main, comm);
   ZU_RETURN_ERR_IF(rc != 0, zcclSystemError, "cannot start the progress thread: %s", strerror(rc));
   comm->thread_started = 1;
-  return zcclSuccess;
+  return zccl_calibrate(comm);
 }
 
 void zccl_runtime_stop(zcclComm_t comm, int abort) {
@@ -300,6 +191,8 @@ void zccl_runtime_stop(zcclComm_t comm, int abort) {
   /* Endpoints close gracefully (flushing what was sent) unless aborting. */
   if (comm->worker) zt_worker_destroy(comm->worker, abort ? 0.0 : comm->timeout, abort);
   comm->worker = NULL;
+  if (comm->dev) zd_dev_destroy(comm->dev);
+  comm->dev = NULL;
   free(comm->send_seq);
   free(comm->recv_seq);
   comm->send_seq = comm->recv_seq = NULL;
@@ -351,12 +244,15 @@ zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op) {
   return zccl_op_wait(comm, op);
 }
 
-zccl_op_t* zccl_op_new(const char* what, int nxfers) {
-  zccl_op_t* op = calloc(1, sizeof *op + sizeof(zccl_xfer_t) * (size_t)(nxfers > 0 ? nxfers : 1));
+zccl_op_t* zccl_op_new(const char* what, int nxfers, int ncolls) {
+  size_t bytes = sizeof(zccl_op_t) + sizeof(zp_xfer_t) * (size_t)nxfers + sizeof(zp_coll_args_t) * (size_t)ncolls;
+  zccl_op_t* op = calloc(1, bytes);
   if (op == NULL) return NULL;
   op->what = what;
-  op->xfers = (zccl_xfer_t*)(op + 1);
+  op->xfers = (zp_xfer_t*)(op + 1);
   op->nxfers = nxfers;
+  op->colls = (zp_coll_args_t*)(op->xfers + nxfers);
+  op->ncolls = ncolls;
   atomic_store(&op->done, 1); /* not queued */
   return op;
 }

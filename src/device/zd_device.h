@@ -6,6 +6,9 @@
 #ifndef ZD_DEVICE_H_
 #define ZD_DEVICE_H_
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "zccl.h"
 
 #ifdef __cplusplus
@@ -36,6 +39,26 @@ zcclResult_t zd_cuda_selftest(void);
 /* Cores (not hardware threads) the calling process may run on, from hwloc;
  * at least 1. */
 int zd_host_ncores(void);
+
+typedef enum { ZD_HOST = 0, ZD_SIM = 1, ZD_CUDA = 2 } zd_kind_t;
+typedef struct zd_dev zd_dev_t;
+typedef uint64_t zd_event_t;
+zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** dev);
+void zd_dev_destroy(zd_dev_t* dev);
+zd_kind_t zd_dev_kind(const zd_dev_t* dev);
+const char* zd_kind_name(zd_kind_t kind);
+zcclResult_t zd_kind_from_env(zd_kind_t* kind);
+zcclResult_t zd_buf_get(zd_dev_t* dev, size_t bytes, void** buf);
+void zd_buf_put(zd_dev_t* dev, void* buf);
+size_t zd_buf_largest(zd_dev_t* dev);
+zcclResult_t zd_copy(zd_dev_t* dev, void* dst, const void* src, size_t bytes);
+zcclResult_t zd_reduce(zd_dev_t* dev, void* dst, const void* a, const void* b, size_t count,
+                       zcclDataType_t dtype, zcclRedOp_t op);
+zcclResult_t zd_divide(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dtype, int n);
+zd_event_t zd_event_record(zd_dev_t* dev);
+int zd_event_done(zd_dev_t* dev, zd_event_t ev);
+zcclResult_t zd_event_wait(zd_dev_t* dev, zd_event_t ev);
+zcclResult_t zd_sync(zd_dev_t* dev);
 
 #ifdef __cplusplus
 }

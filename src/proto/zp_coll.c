@@ -1,6 +1,8 @@
-#include "zp_coll.h"
+/* The collectives' table and the choice of algorithm. */
+#include <string.h>
 
-#include "zu_error.h"
+#include "zp_algo.h"
+#include "zu_param.h"
 
 static const struct {
   const char* name;
@@ -21,11 +23,110 @@ const char* zp_coll_name(zp_coll_id_t coll) {
 int zp_coll_reduces(zp_coll_id_t coll) { return coll < ZP_NUM_COLLS && zp_colls[coll].reduces; }
 int zp_coll_rooted(zp_coll_id_t coll) { return coll < ZP_NUM_COLLS && zp_colls[coll].rooted; }
 
-zcclResult_t zp_coll_run(const zp_coll_args_t* args) {
-  /* The algorithm tables (ring, recursive doubling, trees, ...) arrive with
-   * the collectives work; until then say so rather than pretend. */
-  return ZU_ERROR(zcclInvalidUsage,
-                  "%s is not built yet in zccl %d.%d.%d: no algorithm exists until the "
-                  "collectives work lands; nothing was sent",
-                  zp_coll_name(args->coll), ZCCL_MAJOR, ZCCL_MINOR, ZCCL_PATCH);
+/* ---- temporaries ---------------------------------------------------------------- */
+zcclResult_t zp_tmp_get(const zp_ctx_t* ctx, size_t bytes, void** buf) {
+  return zd_buf_get(ctx->dev, bytes ? bytes : 1, buf);
+}
+
+void zp_tmp_put(const zp_ctx_t* ctx, void* buf) {
+  if (buf) zd_buf_put(ctx->dev, buf);
+}
+
+size_t zp_slice_elems(const zp_ctx_t* ctx, size_t count, size_t esize, int nblocks, int per) {
+  size_t block = (count + (size_t)nblocks - 1) / (size_t)nblocks;
+  /* Leave room: the pool is first fit, and other temporaries may be out. */
+  size_t budget = zd_buf_largest(ctx->dev) / ((size_t)per + 1) / esize;
+  if (budget < 1) budget = 1;
+  return block < budget ? (block ? block : 1) : budget;
+}
+
+/* ---- choosing ---------------------------------------------------------------------- */
+typedef zcclResult_t (*zp_algo_fn)(const zp_ctx_t*, const zp_coll_args_t*);
+typedef struct {
+  zp_coll_id_t coll;
+  const char* name; /* as ZCCL_ALGO names it */
+  zp_algo_fn fn;
+} zp_algo_t;
+
+static const zp_algo_t zp_algos[] = {
+    {ZP_COLL_ALLREDUCE, "ring", zp_ring_allreduce},         {ZP_COLL_ALLREDUCE, "rd", zp_rd_allreduce},
+    {ZP_COLL_ALLREDUCE, "rabenseifner", zp_rabenseifner_allreduce},
+    {ZP_COLL_REDUCESCATTER, "ring", zp_ring_reduce_scatter}, {ZP_COLL_ALLGATHER, "ring", zp_ring_allgather},
+    {ZP_COLL_ALLGATHER, "bruck", zp_bruck_allgather},
+    {ZP_COLL_BROADCAST, "tree", zp_tree_broadcast},         {ZP_COLL_BROADCAST, "chain", zp_chain_broadcast},
+    {ZP_COLL_REDUCE, "chain", zp_chain_reduce},             {ZP_COLL_GATHER, "linear", zp_linear_gather},
+    {ZP_COLL_SCATTER, "linear", zp_linear_scatter},         {ZP_COLL_ALLTOALL, "pairwise", zp_pairwise_alltoall},
+};
+#define ZP_NUM_ALGOS (sizeof zp_algos / sizeof zp_algos[0])
+
+/* ---- the cost model ------------------------------------------------------------
+ * alpha-beta per message with the communicator's learnt link (zp_link_t)
+ * and a host reduction rate; each algorithm's cost counts its steps and the
+ * bytes each rank sends and reduces. */
+#define ZP_REDUCE_BYTES_PER_S 2e9
+
+static int zp_log2(int n) {
+  int l = 0;
+  while ((1 << (l + 1)) <= n) l++;
+  return l;
+}
+
+static double zp_cost(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_args_t* a) {
+  double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
+  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9,
+         G = ZP_REDUCE_BYTES_PER_S;
+  int lg = zp_log2(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
+  const char* nm = al->name;
+  switch (al->coll) {
+    case ZP_COLL_ALLREDUCE: {
+      double P = (double)(1 << lg), fold = pow2 ? 0 : 2 * (al_s + n / B) + n / G;
+      if (strcmp(nm, "ring") == 0) return 2 * (N - 1) * al_s + 2 * (N - 1) / N * n / B + (N - 1) / N * n / G;
+      if (strcmp(nm, "rabenseifner") == 0) return 2 * lg * al_s + 2 * (P - 1) / P * n / B + (P - 1) / P * n / G + fold;
+      return lg * (al_s + n / B + n / G) + fold;
+    }
+    case ZP_COLL_ALLGATHER: /* n: one rank's block */
+      if (strcmp(nm, "ring") == 0) return (N - 1) * (al_s + n / B);
+      return (lg + (pow2 ? 0 : 1)) * al_s + (N - 1) * n / B + N * n / G; /* bruck's final copy */
+    case ZP_COLL_BROADCAST:
+      if (strcmp(nm, "tree") == 0) return lg * (al_s + n / B);
+      {
+        double k = n / (1 << 20) < 1 ? 1 : n / (1 << 20); /* chain pieces */
+        return (N - 2 + k) * (al_s + n / k / B);
+      }
+    default: return 0;
+  }
+}
+
+static const zp_algo_t* zp_default_algo(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  const zp_algo_t* best = NULL;
+  double best_t = 0;
+  for (size_t i = 0; i < ZP_NUM_ALGOS; i++) {
+    if (zp_algos[i].coll != a->coll) continue;
+    /* Ring and Rabenseifner need a block per rank. */
+    if (a->coll == ZP_COLL_ALLREDUCE && strcmp(zp_algos[i].name, "rd") != 0 && a->count < (size_t)ctx->nranks)
+      continue;
+    double t = zp_cost(ctx, &zp_algos[i], a);
+    if (best == NULL || t < best_t) best = &zp_algos[i], best_t = t;
+  }
+  return best;
+}
+
+zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  const char* fn = zp_coll_name(a->coll);
+  const zp_algo_t* algo = NULL;
+  const char* forced = zu_param_str(ZU_PARAM_ALGO);
+  if (forced[0]) {
+    for (size_t i = 0; i < ZP_NUM_ALGOS && !algo; i++)
+      if (zp_algos[i].coll == a->coll && strcmp(zp_algos[i].name, forced) == 0) algo = &zp_algos[i];
+    /* Forcing names one algorithm; collectives that lack it keep their choice. */
+  }
+  if (algo == NULL) algo = zp_default_algo(ctx, a);
+  ZU_RETURN_ERR_IF(algo == NULL, zcclInternalError, "%s: no algorithm", fn);
+  if (ZU_LOG_ENABLED(ZU_LOG_INFO, ZU_LOG_TUNING))
+    ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: %s%s (model %.1f us; link %.1f us, %.2f GB/s, %d samples)",
+            fn, a->count, zu_dtype_name(a->datatype), ctx->nranks, algo->name,
+            forced[0] && strcmp(forced, algo->name) == 0 ? " (ZCCL_ALGO)" : "", zp_cost(ctx, algo, a) * 1e6,
+            ctx->link ? ctx->link->alpha * 1e6 : 0, ctx->link ? ctx->link->bandwidth / 1e9 : 0,
+            ctx->link ? ctx->link->samples : 0);
+  return algo->fn(ctx, a);
 }

@@ -4,8 +4,13 @@
 #ifndef ZP_COLL_H_
 #define ZP_COLL_H_
 
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
+
 #include "zccl.h"
+#include "zd_device.h"
+#include "zt_transport.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,7 +41,64 @@ typedef struct {
   int rank, nranks;    /* of the communicator */
   zcclStream_t stream;
   zcclCompression_t compression; /* in force for this call */
+  uint32_t seq;        /* the communicator's collective sequence number */
 } zp_coll_args_t;
+
+/* What an algorithm runs with: the communicator's worker, device and
+ * ranks, this operation's sequence number (in every tag), and the limits
+ * every wait obeys. */
+/* The link as the cost model sees it: latency alpha (s) and bandwidth
+ * (bytes/s), measured when the communicator is created (zp_calibrate),
+ * identical on every rank so that every rank picks the same algorithm. */
+typedef struct {
+  double alpha;
+  double bandwidth;
+  int samples;
+} zp_link_t;
+
+typedef struct {
+  zt_worker_t* w;
+  zd_dev_t* dev;
+  zp_link_t* link;          /* the communicator's model (updated here) */
+  int rank, nranks;
+  uint32_t seq;
+  double timeout;           /* ZCCL_TIMEOUT, seconds without progress */
+  const atomic_int* abort;  /* nonzero: give up */
+} zp_ctx_t;
+
+/* One message: a send or a receive of bytes with a peer. */
+typedef struct {
+  int is_send;
+  int peer;
+  void* buf;
+  size_t bytes;
+  size_t count;             /* for messages: count elements of dtype */
+  zcclDataType_t dtype;
+  uint64_t tag;
+  zt_req_t req;
+  int checked;
+  int coll;                 /* part of a collective (messages name bytes, not elements) */
+  double t_post;            /* when posted (the link model learns from large ones) */
+} zp_xfer_t;
+
+/* Posts every message (zp_net.c). */
+zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n);
+/* Waits for all of them: a dead peer, ZCCL_TIMEOUT without progress or an
+ * abort cancels the rest and returns zcclRemoteError; a receive of the
+ * wrong size is zcclInvalidUsage naming both sizes, after the others
+ * completed. what names the operation in messages. */
+zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n);
+zcclResult_t zp_xfers_run(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n);
+/* A collective's message: tag (collective, sender, ctx->seq, sub). */
+void zp_send_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, const void* buf, size_t bytes);
+void zp_recv_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, void* buf, size_t bytes);
+/* Send to dst and receive from src together (either may be -1: none). */
+zcclResult_t zp_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const void* sbuf, size_t sbytes, int src,
+                         void* rbuf, size_t rbytes, uint32_t sub);
+
+/* Measures the link (latency, bandwidth) with the ring neighbours; every
+ * rank ends with the same model (the worst rank's). A collective call. */
+zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link);
 
 /* The API function's name: "zcclAllReduce", ... */
 const char* zp_coll_name(zp_coll_id_t coll);
@@ -45,8 +107,9 @@ int zp_coll_reduces(zp_coll_id_t coll);
 /* 1 for collectives and p2p calls that take a root (or peer). */
 int zp_coll_rooted(zp_coll_id_t coll);
 
-/* Runs one (already validated) call to completion. */
-zcclResult_t zp_coll_run(const zp_coll_args_t* args);
+/* Runs one (already validated) collective to completion, on the progress
+ * thread. */
+zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* args);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,43 @@
+/* Shared pieces of the algorithm files (proto-internal). */
+#ifndef ZP_ALGO_H_
+#define ZP_ALGO_H_
+
+#include "zp_coll.h"
+#include "zu_dtype.h"
+#include "zu_error.h"
+
+/* Block b of n elements split over nb blocks: [zp_off(n, nb, b), zp_off(n, nb, b + 1)). */
+static inline size_t zp_off(size_t n, int nb, int b) {
+  return (size_t)(((unsigned __int128)n * (unsigned)b) / (unsigned)nb);
+}
+static inline int zp_mod(int a, int n) { return ((a % n) + n) % n; }
+static inline uint8_t* zp_at(const void* base, size_t elems, size_t esize) {
+  return (uint8_t*)base + elems * esize;
+}
+/* The op the device reduces with: AVG sums, then divides at the end. */
+static inline zcclRedOp_t zp_reduce_op(zcclRedOp_t op) { return op == zcclAvg ? zcclSum : op; }
+
+/* A temporary from the communicator's buffer pool, released by zp_tmp_put. */
+zcclResult_t zp_tmp_get(const zp_ctx_t* ctx, size_t bytes, void** buf);
+void zp_tmp_put(const zp_ctx_t* ctx, void* buf);
+/* Elements per slice so that `per` temporaries of slice/nblocks elements
+ * fit the pool (at least one element per block). */
+size_t zp_slice_elems(const zp_ctx_t* ctx, size_t count, size_t esize, int nblocks, int per);
+
+/* Algorithm families (one file each). */
+zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+/* The same with its tags' sub numbers starting at sub0. */
+zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0);
+zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_bruck_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_tree_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_linear_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_linear_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_pairwise_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+
+#endif /* ZP_ALGO_H_ */

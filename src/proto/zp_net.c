@@ -1,0 +1,241 @@
+/* Messages of one operation: post, wait with deadlines, check. Every wait
+ * ends: on completion, on a dead peer, on ZCCL_TIMEOUT without progress
+ * (plus a slow-link allowance), or on abort. Shared by point-to-point
+ * operations (core) and the collective algorithms. Runs on the
+ * communicator's progress thread, the only user of the worker. */
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zp_algo.h"
+#include "zp_coll.h"
+#include "zu_dtype.h"
+#include "zu_error.h"
+#include "zu_time.h"
+
+/* Spin this long without events before yielding the core. */
+#define ZP_SPIN_SECONDS 100e-6
+/* A receive that waits this long gets an endpoint to watch its sender. */
+#define ZP_WATCH_AFTER_SECONDS 0.5
+/* The no-progress timeout allows this rate for the largest message, which
+ * completes only at its end. */
+#define ZP_SLOW_LINK_BYTES_PER_S 1e7
+
+/* Checks a completed message into why (empty: fine). A receive must get
+ * exactly what was posted. Returns the error class. */
+static zcclResult_t zp_xfer_check(const zp_ctx_t* ctx, const char* what, const zp_xfer_t* x, char* why,
+                                  size_t len) {
+  if (x->is_send) {
+    if (x->req.status == 0) return zcclSuccess;
+    snprintf(why, len, "%s: send of %zu bytes from rank %d to rank %d failed: %s", what, x->bytes, ctx->rank,
+             x->peer, zt_req_error(&x->req));
+    return zcclRemoteError;
+  }
+  if ((zt_req_truncated(&x->req) || (x->req.status == 0 && x->req.length != x->bytes)) && x->coll) {
+    snprintf(why, len,
+             "%s: rank %d expected %zu bytes from rank %d, which sent %zu bytes; the call's count, datatype "
+             "or root differs across ranks (nothing was written past the buffer)",
+             what, ctx->rank, x->bytes, x->peer, x->req.length);
+    return zcclInvalidUsage;
+  }
+  if (zt_req_truncated(&x->req) || (x->req.status == 0 && x->req.length != x->bytes)) {
+    snprintf(why, len,
+             "%s: rank %d posted a receive of %zu x %s (%zu bytes) from rank %d, which sent %zu bytes; "
+             "sizes must match (nothing was written past the buffer)",
+             what, ctx->rank, x->count, zu_dtype_name(x->dtype), x->bytes, x->peer, x->req.length);
+    return zcclInvalidUsage;
+  }
+  if (x->req.status == 0) return zcclSuccess;
+  snprintf(why, len, "%s: receive from rank %d failed: %s", what, x->peer, zt_req_error(&x->req));
+  return zcclRemoteError;
+}
+
+/* Cancels what is still in flight and drives UCX until UCX no longer
+ * touches the buffers (bounded: cancelled requests complete at once). */
+static void zp_xfers_cancel(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
+  for (int i = 0; i < n; i++) zt_cancel(ctx->w, &x[i].req);
+  double deadline = zu_now() + 1.0;
+  for (;;) {
+    int pending = 0;
+    for (int i = 0; i < n; i++) pending += !x[i].req.done;
+    if (!pending) return;
+    if (zu_now() > deadline) {
+      /* A rendezvous send to a dead peer without UCX's peer error mode
+       * never completes; the peer cannot read it any more. */
+      ZU_WARN("%s: %d messages did not complete after cancel", what, pending);
+      return;
+    }
+    zt_progress(ctx->w);
+  }
+}
+
+zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
+  double now = zu_now();
+  for (int i = 0; i < n; i++) {
+    x[i].t_post = now;
+    zcclResult_t res = x[i].is_send
+                           ? zt_isend(ctx->w, x[i].peer, x[i].tag, x[i].buf, x[i].bytes, NULL, &x[i].req)
+                           : zt_irecv(ctx->w, x[i].peer, x[i].tag, ZT_TAG_MASK_ALL, x[i].buf, x[i].bytes, NULL,
+                                      &x[i].req);
+    if (res != zcclSuccess) {
+      for (int k = i + 1; k < n; k++) memset(&x[k].req, 0, sizeof x[k].req), x[k].req.done = 1;
+      return res;
+    }
+  }
+  return zcclSuccess;
+}
+
+zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
+  /* A receive of the wrong size is reported, but the other messages still
+   * complete (the peers stay in step); anything else ends the wait. */
+  char mismatch[400] = "", why[400] = "";
+  zcclResult_t fatal = zcclSuccess;
+  size_t largest = 0;
+  for (int i = 0; i < n; i++)
+    if (x[i].bytes > largest) largest = x[i].bytes;
+  double patience = ctx->timeout + (double)largest / ZP_SLOW_LINK_BYTES_PER_S;
+  double last_progress = zu_now();
+  int left = 0;
+  for (int i = 0; i < n; i++) {
+    x[i].checked = 0;
+    left++;
+  }
+  while (left > 0) {
+    int events = zt_progress(ctx->w);
+    for (int i = 0; i < n && fatal == zcclSuccess; i++) {
+      if (x[i].checked || !x[i].req.done) continue;
+      x[i].checked = 1;
+      left--;
+      events = 1;
+      char m[400] = "";
+      zcclResult_t r = zp_xfer_check(ctx, what, &x[i], m, sizeof m);
+
+      if (r == zcclInvalidUsage && !mismatch[0]) snprintf(mismatch, sizeof mismatch, "%s", m);
+      if (r != zcclSuccess && r != zcclInvalidUsage) {
+        fatal = r;
+        snprintf(why, sizeof why, "%s", m);
+      }
+    }
+    if (fatal != zcclSuccess || left == 0) break;
+    double now = zu_now();
+    if (events) {
+      last_progress = now;
+      continue;
+    }
+    /* Made only now: a peer that finished and destroyed its worker early
+     * is normal, and connecting to it would fail. */
+    if (now - last_progress > ZP_WATCH_AFTER_SECONDS)
+      for (int i = 0; i < n; i++)
+        if (!x[i].is_send && !x[i].req.done) zt_watch(ctx->w, x[i].peer);
+    for (int i = 0; i < n && fatal == zcclSuccess; i++) {
+      int st = x[i].req.done ? 0 : zt_peer_failed(ctx->w, x[i].peer);
+      if (st == 0) continue;
+      fatal = zcclRemoteError;
+      snprintf(why, sizeof why, "%s: rank %d lost rank %d (%s) with %s in flight", what, ctx->rank, x[i].peer,
+               zt_req_error(&(zt_req_t){.status = st}), x[i].is_send ? "a send" : "a receive");
+    }
+    if (fatal == zcclSuccess && ctx->abort && atomic_load(ctx->abort)) {
+      fatal = zcclRemoteError;
+      snprintf(why, sizeof why, "%s: the communicator was aborted", what);
+    }
+    if (fatal == zcclSuccess && now - last_progress > patience) {
+      const zp_xfer_t* p = NULL;
+      for (int i = 0; i < n && !p; i++)
+        if (!x[i].req.done) p = &x[i];
+      fatal = zcclRemoteError;
+      snprintf(why, sizeof why,
+               "%s: rank %d waited %.0f s (ZCCL_TIMEOUT) for rank %d to %s; is it alive and making the "
+               "matching call?",
+               what, ctx->rank, patience, p ? p->peer : -1, p && p->is_send ? "receive" : "send");
+    }
+    if (fatal != zcclSuccess) break;
+    if (now - last_progress > ZP_SPIN_SECONDS) sched_yield();
+  }
+  if (fatal != zcclSuccess) {
+    zp_xfers_cancel(ctx, what, x, n);
+    return ZU_ERROR(fatal, "%s", why);
+  }
+  if (mismatch[0]) return ZU_ERROR(zcclInvalidUsage, "%s", mismatch);
+  return zcclSuccess;
+}
+
+zcclResult_t zp_xfers_run(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
+  zcclResult_t res = zp_xfers_post(ctx, x, n);
+  zcclResult_t w = zp_xfers_wait(ctx, what, x, n); /* also for the ones posted before a failure */
+  return res != zcclSuccess ? res : w;
+}
+
+/* ---- helpers for the algorithms ---------------------------------------------- */
+void zp_send_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, const void* buf, size_t bytes) {
+  memset(x, 0, sizeof *x);
+  x->is_send = 1;
+  x->peer = peer;
+  x->buf = (void*)buf;
+  x->bytes = x->count = bytes;
+  x->dtype = zcclUint8;
+  x->coll = 1;
+  x->tag = zt_tag(ZT_TAG_COLL, ctx->rank, ctx->seq, sub);
+}
+
+void zp_recv_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, void* buf, size_t bytes) {
+  memset(x, 0, sizeof *x);
+  x->peer = peer;
+  x->buf = buf;
+  x->bytes = x->count = bytes;
+  x->dtype = zcclUint8;
+  x->coll = 1;
+  x->tag = zt_tag(ZT_TAG_COLL, peer, ctx->seq, sub);
+}
+
+zcclResult_t zp_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const void* sbuf, size_t sbytes, int src,
+                         void* rbuf, size_t rbytes, uint32_t sub) {
+  zp_xfer_t x[2];
+  int n = 0;
+  if (dst >= 0) zp_send_at(ctx, &x[n++], dst, sub, sbuf, sbytes);
+  if (src >= 0) zp_recv_at(ctx, &x[n++], src, sub, rbuf, rbytes);
+  return zp_xfers_run(ctx, what, x, n);
+}
+
+/* ---- calibration -------------------------------------------------------------- */
+/* Times a few exchanges with the ring neighbours: small ones for latency,
+ * 1 MiB ones for bandwidth; then every rank takes the worst link seen by
+ * any rank (max of alpha and of 1/bandwidth, by recursive doubling), so all
+ * ranks hold the same model and choose the same algorithms. */
+zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
+  int N = ctx->nranks, right = (ctx->rank + 1) % N, left = (ctx->rank + N - 1) % N;
+  size_t big = 1u << 20;
+  void *sb = NULL, *rb = NULL;
+  zcclResult_t res;
+  ZU_CHECK_GOTO(zd_buf_get(ctx->dev, big, &sb), res, out);
+  ZU_CHECK_GOTO(zd_buf_get(ctx->dev, big, &rb), res, out);
+  memset(sb, 0, big);
+  double t_small = 1e9, t_big = 1e9;
+  for (uint32_t k = 0; k < 6; k++) {
+    size_t bytes = k < 3 ? 8 : big;
+    double t0 = zu_now();
+    ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", right, sb, bytes, left, rb, bytes, k), res, out);
+    double t = zu_now() - t0;
+    if (k < 3 && t < t_small) t_small = t;
+    if (k >= 3 && t < t_big) t_big = t;
+  }
+  double mine[2] = {t_small, (t_big - t_small) / (double)big}, all[2];
+  memcpy(sb, mine, sizeof mine);
+  zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 2,
+                      .datatype = zcclFloat64, .op = zcclMax, .rank = ctx->rank, .nranks = N};
+  zp_ctx_t c2 = *ctx;
+  c2.seq = ctx->seq; /* same operation: sub-tags above the exchanges' */
+  ZU_CHECK_GOTO(zp_rd_allreduce_sub(&c2, &a, 0x100), res, out);
+  memcpy(all, rb, sizeof all);
+  link->alpha = all[0] > 1e-7 ? all[0] : 1e-7;
+  link->bandwidth = all[1] > 1e-12 ? 1.0 / all[1] : 1e12;
+  link->samples = 1;
+  ZU_INFO(ZU_LOG_TUNING, "calibration: latency %.1f us, bandwidth %.2f GB/s (worst rank)", link->alpha * 1e6,
+          link->bandwidth / 1e9);
+  res = zcclSuccess;
+out:
+  if (sb) zd_buf_put(ctx->dev, sb);
+  if (rb) zd_buf_put(ctx->dev, rb);
+  return res;
+}

@@ -1,0 +1,164 @@
+/* Recursive doubling allreduce for small messages: log2(N) exchanges of the
+ * whole buffer. For N not a power of two, the first 2*rem ranks pair up:
+ * even ones hand their data to the odd neighbour and wait for the result
+ * (MPICH's scheme). Both partners of an exchange combine the same two
+ * operands (lower rank's first), so every rank ends bit-identical. */
+#include "zp_algo.h"
+
+zcclResult_t zp_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) { return zp_rd_allreduce_sub(ctx, a, 0); }
+
+zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, bytes = n * es;
+  uint8_t* buf = a->recvbuff;
+  zcclRedOp_t op = zp_reduce_op(a->op);
+  if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, bytes));
+  ZU_CHECK(zd_sync(ctx->dev));
+  void* tmp = NULL;
+  zcclResult_t res;
+  ZU_CHECK(zp_tmp_get(ctx, bytes, &tmp));
+  int p = 1;
+  while (p * 2 <= N) p *= 2;
+  int rem = N - p, newr;
+  if (r < 2 * rem) {
+    if (r % 2 == 0) { /* hand over, then wait for the result */
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", r + 1, buf, bytes, -1, NULL, 0, sub0), res, out);
+      newr = -1;
+    } else {
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", -1, NULL, 0, r - 1, tmp, bytes, sub0), res, out);
+      ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf, tmp, buf, n, a->datatype, op), res, out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+      newr = r / 2;
+    }
+  } else {
+    newr = r - rem;
+  }
+  if (newr >= 0) {
+    uint32_t step = sub0 + 1;
+    for (int mask = 1; mask < p; mask <<= 1, step++) {
+      int np = newr ^ mask, peer = np < rem ? 2 * np + 1 : np + rem;
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", peer, buf, bytes, peer, tmp, bytes, step), res, out);
+      if (peer < r)
+        ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf, tmp, buf, n, a->datatype, op), res, out);
+      else
+        ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf, buf, tmp, n, a->datatype, op), res, out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+    }
+  }
+  if (r < 2 * rem) { /* the result back to the ranks that handed over */
+    if (r % 2 == 0)
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", -1, NULL, 0, r + 1, buf, bytes, sub0 + 0xff), res, out);
+    else
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", r - 1, buf, bytes, -1, NULL, 0, sub0 + 0xff), res, out);
+  }
+  if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, buf, n, a->datatype, N), res, out);
+  res = zd_sync(ctx->dev);
+out:
+  zp_tmp_put(ctx, tmp);
+  return res;
+}
+
+/* Rabenseifner's allreduce for medium and large messages on few links:
+ * recursive halving reduce-scatter, then recursive doubling allgather,
+ * over the largest power of two p <= N (the other ranks fold in and out as
+ * above). Each rank sends 2(p-1)/p of the buffer in 2 log2(p) steps. Each
+ * block's result is computed by its one owner, so ranks end bit-identical. */
+zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, bytes = n * es;
+  uint8_t* buf = a->recvbuff;
+  zcclRedOp_t op = zp_reduce_op(a->op);
+  if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, bytes));
+  ZU_CHECK(zd_sync(ctx->dev));
+  int p = 1;
+  while (p * 2 <= N) p *= 2;
+  int rem = N - p, newr;
+  void* tmp = NULL;
+  zcclResult_t res;
+  ZU_CHECK(zp_tmp_get(ctx, (r < 2 * rem ? bytes : (bytes + 1) / 2 + es * (size_t)p), &tmp));
+  if (r < 2 * rem) {
+    if (r % 2 == 0) {
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", r + 1, buf, bytes, -1, NULL, 0, 0), res, out);
+      newr = -1;
+    } else {
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", -1, NULL, 0, r - 1, tmp, bytes, 0), res, out);
+      ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf, tmp, buf, n, a->datatype, op), res, out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+      newr = r / 2;
+    }
+  } else {
+    newr = r - rem;
+  }
+#define ZP_REAL(v) ((v) < rem ? 2 * (v) + 1 : (v) + rem)
+  if (newr >= 0) {
+    int blo = 0, bhi = p; /* blocks this rank still reduces: [blo, bhi) of p */
+    uint32_t step = 1;
+    for (int mask = p / 2; mask > 0; mask >>= 1, step++) {
+      int peer = ZP_REAL(newr ^ mask), mid = (blo + bhi) / 2;
+      int keep_lo = (newr & mask) == 0;
+      int klo = keep_lo ? blo : mid, khi = keep_lo ? mid : bhi, slo = keep_lo ? mid : blo, shi = keep_lo ? bhi : mid;
+      size_t ko = zp_off(n, p, klo), kn = zp_off(n, p, khi) - ko, so = zp_off(n, p, slo), sn = zp_off(n, p, shi) - so;
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", peer, buf + so * es, sn * es, peer, tmp, kn * es, step), res, out);
+      ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf + ko * es, buf + ko * es, tmp, kn, a->datatype, op), res, out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+      blo = klo, bhi = khi;
+    }
+    /* Now this rank owns block newr; AVG divides it once, here. */
+    if (a->op == zcclAvg) {
+      size_t o = zp_off(n, p, newr), m = zp_off(n, p, newr + 1) - o;
+      ZU_CHECK_GOTO(zd_divide(ctx->dev, buf + o * es, m, a->datatype, N), res, out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+    }
+    for (int mask = 1; mask < p; mask <<= 1, step++) {
+      int peer = ZP_REAL(newr ^ mask);
+      /* Owned: the aligned run of `mask` blocks holding newr; the peer's is next to it. */
+      int mlo = newr & ~(mask - 1), plo = (newr ^ mask) & ~(mask - 1);
+      size_t mo = zp_off(n, p, mlo), mn = zp_off(n, p, mlo + mask) - mo;
+      size_t po = zp_off(n, p, plo), pn = zp_off(n, p, plo + mask) - po;
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", peer, buf + mo * es, mn * es, peer, buf + po * es, pn * es, step),
+                    res, out);
+    }
+  }
+#undef ZP_REAL
+  if (r < 2 * rem) {
+    if (r % 2 == 0)
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", -1, NULL, 0, r + 1, buf, bytes, 0xff), res, out);
+    else
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", r - 1, buf, bytes, -1, NULL, 0, 0xff), res, out);
+  }
+  res = zd_sync(ctx->dev);
+out:
+  zp_tmp_put(ctx, tmp);
+  return res;
+}
+
+/* Bruck's allgather: ceil(log2 N) steps for any N; step k sends the 2^k
+ * blocks gathered so far (fewer at the last step) to rank r - 2^k and gets
+ * as many from r + 2^k. Blocks are kept rotated (this rank's first) in a
+ * temporary, then put in place. For small messages. */
+zcclResult_t zp_bruck_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), bb = a->count * es;
+  void* tmp = NULL;
+  zcclResult_t res;
+  ZU_CHECK(zp_tmp_get(ctx, bb * (size_t)N, &tmp));
+  uint8_t* t = tmp;
+  ZU_CHECK_GOTO(zd_copy(ctx->dev, t, a->sendbuff, bb), res, out);
+  ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+  int have = 1;
+  for (uint32_t k = 0; have < N; k++) {
+    int d = 1 << k, m = have < N - have ? have : N - have;
+    ZU_CHECK_GOTO(zp_sendrecv(ctx, "bruck allgather", (r - d + N) % N, t, (size_t)m * bb, (r + d) % N,
+                              t + (size_t)have * bb, (size_t)m * bb, k),
+                  res, out);
+    have += m;
+  }
+  /* t[i] is rank (r + i) % N's block. */
+  for (int i = 0; i < N; i++)
+    ZU_CHECK_GOTO(zd_copy(ctx->dev, (uint8_t*)a->recvbuff + (size_t)((r + i) % N) * bb, t + (size_t)i * bb, bb), res,
+                  out);
+  res = zd_sync(ctx->dev);
+out:
+  zp_tmp_put(ctx, tmp);
+  return res;
+}

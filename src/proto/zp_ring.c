@@ -1,0 +1,143 @@
+/* Ring algorithms: reduce-scatter, allgather, and allreduce as the two in a
+ * row. Messages go to the right neighbour and come from the left. Large
+ * buffers are processed in slices (the same columns of every block) so the
+ * temporaries fit the buffer pool. Every block's final value is computed by
+ * one rank and then copied around, so all ranks end bit-identical. */
+#include <string.h>
+
+#include "zp_algo.h"
+
+/* Reduce-scatter of one slice: elements [lo, hi) of each of the N blocks
+ * (block b starts at boff[b]) of `in`, result for this rank's block into
+ * out (+ its own offset). acc/rtmp hold one block slice each. The first
+ * step sends this rank's input; later steps send the running partial. */
+static zcclResult_t zp_ring_rs_slice(const zp_ctx_t* ctx, const zp_coll_args_t* a, const uint8_t* in,
+                                     const size_t* boff, const size_t* blen, size_t lo, size_t hi, uint8_t* out,
+                                     uint8_t* acc, uint8_t* rtmp, uint32_t slice) {
+  int N = ctx->nranks, r = ctx->rank, right = (r + 1) % N, left = (r + N - 1) % N;
+  size_t es = zu_dtype_size(a->datatype);
+  zcclRedOp_t op = zp_reduce_op(a->op);
+  for (int s = 0; s < N - 1; s++) {
+    int sb = zp_mod(r - s - 1, N), rb = zp_mod(r - s - 2, N);
+    size_t sl = hi < blen[sb] ? hi : blen[sb], rl = hi < blen[rb] ? hi : blen[rb];
+    size_t sn = sl > lo ? sl - lo : 0, rn = rl > lo ? rl - lo : 0;
+    const uint8_t* src = s == 0 ? in + (boff[sb] + lo) * es : acc;
+    ZU_CHECK(zp_sendrecv(ctx, "ring reduce-scatter", right, src, sn * es, left, rtmp, rn * es,
+                         (slice << 8) | (uint32_t)s));
+    uint8_t* dst = s == N - 2 ? out : acc;
+    ZU_CHECK(zd_reduce(ctx->dev, dst, in + (boff[rb] + lo) * es, rtmp, rn, a->datatype, op));
+    /* The partial goes out next step: it must be complete (sim, GPU). */
+    ZU_CHECK(zd_sync(ctx->dev));
+  }
+  return zcclSuccess;
+}
+
+/* Block layout of count elements over N ranks. */
+static void zp_blocks(size_t count, int N, size_t* boff, size_t* blen) {
+  for (int b = 0; b < N; b++) {
+    boff[b] = zp_off(count, N, b);
+    blen[b] = zp_off(count, N, b + 1) - boff[b];
+  }
+}
+
+zcclResult_t zp_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), n = a->count;
+  if (N == 1) {
+    if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, a->recvbuff, a->sendbuff, n * es));
+    if (a->op == zcclAvg) ZU_CHECK(zd_divide(ctx->dev, a->recvbuff, n, a->datatype, 1));
+    return zd_sync(ctx->dev);
+  }
+  size_t boff[N], blen[N];
+  for (int b = 0; b < N; b++) boff[b] = (size_t)b * n, blen[b] = n;
+  size_t slice = zp_slice_elems(ctx, n * (size_t)N, es, N, 2);
+  void *acc = NULL, *rtmp = NULL;
+  zcclResult_t res;
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, slice * es, &acc), res, out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, slice * es, &rtmp), res, out);
+  /* In place (recvbuff = sendbuff + r*n): the last step writes this rank's
+   * own block after its input was last read in that same step. */
+  uint32_t k = 0;
+  for (size_t lo = 0; lo < n; lo += slice, k++) {
+    size_t hi = lo + slice < n ? lo + slice : n;
+    ZU_CHECK_GOTO(zp_ring_rs_slice(ctx, a, a->sendbuff, boff, blen, lo, hi, zp_at(a->recvbuff, lo, es), acc, rtmp,
+                                   k),
+                  res, out);
+  }
+  if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, a->recvbuff, n, a->datatype, N), res, out);
+  res = zd_sync(ctx->dev);
+out:
+  zp_tmp_put(ctx, acc);
+  zp_tmp_put(ctx, rtmp);
+  (void)r;
+  return res;
+}
+
+/* Allgather of blocks (boff/blen) of buf in place: each rank's own block is
+ * already there. Messages are whole blocks, straight into buf. */
+static zcclResult_t zp_ring_ag_inplace(const zp_ctx_t* ctx, uint8_t* buf, size_t es, const size_t* boff,
+                                       const size_t* blen, uint32_t tagbase) {
+  int N = ctx->nranks, r = ctx->rank, right = (r + 1) % N, left = (r + N - 1) % N;
+  for (int s = 0; s < N - 1; s++) {
+    int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
+    ZU_CHECK(zp_sendrecv(ctx, "ring allgather", right, buf + boff[sb] * es, blen[sb] * es, left,
+                         buf + boff[rb] * es, blen[rb] * es, tagbase + (uint32_t)s));
+  }
+  return zcclSuccess;
+}
+
+zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), n = a->count;
+  uint8_t* own = zp_at(a->recvbuff, (size_t)r * n, es);
+  if ((const uint8_t*)a->sendbuff != own) ZU_CHECK(zd_copy(ctx->dev, own, a->sendbuff, n * es));
+  ZU_CHECK(zd_sync(ctx->dev));
+  size_t boff[N], blen[N];
+  for (int b = 0; b < N; b++) boff[b] = (size_t)b * n, blen[b] = n;
+  return zp_ring_ag_inplace(ctx, a->recvbuff, es, boff, blen, 0);
+}
+
+zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks;
+  size_t es = zu_dtype_size(a->datatype), n = a->count;
+  uint8_t* buf = a->recvbuff;
+  if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, n * es));
+  if (N == 1) {
+    if (a->op == zcclAvg) ZU_CHECK(zd_divide(ctx->dev, buf, n, a->datatype, 1));
+    return zd_sync(ctx->dev);
+  }
+  ZU_CHECK(zd_sync(ctx->dev));
+  size_t boff[N], blen[N];
+  zp_blocks(n, N, boff, blen);
+  size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
+  /* Slices of each block sized so two block-slice temporaries fit. */
+  size_t slice = zp_slice_elems(ctx, maxb * (size_t)N, es, N, 2);
+  void *acc = NULL, *rtmp = NULL;
+  zcclResult_t res;
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, slice * es, &acc), res, out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, slice * es, &rtmp), res, out);
+  uint32_t k = 0;
+  for (size_t lo = 0; lo < maxb; lo += slice, k++) {
+    size_t hi = lo + slice < maxb ? lo + slice : maxb;
+    /* Reduce-scatter in place over buf: this rank's block slice gets the sum. */
+    int r = ctx->rank;
+    size_t ol = blen[r] < hi ? blen[r] : hi;
+    uint8_t* mine = buf + (boff[r] + (lo < ol ? lo : ol)) * es;
+    ZU_CHECK_GOTO(zp_ring_rs_slice(ctx, a, buf, boff, blen, lo, hi, mine, acc, rtmp, k), res, out);
+    if (a->op == zcclAvg && ol > lo) ZU_CHECK_GOTO(zd_divide(ctx->dev, mine, ol - lo, a->datatype, N), res, out);
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+    /* Allgather the slice's columns. */
+    size_t soff[N], slen[N];
+    for (int b = 0; b < N; b++) {
+      size_t l = blen[b] < hi ? blen[b] : hi;
+      soff[b] = boff[b] + (lo < l ? lo : l);
+      slen[b] = l > lo ? l - lo : 0;
+    }
+    ZU_CHECK_GOTO(zp_ring_ag_inplace(ctx, buf, es, soff, slen, (k << 8) | 0x80), res, out);
+  }
+  res = zcclSuccess;
+out:
+  zp_tmp_put(ctx, acc);
+  zp_tmp_put(ctx, rtmp);
+  return res;
+}
