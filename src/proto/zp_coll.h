@@ -89,6 +89,10 @@ zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n);
  * completed. what names the operation in messages. */
 zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n);
 zcclResult_t zp_xfers_run(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n);
+/* Cancels posted messages not done yet and waits (bounded) until UCX has
+ * let go of them: an algorithm leaving early on an error calls this. */
+void zp_xfers_cancel(const zp_ctx_t* ctx, zp_xfer_t* x, int n);
+void zp_xfers_cancel_what(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n);
 /* A collective's message: tag (collective, sender, ctx->seq, sub). */
 void zp_send_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, const void* buf, size_t bytes);
 void zp_recv_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, void* buf, size_t bytes);

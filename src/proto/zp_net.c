@@ -54,7 +54,7 @@ static zcclResult_t zp_xfer_check(const zp_ctx_t* ctx, const char* what, const z
 
 /* Cancels what is still in flight and drives UCX until UCX no longer
  * touches the buffers (bounded: cancelled requests complete at once). */
-static void zp_xfers_cancel(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
+void zp_xfers_cancel_what(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
   for (int i = 0; i < n; i++) zt_cancel(ctx->w, &x[i].req);
   double deadline = zu_now() + 1.0;
   for (;;) {
@@ -154,12 +154,14 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
     if (now - last_progress > ZP_SPIN_SECONDS) sched_yield();
   }
   if (fatal != zcclSuccess) {
-    zp_xfers_cancel(ctx, what, x, n);
+    zp_xfers_cancel_what(ctx, what, x, n);
     return ZU_ERROR(fatal, "%s", why);
   }
   if (mismatch[0]) return ZU_ERROR(zcclInvalidUsage, "%s", mismatch);
   return zcclSuccess;
 }
+
+void zp_xfers_cancel(const zp_ctx_t* ctx, zp_xfer_t* x, int n) { zp_xfers_cancel_what(ctx, "cancel", x, n); }
 
 zcclResult_t zp_xfers_run(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
   zcclResult_t res = zp_xfers_post(ctx, x, n);

@@ -3,33 +3,90 @@
  * buffers are processed in slices (the same columns of every block) so the
  * temporaries fit the buffer pool. Every block's final value is computed by
  * one rank and then copied around, so all ranks end bit-identical. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "zp_algo.h"
 
+/* Pieces a ring step is cut into, so the reduction of one piece overlaps
+ * the transfer of the next and a partial leaves as soon as it is ready. */
+#define ZP_RING_CHUNK_BYTES (256u << 10)
+
+static void zp_cancel_all(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
+  for (int i = 0; i < n; i++)
+    if (x[i].bytes || x[i].tag) zp_xfers_cancel(ctx, &x[i], 1);
+}
+
 /* Reduce-scatter of one slice: elements [lo, hi) of each of the N blocks
  * (block b starts at boff[b]) of `in`, result for this rank's block into
- * out (+ its own offset). acc/rtmp hold one block slice each. The first
- * step sends this rank's input; later steps send the running partial. */
+ * out. acc holds two block slices (the partial being sent and the one being
+ * made), rtmp one. Pipelined in chunks: chunk c of step s+1 is sent as soon
+ * as chunk c of step s is reduced; messages of one step share a tag and
+ * match in order (UCX keeps a sender's order per tag). */
 static zcclResult_t zp_ring_rs_slice(const zp_ctx_t* ctx, const zp_coll_args_t* a, const uint8_t* in,
                                      const size_t* boff, const size_t* blen, size_t lo, size_t hi, uint8_t* out,
                                      uint8_t* acc, uint8_t* rtmp, uint32_t slice) {
   int N = ctx->nranks, r = ctx->rank, right = (r + 1) % N, left = (r + N - 1) % N;
-  size_t es = zu_dtype_size(a->datatype);
+  size_t es = zu_dtype_size(a->datatype), span = hi - lo;
   zcclRedOp_t op = zp_reduce_op(a->op);
-  for (int s = 0; s < N - 1; s++) {
+  size_t C = ZP_RING_CHUNK_BYTES / es ? ZP_RING_CHUNK_BYTES / es : 1;
+  int K = (int)((span + C - 1) / C);
+  if (K < 1) K = 1;
+  /* sends[s%2][c]: chunk c of step s; recvs[c]: this step's. */
+  zp_xfer_t* x = calloc((size_t)K * 3, sizeof *x);
+  ZU_RETURN_ERR_IF(x == NULL, zcclSystemError, "ring reduce-scatter: out of memory");
+  zp_xfer_t *sends[2] = {x, x + K}, *recvs = x + 2 * K;
+  zcclResult_t res = zcclSuccess;
+  uint8_t* accb[2] = {acc, acc + span * es};
+#define ZP_LEN(b) ((hi < blen[b] ? hi : blen[b]) > lo ? (hi < blen[b] ? hi : blen[b]) - lo : 0)
+  for (int s = 0; s < N - 1 && res == zcclSuccess; s++) {
     int sb = zp_mod(r - s - 1, N), rb = zp_mod(r - s - 2, N);
-    size_t sl = hi < blen[sb] ? hi : blen[sb], rl = hi < blen[rb] ? hi : blen[rb];
-    size_t sn = sl > lo ? sl - lo : 0, rn = rl > lo ? rl - lo : 0;
-    const uint8_t* src = s == 0 ? in + (boff[sb] + lo) * es : acc;
-    ZU_CHECK(zp_sendrecv(ctx, "ring reduce-scatter", right, src, sn * es, left, rtmp, rn * es,
-                         (slice << 8) | (uint32_t)s));
-    uint8_t* dst = s == N - 2 ? out : acc;
-    ZU_CHECK(zd_reduce(ctx->dev, dst, in + (boff[rb] + lo) * es, rtmp, rn, a->datatype, op));
-    /* The partial goes out next step: it must be complete (sim, GPU). */
-    ZU_CHECK(zd_sync(ctx->dev));
+    size_t sn = ZP_LEN(sb), rn = ZP_LEN(rb);
+    uint32_t tag = (slice << 8) | (uint32_t)s;
+    int kr = rn ? (int)((rn + C - 1) / C) : 1, ks = sn ? (int)((sn + C - 1) / C) : 1;
+    for (int c = 0; c < kr; c++) {
+      size_t o = (size_t)c * C, m = rn - o < C ? rn - o : C;
+      if (rn == 0) o = m = 0;
+      zp_recv_at(ctx, &recvs[c], left, tag, rtmp + o * es, m * es);
+      ZU_CHECK_GOTO(zp_xfers_post(ctx, &recvs[c], 1), res, fail);
+    }
+    if (s == 0) { /* this rank's own input is ready at once */
+      for (int c = 0; c < ks; c++) {
+        size_t o = (size_t)c * C, m = sn - o < C ? sn - o : C;
+        if (sn == 0) o = m = 0;
+        zp_send_at(ctx, &sends[0][c], right, tag, in + (boff[sb] + lo + o) * es, m * es);
+        ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[0][c], 1), res, fail);
+      }
+    }
+    int last = s == N - 2;
+    for (int c = 0; c < kr; c++) {
+      size_t o = (size_t)c * C, m = rn - o < C ? rn - o : C;
+      if (rn == 0) o = m = 0;
+      ZU_CHECK_GOTO(zp_xfers_wait(ctx, "ring reduce-scatter", &recvs[c], 1), res, fail);
+      /* acc[s%2] was last read by step s-1's sends, complete since the end
+       * of step s-1. */
+      uint8_t* dst = last ? out + o * es : accb[s % 2] + o * es;
+      ZU_CHECK_GOTO(zd_reduce(ctx->dev, dst, in + (boff[rb] + lo + o) * es, rtmp + o * es, m, a->datatype, op), res,
+                    fail);
+      if (!last) {
+        /* The partial leaves now: it must be complete (sim, GPU). */
+        ZU_CHECK_GOTO(zd_sync(ctx->dev), res, fail);
+        zp_send_at(ctx, &sends[(s + 1) % 2][c], right, (slice << 8) | (uint32_t)(s + 1), dst, m * es);
+        ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[(s + 1) % 2][c], 1), res, fail);
+      }
+    }
+    /* Step s's sends are done before their slots are reused at step s+2. */
+    ZU_CHECK_GOTO(zp_xfers_wait(ctx, "ring reduce-scatter", sends[s % 2], ks), res, fail);
+    memset(sends[s % 2], 0, sizeof(zp_xfer_t) * (size_t)K);
   }
-  return zcclSuccess;
+#undef ZP_LEN
+  res = zd_sync(ctx->dev);
+  free(x);
+  return res;
+fail:
+  zp_cancel_all(ctx, x, 3 * K);
+  free(x);
+  return res;
 }
 
 /* Block layout of count elements over N ranks. */
@@ -50,10 +107,10 @@ zcclResult_t zp_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a
   }
   size_t boff[N], blen[N];
   for (int b = 0; b < N; b++) boff[b] = (size_t)b * n, blen[b] = n;
-  size_t slice = zp_slice_elems(ctx, n * (size_t)N, es, N, 2);
+  size_t slice = zp_slice_elems(ctx, n * (size_t)N, es, N, 3);
   void *acc = NULL, *rtmp = NULL;
   zcclResult_t res;
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, slice * es, &acc), res, out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, 2 * slice * es, &acc), res, out);
   ZU_CHECK_GOTO(zp_tmp_get(ctx, slice * es, &rtmp), res, out);
   /* In place (recvbuff = sendbuff + r*n): the last step writes this rank's
    * own block after its input was last read in that same step. */
@@ -111,10 +168,10 @@ zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   zp_blocks(n, N, boff, blen);
   size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
   /* Slices of each block sized so two block-slice temporaries fit. */
-  size_t slice = zp_slice_elems(ctx, maxb * (size_t)N, es, N, 2);
+  size_t slice = zp_slice_elems(ctx, maxb * (size_t)N, es, N, 3);
   void *acc = NULL, *rtmp = NULL;
   zcclResult_t res;
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, slice * es, &acc), res, out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, 2 * slice * es, &acc), res, out);
   ZU_CHECK_GOTO(zp_tmp_get(ctx, slice * es, &rtmp), res, out);
   uint32_t k = 0;
   for (size_t lo = 0; lo < maxb; lo += slice, k++) {
