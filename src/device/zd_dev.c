@@ -1,102 +1,322 @@
-/* TEMPORARY host-only device until the device branch lands. */
+/* Device objects: argument checks and dispatch through the per-kind ops
+ * table, the host kind (runs everything at once), and the buffer pool. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-#include "zd_device.h"
+#include "zd_dev_impl.h"
+#include "zu_dtype.h"
 #include "zu_error.h"
+#include "zu_param.h"
 
-struct zd_dev {
-  zd_kind_t kind;
-};
+/* ---- host: synchronous, so every event has passed ---------------------- */
 
-zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** dev) {
-  *dev = calloc(1, sizeof **dev);
-  (*dev)->kind = kind;
+static zcclResult_t zd_host_init(zd_dev_t* dev) {
+  (void)dev;
   return zcclSuccess;
 }
-void zd_dev_destroy(zd_dev_t* dev) { free(dev); }
-zd_kind_t zd_dev_kind(const zd_dev_t* dev) { return dev->kind; }
-const char* zd_kind_name(zd_kind_t kind) { return kind == ZD_HOST ? "host" : "sim"; }
-zcclResult_t zd_kind_from_env(zd_kind_t* kind) {
-  *kind = ZD_HOST;
-  return zcclSuccess;
-}
-zcclResult_t zd_buf_get(zd_dev_t* dev, size_t bytes, void** buf) {
-  (void)dev;
-  *buf = malloc(bytes);
-  return zcclSuccess;
-}
-void zd_buf_put(zd_dev_t* dev, void* buf) {
-  (void)dev;
-  free(buf);
-}
-size_t zd_buf_largest(zd_dev_t* dev) {
-  (void)dev;
-  return 64u << 20;
-}
-zcclResult_t zd_copy(zd_dev_t* dev, void* dst, const void* src, size_t bytes) {
-  (void)dev;
-  memmove(dst, src, bytes);
-  return zcclSuccess;
-}
-#define RED(T)                                                                 \
-  {                                                                            \
-    T* d = dst;                                                                \
-    const T *x = a, *y = b;                                                    \
-    for (size_t i = 0; i < count; i++) {                                       \
-      T u = x[i], v = y[i];                                                    \
-      d[i] = op == zcclSum ? (T)(u + v) : op == zcclProd ? (T)(u * v) : op == zcclMax ? (u > v ? u : v) : (u < v ? u : v); \
-    }                                                                          \
-    return zcclSuccess;                                                        \
-  }
-zcclResult_t zd_reduce(zd_dev_t* dev, void* dst, const void* a, const void* b, size_t count, zcclDataType_t dtype,
-                       zcclRedOp_t op) {
-  (void)dev;
-  switch (dtype) {
-    case zcclInt8: RED(int8_t)
-    case zcclUint8: RED(uint8_t)
-    case zcclInt32: RED(int32_t)
-    case zcclUint32: RED(uint32_t)
-    case zcclInt64: RED(int64_t)
-    case zcclUint64: RED(uint64_t)
-    case zcclFloat32: RED(float)
-    case zcclFloat64: RED(double)
-    default: return ZU_ERROR(zcclInvalidUsage, "temporary device: dtype %d", (int)dtype);
-  }
-}
-#define DIV(T)                                  \
-  {                                             \
-    T* d = buf;                                 \
-    for (size_t i = 0; i < count; i++) d[i] = (T)(d[i] / n); \
-    return zcclSuccess;                         \
-  }
-zcclResult_t zd_divide(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dtype, int n) {
-  (void)dev;
-  switch (dtype) {
-    case zcclInt8: DIV(int8_t)
-    case zcclUint8: DIV(uint8_t)
-    case zcclUint32: DIV(uint32_t)
-    case zcclInt64: DIV(int64_t)
-    case zcclUint64: DIV(uint64_t)
-    case zcclInt32: DIV(int32_t)
-    case zcclFloat32: DIV(float)
-    case zcclFloat64: DIV(double)
-    default: return ZU_ERROR(zcclInvalidUsage, "temporary device: dtype %d", (int)dtype);
-  }
-}
-zd_event_t zd_event_record(zd_dev_t* dev) {
+static void zd_host_fini(zd_dev_t* dev) { (void)dev; }
+static zd_event_t zd_host_record(zd_dev_t* dev) {
   (void)dev;
   return 0;
 }
-int zd_event_done(zd_dev_t* dev, zd_event_t ev) {
-  (void)dev, (void)ev;
+static int zd_host_done(zd_dev_t* dev, zd_event_t ev) {
+  (void)dev;
+  (void)ev;
   return 1;
 }
-zcclResult_t zd_event_wait(zd_dev_t* dev, zd_event_t ev) {
-  (void)dev, (void)ev;
+static zcclResult_t zd_host_wait(zd_dev_t* dev, zd_event_t ev) {
+  (void)dev;
+  (void)ev;
   return zcclSuccess;
 }
-zcclResult_t zd_sync(zd_dev_t* dev) {
-  (void)dev;
+
+static const zd_ops_t zd_host_ops = {
+    .name = "host",
+    .init = zd_host_init,
+    .fini = zd_host_fini,
+    .submit = zd_op_exec,
+    .record = zd_host_record,
+    .done = zd_host_done,
+    .wait = zd_host_wait,
+};
+
+/* One row per kind; NULL: not built. */
+static const zd_ops_t* const zd_ops_table[] = {
+    [ZD_HOST] = &zd_host_ops,
+    [ZD_SIM] = &zd_sim_ops,
+    [ZD_CUDA] = NULL,
+};
+
+const char* zd_kind_name(zd_kind_t kind) {
+  switch (kind) {
+    case ZD_HOST: return "host";
+    case ZD_SIM: return "sim";
+    case ZD_CUDA: return "cuda";
+  }
+  return "invalid";
+}
+
+zcclResult_t zd_kind_from_env(zd_kind_t* kind) {
+  ZU_RETURN_ERR_IF(kind == NULL, zcclInvalidArgument, "zd_kind_from_env: NULL kind");
+  const char* v = zu_param_str(ZU_PARAM_DEVICE);
+  if (strcasecmp(v, "host") == 0) {
+    *kind = ZD_HOST;
+  } else if (strcasecmp(v, "sim") == 0) {
+    *kind = ZD_SIM;
+  } else {
+    return ZU_ERROR(zcclInvalidArgument, "ZCCL_DEVICE='%s': expected host or sim", v);
+  }
   return zcclSuccess;
+}
+
+zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
+  ZU_RETURN_ERR_IF(out == NULL, zcclInvalidArgument, "zd_dev_create: NULL dev");
+  *out = NULL;
+  ZU_RETURN_ERR_IF((int)kind < 0 || kind > ZD_CUDA, zcclInvalidArgument, "zd_dev_create: kind %d invalid",
+                   (int)kind);
+  ZU_RETURN_ERR_IF(zd_ops_table[kind] == NULL, zcclInvalidUsage, "zd_dev_create: the %s device is not built yet",
+                   zd_kind_name(kind));
+  int64_t threads = 0, split = 0;
+  ZU_CHECK(zu_param_int(ZU_PARAM_REDUCE_THREADS, &threads));
+  ZU_CHECK(zu_param_int(ZU_PARAM_REDUCE_SPLIT_BYTES, &split));
+  ZU_RETURN_ERR_IF(threads < 0 || threads > 1024, zcclInvalidArgument,
+                   "ZCCL_REDUCE_THREADS=%lld: expected 0 (all cores) .. 1024", (long long)threads);
+  ZU_RETURN_ERR_IF(split < 0, zcclInvalidArgument, "ZCCL_REDUCE_SPLIT_BYTES=%lld is negative", (long long)split);
+
+  zd_dev_t* dev = calloc(1, sizeof *dev);
+  ZU_RETURN_ERR_IF(dev == NULL, zcclSystemError, "zd_dev_create: out of memory");
+  dev->kind = kind;
+  dev->ops = zd_ops_table[kind];
+  dev->nthreads = (int)threads;
+  dev->split_bytes = (size_t)split;
+  pthread_mutex_init(&dev->bufs.lock, NULL);
+  pthread_mutex_init(&dev->run_lock, NULL);
+  zcclResult_t res = dev->ops->init(dev);
+  if (res != zcclSuccess) {
+    pthread_mutex_destroy(&dev->run_lock);
+    pthread_mutex_destroy(&dev->bufs.lock);
+    free(dev);
+    return res;
+  }
+  ZU_INFO(ZU_LOG_DEVICE, "%s device created (split above %zu bytes, threads %d)", dev->ops->name,
+          dev->split_bytes, dev->nthreads);
+  *out = dev;
+  return zcclSuccess;
+}
+
+void zd_dev_destroy(zd_dev_t* dev) {
+  if (dev == NULL) return;
+  dev->ops->fini(dev);
+  zd_pool_destroy(dev->pool);
+  int outstanding = 0;
+  for (int i = 0; i < dev->bufs.nsegs; i++) outstanding += dev->bufs.segs[i].used;
+  if (outstanding)
+    ZU_WARN("zd_dev_destroy: %d buffer pool piece(s) still out; freeing the pool anyway", outstanding);
+  free(dev->bufs.base);
+  free(dev->bufs.segs);
+  pthread_mutex_destroy(&dev->run_lock);
+  pthread_mutex_destroy(&dev->bufs.lock);
+  free(dev);
+}
+
+zd_kind_t zd_dev_kind(const zd_dev_t* dev) { return dev->kind; }
+
+/* ---- buffer pool ------------------------------------------------------- */
+
+#define ZD_ALIGN 64
+
+/* Called with the lock held. */
+static zcclResult_t zd_bufpool_init(zd_bufpool_t* p) {
+  int64_t bytes = 0;
+  ZU_CHECK(zu_param_int(ZU_PARAM_BUFFER_POOL_BYTES, &bytes));
+  size_t size = (size_t)bytes & ~(size_t)(ZD_ALIGN - 1);
+  ZU_RETURN_ERR_IF(bytes < ZD_ALIGN, zcclInvalidArgument, "ZCCL_BUFFER_POOL_BYTES=%lld: at least %d bytes",
+                   (long long)bytes, ZD_ALIGN);
+  p->cap = 64;
+  p->segs = malloc((size_t)p->cap * sizeof *p->segs);
+  p->base = aligned_alloc(ZD_ALIGN, size);
+  if (p->segs == NULL || p->base == NULL) {
+    free(p->segs);
+    free(p->base);
+    p->segs = NULL;
+    p->base = NULL;
+    return ZU_ERROR(zcclSystemError, "cannot allocate the buffer pool (ZCCL_BUFFER_POOL_BYTES=%zu)", size);
+  }
+  p->size = size;
+  p->segs[0] = (zd_seg_t){0, size, 0};
+  p->nsegs = 1;
+  ZU_INFO(ZU_LOG_DEVICE, "buffer pool of %zu bytes", size);
+  return zcclSuccess;
+}
+
+static size_t zd_bufpool_largest(const zd_bufpool_t* p) {
+  size_t best = 0;
+  for (int i = 0; i < p->nsegs; i++)
+    if (!p->segs[i].used && p->segs[i].len > best) best = p->segs[i].len;
+  return best;
+}
+
+zcclResult_t zd_buf_get(zd_dev_t* dev, size_t bytes, void** buf) {
+  ZU_RETURN_ERR_IF(dev == NULL || buf == NULL, zcclInvalidArgument, "zd_buf_get: NULL argument");
+  *buf = NULL;
+  zd_bufpool_t* p = &dev->bufs;
+  zcclResult_t res = zcclSuccess;
+  pthread_mutex_lock(&p->lock);
+  if (p->base == NULL) ZU_CHECK_GOTO(zd_bufpool_init(p), res, unlock);
+  size_t need = bytes == 0 ? ZD_ALIGN : (bytes + ZD_ALIGN - 1) & ~(size_t)(ZD_ALIGN - 1);
+  if (need < bytes) need = SIZE_MAX; /* rounding overflowed: too large for any pool */
+  int i = 0;
+  while (i < p->nsegs && (p->segs[i].used || p->segs[i].len < need)) i++;
+  if (i == p->nsegs) {
+    res = ZU_ERROR(zcclInvalidUsage,
+                   "zd_buf_get: %zu bytes requested, the largest free piece is %zu of ZCCL_BUFFER_POOL_BYTES=%zu; "
+                   "split the work or raise ZCCL_BUFFER_POOL_BYTES",
+                   bytes, zd_bufpool_largest(p), p->size);
+    goto unlock;
+  }
+  if (p->segs[i].len > need) {
+    /* Split: the rest stays free right after. The segment array grows only
+     * when more pieces are out than ever before. */
+    if (p->nsegs == p->cap) {
+      zd_seg_t* grown = realloc(p->segs, (size_t)p->cap * 2 * sizeof *grown);
+      if (grown == NULL) {
+        res = ZU_ERROR(zcclSystemError, "zd_buf_get: out of memory for pool bookkeeping");
+        goto unlock;
+      }
+      p->segs = grown;
+      p->cap *= 2;
+    }
+    memmove(&p->segs[i + 2], &p->segs[i + 1], (size_t)(p->nsegs - i - 1) * sizeof *p->segs);
+    p->segs[i + 1] = (zd_seg_t){p->segs[i].off + need, p->segs[i].len - need, 0};
+    p->segs[i].len = need;
+    p->nsegs++;
+  }
+  p->segs[i].used = 1;
+  *buf = p->base + p->segs[i].off;
+unlock:
+  pthread_mutex_unlock(&p->lock);
+  return res;
+}
+
+void zd_buf_put(zd_dev_t* dev, void* buf) {
+  if (dev == NULL || buf == NULL) return;
+  zd_bufpool_t* p = &dev->bufs;
+  pthread_mutex_lock(&p->lock);
+  /* Binary search by offset. Compare addresses as integers: buf may not
+   * point into the pool at all. */
+  uintptr_t at = (uintptr_t)buf, base = (uintptr_t)p->base;
+  int lo = 0, hi = p->nsegs - 1, i = -1;
+  if (p->base != NULL && at >= base && at < base + p->size) {
+    size_t off = at - base;
+    while (lo <= hi) {
+      int mid = (lo + hi) / 2;
+      if (p->segs[mid].off == off) {
+        i = mid;
+        break;
+      }
+      if (p->segs[mid].off < off)
+        lo = mid + 1;
+      else
+        hi = mid - 1;
+    }
+  }
+  if (i < 0 || !p->segs[i].used) {
+    pthread_mutex_unlock(&p->lock);
+    ZU_ERROR(zcclInvalidUsage, "zd_buf_put: %p is not a piece of this device's buffer pool that is out", buf);
+    return;
+  }
+  p->segs[i].used = 0;
+  /* Merge with free neighbours so first fit sees whole holes. */
+  if (i + 1 < p->nsegs && !p->segs[i + 1].used) {
+    p->segs[i].len += p->segs[i + 1].len;
+    memmove(&p->segs[i + 1], &p->segs[i + 2], (size_t)(p->nsegs - i - 2) * sizeof *p->segs);
+    p->nsegs--;
+  }
+  if (i > 0 && !p->segs[i - 1].used) {
+    p->segs[i - 1].len += p->segs[i].len;
+    memmove(&p->segs[i], &p->segs[i + 1], (size_t)(p->nsegs - i - 1) * sizeof *p->segs);
+    p->nsegs--;
+  }
+  pthread_mutex_unlock(&p->lock);
+}
+
+size_t zd_buf_largest(zd_dev_t* dev) {
+  if (dev == NULL) return 0;
+  zd_bufpool_t* p = &dev->bufs;
+  size_t largest = 0;
+  pthread_mutex_lock(&p->lock);
+  if (p->base != NULL) {
+    largest = zd_bufpool_largest(p);
+  } else {
+    int64_t bytes = 0;
+    if (zu_param_int(ZU_PARAM_BUFFER_POOL_BYTES, &bytes) == zcclSuccess && bytes >= ZD_ALIGN)
+      largest = (size_t)bytes & ~(size_t)(ZD_ALIGN - 1);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return largest;
+}
+
+/* ---- queued operations: checked here, run by the kind ------------------ */
+
+/* [x, x+xn) and [y, y+yn) share a byte (empty ranges never do). */
+static int zd_overlap(const void* x, size_t xn, const void* y, size_t yn) {
+  uintptr_t a = (uintptr_t)x, b = (uintptr_t)y;
+  return xn && yn && a < b + yn && b < a + xn;
+}
+
+zcclResult_t zd_copy(zd_dev_t* dev, void* dst, const void* src, size_t bytes) {
+  ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_copy: NULL device");
+  if (bytes == 0 || dst == src) return zcclSuccess;
+  ZU_RETURN_ERR_IF(dst == NULL || src == NULL, zcclInvalidArgument, "zd_copy: NULL buffer for %zu bytes", bytes);
+  ZU_RETURN_ERR_IF(zd_overlap(dst, bytes, src, bytes), zcclInvalidArgument,
+                   "zd_copy: dst %p and src %p overlap (%zu bytes)", dst, src, bytes);
+  zd_op_t op = {.kind = ZD_OP_COPY, .dst = dst, .a = src, .count = bytes};
+  return dev->ops->submit(dev, &op);
+}
+
+zcclResult_t zd_reduce(zd_dev_t* dev, void* dst, const void* a, const void* b, size_t count, zcclDataType_t dtype,
+                       zcclRedOp_t op) {
+  ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_reduce: NULL device");
+  ZU_RETURN_ERR_IF((int)dtype < 0 || dtype >= zcclNumTypes, zcclInvalidArgument, "zd_reduce: datatype %d invalid",
+                   (int)dtype);
+  ZU_RETURN_ERR_IF(op == zcclAvg, zcclInvalidArgument, "zd_reduce: avg is sum, then zd_divide");
+  ZU_RETURN_ERR_IF((int)op < 0 || op > zcclMin, zcclInvalidArgument, "zd_reduce: op %d invalid", (int)op);
+  if (count == 0) return zcclSuccess;
+  size_t esize = zu_dtype_size(dtype);
+  ZU_RETURN_ERR_IF(count > SIZE_MAX / esize, zcclInvalidArgument, "zd_reduce: count %zu overflows", count);
+  size_t bytes = count * esize;
+  ZU_RETURN_ERR_IF(dst == NULL || a == NULL || b == NULL, zcclInvalidArgument, "zd_reduce: NULL buffer");
+  ZU_RETURN_ERR_IF((dst != a && zd_overlap(dst, bytes, a, bytes)) || (dst != b && zd_overlap(dst, bytes, b, bytes)),
+                   zcclInvalidArgument, "zd_reduce: dst %p overlaps a %p or b %p other than exactly (%zu bytes)",
+                   dst, a, b, bytes);
+  zd_op_t o = {.kind = ZD_OP_REDUCE, .dst = dst, .a = a, .b = b, .count = count, .dtype = dtype, .op = op};
+  return dev->ops->submit(dev, &o);
+}
+
+zcclResult_t zd_divide(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dtype, int n) {
+  ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_divide: NULL device");
+  ZU_RETURN_ERR_IF((int)dtype < 0 || dtype >= zcclNumTypes, zcclInvalidArgument, "zd_divide: datatype %d invalid",
+                   (int)dtype);
+  ZU_RETURN_ERR_IF(n < 1, zcclInvalidArgument, "zd_divide: divisor %d, expected >= 1", n);
+  if (count == 0) return zcclSuccess;
+  ZU_RETURN_ERR_IF(buf == NULL, zcclInvalidArgument, "zd_divide: NULL buffer");
+  ZU_RETURN_ERR_IF(count > SIZE_MAX / zu_dtype_size(dtype), zcclInvalidArgument, "zd_divide: count %zu overflows",
+                   count);
+  zd_op_t o = {.kind = ZD_OP_DIVIDE, .dst = buf, .count = count, .dtype = dtype, .n = n};
+  return dev->ops->submit(dev, &o);
+}
+
+zd_event_t zd_event_record(zd_dev_t* dev) { return dev ? dev->ops->record(dev) : 0; }
+
+int zd_event_done(zd_dev_t* dev, zd_event_t ev) { return dev ? dev->ops->done(dev, ev) : 1; }
+
+zcclResult_t zd_event_wait(zd_dev_t* dev, zd_event_t ev) {
+  ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_event_wait: NULL device");
+  return dev->ops->wait(dev, ev);
+}
+
+zcclResult_t zd_sync(zd_dev_t* dev) {
+  ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_sync: NULL device");
+  return dev->ops->wait(dev, dev->ops->record(dev));
 }

@@ -1,8 +1,8 @@
 /* Device layer (zd_): where buffers live and where computation on them runs
  * (host CPU, CUDA GPU, or the `sim` device that gives host memory a GPU's
  * asynchronous semantics). May use util and codec; never transport or proto.
- * The zd_ops_t table (alloc, copy, reduce, compress, ...) grows here as the
- * collectives land; for now the layer answers what hardware is present. */
+ * The algorithms in src/proto reach buffers and computation only through the
+ * zd_dev_t interface below; each kind is one zd_ops_t row (zd_dev_impl.h). */
 #ifndef ZD_DEVICE_H_
 #define ZD_DEVICE_H_
 
@@ -40,21 +40,72 @@ zcclResult_t zd_cuda_selftest(void);
  * at least 1. */
 int zd_host_ncores(void);
 
+/* ---- devices: buffers and computation for the algorithms ----------------
+ *
+ * host: operations run synchronously on the calling thread (reductions and
+ * copies of more than ZCCL_REDUCE_SPLIT_BYTES spread over a thread pool of
+ * ZCCL_REDUCE_THREADS threads, default the hwloc cores).
+ * sim: the same API with a GPU stream's asynchronous semantics: every
+ * operation is queued to one worker thread and runs later, in order, after a
+ * random delay of 0..ZCCL_SIM_DELAY_US microseconds, so its results are
+ * visible only after zd_sync / zd_event_wait (a missing sync in an algorithm
+ * shows up as wrong data in tests). Enqueueing blocks while 1024 operations
+ * are pending, as a full GPU launch queue does.
+ * cuda: zcclInvalidUsage "not built yet".
+ * Queued operations of one device are issued from one thread at a time (it is
+ * a stream); the buffer pool may be used from any thread. */
 typedef enum { ZD_HOST = 0, ZD_SIM = 1, ZD_CUDA = 2 } zd_kind_t;
 typedef struct zd_dev zd_dev_t;
 typedef uint64_t zd_event_t;
+
 zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** dev);
-void zd_dev_destroy(zd_dev_t* dev);
+void zd_dev_destroy(zd_dev_t* dev); /* waits for queued work */
 zd_kind_t zd_dev_kind(const zd_dev_t* dev);
-const char* zd_kind_name(zd_kind_t kind);
+const char* zd_kind_name(zd_kind_t kind); /* "host", "sim", "cuda" ("invalid") */
+/* ZCCL_DEVICE=host|sim (default host) for communicators on host buffers;
+ * zcclInvalidArgument naming the variable for anything else. */
 zcclResult_t zd_kind_from_env(zd_kind_t* kind);
+
+/* Buffer pool: ZCCL_BUFFER_POOL_BYTES allocated once, lazily, at the first
+ * zd_buf_get (64-byte aligned), handed out first fit in pieces whose start and
+ * size are multiples of 64 bytes (a request of 0 bytes gets 64). A request
+ * larger than the largest free piece returns zcclInvalidUsage naming
+ * ZCCL_BUFFER_POOL_BYTES: the caller splits its work (zd_buf_largest says how
+ * much fits). Pieces are host memory for host and sim. get/put are immediate,
+ * not queued: put a piece only after the operations using it have completed
+ * (zd_sync / zd_event_wait). Thread-safe. */
 zcclResult_t zd_buf_get(zd_dev_t* dev, size_t bytes, void** buf);
 void zd_buf_put(zd_dev_t* dev, void* buf);
+/* Bytes of the largest free piece (the whole pool before the first get). */
 size_t zd_buf_largest(zd_dev_t* dev);
+
+/* Queued operations, run in order. Arguments are checked when the operation
+ * is queued (the error is returned then). dst may equal a or b exactly (in
+ * place); any other overlap is zcclInvalidArgument. */
 zcclResult_t zd_copy(zd_dev_t* dev, void* dst, const void* src, size_t bytes);
+/* dst[i] = a[i] op b[i] for op zcclSum, zcclProd, zcclMax or zcclMin (zcclAvg
+ * is rejected: the algorithm sums, then calls zd_divide), every dtype.
+ * - Integers wrap (two's complement).
+ * - float32/float64: one IEEE operation. max(a, b) = a if a is NaN, else
+ *   (a > b ? a : b); min likewise with <. So a NaN in either input gives NaN,
+ *   and for equal values (+0, -0) the result is b.
+ * - float16, bfloat16, float8e4m3, float8e5m2: computed in float32 and
+ *   rounded to nearest even, which is the correctly rounded result (float32
+ *   has more than 2p+2 bits for each). NaN gives the canonical NaN of CUDA's
+ *   conversions: 0x7fff (fp16, bf16), 0x7f (fp8). fp16/bf16 overflow to inf.
+ *   Both fp8 formats saturate like CUDA's __NV_SATFINITE (which NCCL's fp8
+ *   reductions use): overflow and +-inf become +-max finite (448, 57344). */
 zcclResult_t zd_reduce(zd_dev_t* dev, void* dst, const void* a, const void* b, size_t count,
                        zcclDataType_t dtype, zcclRedOp_t op);
+/* buf[i] /= n, n >= 1 (zcclAvg's last step): floats divide (fp16/bf16/fp8 in
+ * float32, rounded as above), integers truncate toward zero as C does. */
 zcclResult_t zd_divide(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dtype, int n);
+
+/* Ordering and completion. zd_event_record returns a marker after everything
+ * queued so far; zd_event_done says whether it has passed (non-blocking);
+ * zd_event_wait blocks until it has; zd_sync waits for everything. wait and
+ * sync return the first error a queued operation hit since the last report
+ * (and clear it). host: every event has passed. */
 zd_event_t zd_event_record(zd_dev_t* dev);
 int zd_event_done(zd_dev_t* dev, zd_event_t ev);
 zcclResult_t zd_event_wait(zd_dev_t* dev, zd_event_t ev);

@@ -11,6 +11,7 @@
 /* Pieces a ring step is cut into, so the reduction of one piece overlaps
  * the transfer of the next and a partial leaves as soon as it is ready. */
 #define ZP_RING_CHUNK_BYTES (256u << 10)
+#define ZP_RING_MAX_CHUNKS 64
 
 static void zp_cancel_all(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
   for (int i = 0; i < n; i++)
@@ -30,11 +31,13 @@ static zcclResult_t zp_ring_rs_slice(const zp_ctx_t* ctx, const zp_coll_args_t* 
   size_t es = zu_dtype_size(a->datatype), span = hi - lo;
   zcclRedOp_t op = zp_reduce_op(a->op);
   size_t C = ZP_RING_CHUNK_BYTES / es ? ZP_RING_CHUNK_BYTES / es : 1;
+  if ((span + C - 1) / C > ZP_RING_MAX_CHUNKS) C = (span + ZP_RING_MAX_CHUNKS - 1) / ZP_RING_MAX_CHUNKS;
   int K = (int)((span + C - 1) / C);
   if (K < 1) K = 1;
-  /* sends[s%2][c]: chunk c of step s; recvs[c]: this step's. */
-  zp_xfer_t* x = calloc((size_t)K * 3, sizeof *x);
-  ZU_RETURN_ERR_IF(x == NULL, zcclSystemError, "ring reduce-scatter: out of memory");
+  /* sends[s%2][c]: chunk c of step s; recvs[c]: this step's. On the stack:
+   * nothing is allocated on the data path. */
+  zp_xfer_t x[3 * ZP_RING_MAX_CHUNKS];
+  memset(x, 0, sizeof(zp_xfer_t) * 3 * (size_t)K);
   zp_xfer_t *sends[2] = {x, x + K}, *recvs = x + 2 * K;
   zcclResult_t res = zcclSuccess;
   uint8_t* accb[2] = {acc, acc + span * es};
@@ -80,12 +83,9 @@ static zcclResult_t zp_ring_rs_slice(const zp_ctx_t* ctx, const zp_coll_args_t* 
     memset(sends[s % 2], 0, sizeof(zp_xfer_t) * (size_t)K);
   }
 #undef ZP_LEN
-  res = zd_sync(ctx->dev);
-  free(x);
-  return res;
+  return zd_sync(ctx->dev);
 fail:
   zp_cancel_all(ctx, x, 3 * K);
-  free(x);
   return res;
 }
 

@@ -57,7 +57,23 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "(hwloc).")                                                                           \
   X(CODEC_SIMD, STR, "auto",                                                              \
     "Instruction set of the host codec kernels: auto, scalar, avx2, avx2-gfni or avx512 " \
-    "(every level writes identical bytes; a level the CPU lacks is an error).")
+    "(every level writes identical bytes; a level the CPU lacks is an error).")          \
+  X(DEVICE, STR, "host",                                                                  \
+    "Device that runs copies and reductions of communicators on host buffers: host (the " \
+    "calling thread and a thread pool) or sim (a simulated GPU stream: asynchronous, for " \
+    "tests).")                                                                            \
+  X(BUFFER_POOL_BYTES, SIZE, "64M",                                                       \
+    "Size of each device's buffer pool, allocated at its first use; an algorithm needing " \
+    "more splits its work into pieces.")                                                  \
+  X(REDUCE_THREADS, INT, "0",                                                             \
+    "Threads a host reduction or copy is spread over; 0: every core available to the "    \
+    "process (hwloc).")                                                                   \
+  X(REDUCE_SPLIT_BYTES, SIZE, "1M",                                                       \
+    "Host reductions and copies of more bytes than this (per operand) are split across "  \
+    "ZCCL_REDUCE_THREADS threads; smaller ones run on the calling thread.")              \
+  X(SIM_DELAY_US, INT, "50",                                                              \
+    "sim device: each queued operation runs after a random delay of 0..this many "        \
+    "microseconds, so a missing synchronization shows up as wrong data.")
 
 typedef enum {
 #define ZU_PARAM_ENUM(id, type, def, desc) ZU_PARAM_##id,

@@ -1,0 +1,78 @@
+/* Inside the device layer: the zd_dev_t object, one queued operation
+ * (zd_op_t) and the per-kind ops table. Not for other layers. */
+#ifndef ZD_DEV_IMPL_H_
+#define ZD_DEV_IMPL_H_
+
+#include <pthread.h>
+
+#include "zd_device.h"
+#include "zd_pool.h"
+
+typedef enum { ZD_OP_COPY, ZD_OP_REDUCE, ZD_OP_DIVIDE } zd_op_kind_t;
+
+/* One operation, checked, as queued; copied by value into the sim queue. */
+typedef struct {
+  zd_op_kind_t kind;
+  void* dst;
+  const void* a;   /* copy: src */
+  const void* b;
+  size_t count;    /* copy: bytes */
+  zcclDataType_t dtype;
+  zcclRedOp_t op;
+  int n;           /* divide */
+} zd_op_t;
+
+typedef struct {
+  const char* name;
+  zcclResult_t (*init)(zd_dev_t* dev);
+  void (*fini)(zd_dev_t* dev); /* waits for queued work */
+  zcclResult_t (*submit)(zd_dev_t* dev, const zd_op_t* op);
+  zd_event_t (*record)(zd_dev_t* dev);
+  int (*done)(zd_dev_t* dev, zd_event_t ev);
+  zcclResult_t (*wait)(zd_dev_t* dev, zd_event_t ev);
+} zd_ops_t;
+
+typedef struct {
+  size_t off, len;
+  int used;
+} zd_seg_t;
+
+/* First-fit pool; segments sorted by offset, metadata kept outside the
+ * memory (a CUDA pool's memory is not host-addressable). */
+typedef struct {
+  pthread_mutex_t lock;
+  char* base;
+  size_t size;
+  zd_seg_t* segs;
+  int nsegs, cap;
+} zd_bufpool_t;
+
+typedef struct zd_sim zd_sim_t;
+
+struct zd_dev {
+  zd_kind_t kind;
+  const zd_ops_t* ops;
+  zd_bufpool_t bufs;
+  /* Host compute: the pool starts at the first split operation. run_lock
+   * serialises zd_pool_run (one job per pool). */
+  pthread_mutex_t run_lock;
+  zd_pool_t* pool;
+  int nthreads;       /* ZCCL_REDUCE_THREADS, 0: hwloc cores */
+  size_t split_bytes; /* ZCCL_REDUCE_SPLIT_BYTES */
+  zd_sim_t* sim;
+};
+
+extern const zd_ops_t zd_sim_ops;
+
+/* Runs op now on the calling thread, spreading it over dev's thread pool
+ * when it is larger than dev->split_bytes (zd_reduce.c). */
+zcclResult_t zd_op_exec(zd_dev_t* dev, const zd_op_t* op);
+
+/* The element kernels without a device or threads, for benchmarks and the
+ * split: dst[i] = a[i] op b[i] over count elements (arguments checked by the
+ * caller; dst may equal a or b). */
+void zd_reduce_kernel(void* dst, const void* a, const void* b, size_t count, zcclDataType_t dtype,
+                      zcclRedOp_t op);
+void zd_divide_kernel(void* buf, size_t count, zcclDataType_t dtype, int n);
+
+#endif /* ZD_DEV_IMPL_H_ */

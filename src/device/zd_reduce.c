@@ -1,0 +1,252 @@
+/* Host reduction kernels: one plain loop per dtype x op over restrict
+ * pointers, written so GCC -O3 vectorizes it, and the split of large
+ * operations over the device's thread pool. */
+#include <stdint.h>
+#include <string.h>
+
+#include "zd_dev_impl.h"
+#include "zu_dtype.h"
+#include "zu_error.h"
+
+/* ---- narrow floats <-> float32 (bit manipulation, no branches) ------------
+ * A format has M mantissa bits, E exponent bits and bias B. Decoding keeps
+ * NaN payloads; encoding rounds to nearest even, returns the canonical NaN
+ * (CUDA's: 0x7fff for 16-bit, 0x7f for fp8) and on overflow either inf
+ * (fp16, bf16) or, saturating, the largest finite code (fp8, __NV_SATFINITE). */
+
+static inline uint32_t zd_f2u(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static inline float zd_u2f(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* ieee: the all-ones exponent is inf/NaN (fp16, e5m2); otherwise (e4m3) only
+ * the all-ones code is NaN. */
+static inline float zd_narrow_to_f32(uint32_t h, int M, int E, int B, int ieee) {
+  const uint32_t emask = (1u << (E + M)) - 1;
+  uint32_t s = (h >> (E + M)) << 31;
+  uint32_t em = h & emask;
+  uint32_t norm = (em << (23 - M)) + ((uint32_t)(127 - B) << 23);
+  /* Subnormal m * 2^(1-B-M): put m under the exponent 1-B, subtract 2^(1-B). */
+  uint32_t one = (uint32_t)(128 - B) << 23;
+  uint32_t sub = zd_f2u(zd_u2f((em << (23 - M)) | one) - zd_u2f(one));
+  uint32_t r = em < (1u << M) ? sub : norm;
+  if (ieee)
+    r = em >= (((1u << E) - 1) << M) ? ((em << (23 - M)) | 0x7f800000u) : r;
+  else
+    r = em == emask ? 0x7fc00000u : r;
+  return zd_u2f(r | s);
+}
+
+/* top: the code overflow goes to (inf, or the largest finite when saturating). */
+static inline uint32_t zd_f32_to_narrow(float f, int M, int E, int B, uint32_t top, uint32_t nan) {
+  uint32_t x = zd_f2u(f);
+  uint32_t s = (x >> 31) << (E + M);
+  uint32_t ax = x & 0x7fffffffu;
+  const int drop = 23 - M;
+  /* Normal: round the mantissa at bit `drop` (a carry bumps the exponent,
+   * which is right), then rebias. Monotonic in ax, so clamping at top
+   * handles overflow and inf. */
+  uint32_t norm = ((ax + ((1u << (drop - 1)) - 1) + ((ax >> drop) & 1)) >> drop) - ((uint32_t)(127 - B) << M);
+  norm = norm > top ? top : norm;
+  /* Subnormal: adding 2^(24-B-M) makes the float unit round at the
+   * subnormal quantum (round to nearest even, the FPU's mode). */
+  float magic = zd_u2f((uint32_t)(127 + 24 - B - M) << 23);
+  uint32_t sub = zd_f2u(zd_u2f(ax) + magic) - zd_f2u(magic);
+  uint32_t r = ax < ((uint32_t)(128 - B) << 23) ? sub : norm;
+  return ax > 0x7f800000u ? nan : (r | s);
+}
+
+static inline float zd_f16_load(uint16_t h) { return zd_narrow_to_f32(h, 10, 5, 15, 1); }
+static inline uint16_t zd_f16_store(float f) { return (uint16_t)zd_f32_to_narrow(f, 10, 5, 15, 0x7c00, 0x7fff); }
+static inline float zd_bf16_load(uint16_t h) { return zd_u2f((uint32_t)h << 16); }
+static inline uint16_t zd_bf16_store(float f) {
+  uint32_t x = zd_f2u(f);
+  uint32_t r = (x + 0x7fffu + ((x >> 16) & 1)) >> 16; /* overflow carries into inf */
+  return (uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? 0x7fffu : r);
+}
+static inline float zd_e4m3_load(uint8_t h) { return zd_narrow_to_f32(h, 3, 4, 7, 0); }
+static inline uint8_t zd_e4m3_store(float f) { return (uint8_t)zd_f32_to_narrow(f, 3, 4, 7, 0x7e, 0x7f); }
+static inline float zd_e5m2_load(uint8_t h) { return zd_narrow_to_f32(h, 2, 5, 15, 1); }
+static inline uint8_t zd_e5m2_store(float f) { return (uint8_t)zd_f32_to_narrow(f, 2, 5, 15, 0x7b, 0x7f); }
+
+/* ---- kernels ---------------------------------------------------------------
+ * Four loops per dtype x op: out of place, and dst == a, dst == b, dst == a
+ * == b, so every loop has restrict pointers that really do not alias. */
+
+#define ZD_ID(x) (x)
+#define ZD_ADD(x, y) ((x) + (y))
+#define ZD_MUL(x, y) ((x) * (y))
+#define ZD_MAXI(x, y) ((x) > (y) ? (x) : (y))
+#define ZD_MINI(x, y) ((x) < (y) ? (x) : (y))
+/* NaN in a: a; otherwise the comparison picks b when b is NaN. Both
+ * comparisons always run (| not ||) so the loop has no branch to vectorize. */
+#define ZD_MAXF(x, y) ((((x) > (y)) | ((x) != (x))) ? (x) : (y))
+#define ZD_MINF(x, y) ((((x) < (y)) | ((x) != (x))) ? (x) : (y))
+
+typedef void (*zd_kern_fn)(void* d, const void* a, const void* b, size_t n);
+
+#define ZD_KERNEL(name, S, LOAD, STORE, OP)                                                 \
+  static void name##_3(S* restrict d, const S* restrict a, const S* restrict b, size_t n) { \
+    for (size_t i = 0; i < n; i++) d[i] = (S)STORE(OP(LOAD(a[i]), LOAD(b[i])));            \
+  }                                                                                         \
+  static void name##_a(S* restrict d, const S* restrict b, size_t n) {                      \
+    for (size_t i = 0; i < n; i++) d[i] = (S)STORE(OP(LOAD(d[i]), LOAD(b[i])));            \
+  }                                                                                         \
+  static void name##_b(S* restrict d, const S* restrict a, size_t n) {                      \
+    for (size_t i = 0; i < n; i++) d[i] = (S)STORE(OP(LOAD(a[i]), LOAD(d[i])));            \
+  }                                                                                         \
+  static void name##_ab(S* restrict d, size_t n) {                                          \
+    for (size_t i = 0; i < n; i++) d[i] = (S)STORE(OP(LOAD(d[i]), LOAD(d[i])));            \
+  }                                                                                         \
+  static void name(void* d, const void* a, const void* b, size_t n) {                       \
+    if (d == a && d == b)                                                                   \
+      name##_ab(d, n);                                                                      \
+    else if (d == a)                                                                        \
+      name##_a(d, b, n);                                                                    \
+    else if (d == b)                                                                        \
+      name##_b(d, a, n);                                                                    \
+    else                                                                                    \
+      name##_3(d, a, b, n);                                                                 \
+  }
+
+/* Signed integers add and multiply as their unsigned type: wraps, no UB. */
+#define ZD_INT_KERNELS(tag, S, U)                            \
+  ZD_KERNEL(zd_sum_##tag, U, ZD_ID, ZD_ID, ZD_ADD)          \
+  ZD_KERNEL(zd_prod_##tag, U, ZD_ID, ZD_ID, ZD_MUL)         \
+  ZD_KERNEL(zd_max_##tag, S, ZD_ID, ZD_ID, ZD_MAXI)         \
+  ZD_KERNEL(zd_min_##tag, S, ZD_ID, ZD_ID, ZD_MINI)
+
+#define ZD_FLOAT_KERNELS(tag, S, LOAD, STORE)                \
+  ZD_KERNEL(zd_sum_##tag, S, LOAD, STORE, ZD_ADD)           \
+  ZD_KERNEL(zd_prod_##tag, S, LOAD, STORE, ZD_MUL)          \
+  ZD_KERNEL(zd_max_##tag, S, LOAD, STORE, ZD_MAXF)          \
+  ZD_KERNEL(zd_min_##tag, S, LOAD, STORE, ZD_MINF)
+
+ZD_INT_KERNELS(i8, int8_t, uint8_t)
+ZD_INT_KERNELS(u8, uint8_t, uint8_t)
+ZD_INT_KERNELS(i32, int32_t, uint32_t)
+ZD_INT_KERNELS(u32, uint32_t, uint32_t)
+ZD_INT_KERNELS(i64, int64_t, uint64_t)
+ZD_INT_KERNELS(u64, uint64_t, uint64_t)
+ZD_FLOAT_KERNELS(f32, float, ZD_ID, ZD_ID)
+ZD_FLOAT_KERNELS(f64, double, ZD_ID, ZD_ID)
+ZD_FLOAT_KERNELS(f16, uint16_t, zd_f16_load, zd_f16_store)
+ZD_FLOAT_KERNELS(bf16, uint16_t, zd_bf16_load, zd_bf16_store)
+ZD_FLOAT_KERNELS(e4m3, uint8_t, zd_e4m3_load, zd_e4m3_store)
+ZD_FLOAT_KERNELS(e5m2, uint8_t, zd_e5m2_load, zd_e5m2_store)
+
+#define ZD_ROW(tag) {zd_sum_##tag, zd_prod_##tag, zd_max_##tag, zd_min_##tag}
+/* Indexed by dtype, then op (zcclSum..zcclMin). */
+static const zd_kern_fn zd_kernels[zcclNumTypes][4] = {
+    [zcclInt8] = ZD_ROW(i8),       [zcclUint8] = ZD_ROW(u8),        [zcclInt32] = ZD_ROW(i32),
+    [zcclUint32] = ZD_ROW(u32),    [zcclInt64] = ZD_ROW(i64),       [zcclUint64] = ZD_ROW(u64),
+    [zcclFloat16] = ZD_ROW(f16),   [zcclFloat32] = ZD_ROW(f32),     [zcclFloat64] = ZD_ROW(f64),
+    [zcclBfloat16] = ZD_ROW(bf16), [zcclFloat8e4m3] = ZD_ROW(e4m3), [zcclFloat8e5m2] = ZD_ROW(e5m2),
+};
+
+void zd_reduce_kernel(void* dst, const void* a, const void* b, size_t count, zcclDataType_t dtype,
+                      zcclRedOp_t op) {
+  zd_kernels[dtype][op](dst, a, b, count);
+}
+
+/* ---- divide ---------------------------------------------------------------- */
+
+#define ZD_DIV_INT(tag, T)                                                          \
+  static void zd_div_##tag(void* buf, size_t n, int by) {                          \
+    T* restrict d = buf;                                                            \
+    const T q = (T)by;                                                              \
+    for (size_t i = 0; i < n; i++) d[i] = (T)(d[i] / q);                            \
+  }
+#define ZD_DIV_FLOAT(tag, S, C, LOAD, STORE)                                        \
+  static void zd_div_##tag(void* buf, size_t n, int by) {                          \
+    S* restrict d = buf;                                                            \
+    const C q = (C)by;                                                              \
+    for (size_t i = 0; i < n; i++) d[i] = (S)STORE(LOAD(d[i]) / q);                 \
+  }
+
+ZD_DIV_INT(i8, int8_t)
+ZD_DIV_INT(u8, uint8_t)
+ZD_DIV_INT(i32, int32_t)
+ZD_DIV_INT(u32, uint32_t)
+ZD_DIV_INT(i64, int64_t)
+ZD_DIV_INT(u64, uint64_t)
+ZD_DIV_FLOAT(f32, float, float, ZD_ID, ZD_ID)
+ZD_DIV_FLOAT(f64, double, double, ZD_ID, ZD_ID)
+ZD_DIV_FLOAT(f16, uint16_t, float, zd_f16_load, zd_f16_store)
+ZD_DIV_FLOAT(bf16, uint16_t, float, zd_bf16_load, zd_bf16_store)
+ZD_DIV_FLOAT(e4m3, uint8_t, float, zd_e4m3_load, zd_e4m3_store)
+ZD_DIV_FLOAT(e5m2, uint8_t, float, zd_e5m2_load, zd_e5m2_store)
+
+static void (*const zd_dividers[zcclNumTypes])(void*, size_t, int) = {
+    [zcclInt8] = zd_div_i8,       [zcclUint8] = zd_div_u8,        [zcclInt32] = zd_div_i32,
+    [zcclUint32] = zd_div_u32,    [zcclInt64] = zd_div_i64,       [zcclUint64] = zd_div_u64,
+    [zcclFloat16] = zd_div_f16,   [zcclFloat32] = zd_div_f32,     [zcclFloat64] = zd_div_f64,
+    [zcclBfloat16] = zd_div_bf16, [zcclFloat8e4m3] = zd_div_e4m3, [zcclFloat8e5m2] = zd_div_e5m2,
+};
+
+void zd_divide_kernel(void* buf, size_t count, zcclDataType_t dtype, int n) {
+  zd_dividers[dtype](buf, count, n);
+}
+
+/* ---- one operation, split over the thread pool when large ------------------ */
+
+typedef struct {
+  const zd_op_t* op;
+  size_t esize; /* bytes per element (copy: 1) */
+} zd_split_t;
+
+static void zd_op_range(const zd_op_t* op, size_t esize, size_t lo, size_t hi) {
+  size_t off = lo * esize, n = hi - lo;
+  char* d = (char*)op->dst + off;
+  switch (op->kind) {
+    case ZD_OP_COPY:
+      memcpy(d, (const char*)op->a + off, n);
+      break;
+    case ZD_OP_REDUCE:
+      /* In-place stays in place: offsets are applied to equal pointers alike. */
+      zd_reduce_kernel(d, (const char*)op->a + off, (const char*)op->b + off, n, op->dtype, op->op);
+      break;
+    case ZD_OP_DIVIDE:
+      zd_divide_kernel(d, n, op->dtype, op->n);
+      break;
+  }
+}
+
+static void zd_split_run(void* arg, int t, int nt) {
+  const zd_split_t* s = arg;
+  /* Pieces are whole cache lines so threads never write the same line. */
+  size_t unit = 64 / s->esize;
+  size_t units = (s->op->count + unit - 1) / unit;
+  size_t per = (units + (size_t)nt - 1) / (size_t)nt * unit;
+  size_t lo = per * (size_t)t, hi = lo + per;
+  if (hi > s->op->count) hi = s->op->count;
+  if (lo < hi) zd_op_range(s->op, s->esize, lo, hi);
+}
+
+zcclResult_t zd_op_exec(zd_dev_t* dev, const zd_op_t* op) {
+  size_t esize = op->kind == ZD_OP_COPY ? 1 : zu_dtype_size(op->dtype);
+  size_t bytes = op->count * esize;
+  if (bytes <= dev->split_bytes || dev->nthreads == 1) {
+    zd_op_range(op, esize, 0, op->count);
+    return zcclSuccess;
+  }
+  pthread_mutex_lock(&dev->run_lock);
+  if (dev->pool == NULL) {
+    zcclResult_t res = zd_pool_create(dev->nthreads, &dev->pool);
+    if (res != zcclSuccess) {
+      pthread_mutex_unlock(&dev->run_lock);
+      return res;
+    }
+  }
+  zd_split_t s = {op, esize};
+  zd_pool_run(dev->pool, 0, zd_split_run, &s);
+  pthread_mutex_unlock(&dev->run_lock);
+  return zcclSuccess;
+}
