@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Uncompressed collectives beside OpenMPI: zccl-perf allreduce, allgather and
+# broadcast with 4 ranks over shared memory (mpirun on this machine) and over
+# 4 netlab hosts at RATE (tc tbf, UCX and OpenMPI on TCP), OpenMPI measured in
+# the same runs with its default choice and with each of its algorithms
+# forced (coll_tuned_use_dynamic_rules). Prints one Markdown table: bus
+# bandwidth (GB/s, nccl-tests' definitions) per size, zccl against the best
+# OpenMPI variant. Builds nothing; rows and logs go to out/coll/.
+#   perf/coll_table.sh [build dir] [rate] [max size]
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+BUILD=$(cd "${1:-build}" && pwd) || exit 2
+RATE=${2:-1gbit}
+MAXSZ=${3:-64M}
+PERF=$BUILD/perf/zccl-perf
+NETLAB=$PWD/scripts/netlab
+OUT=$PWD/out/coll
+STEP=${COLL_TIMEOUT:-600}
+[ -x "$PERF" ] || { echo "coll_table: no $PERF (build first)" >&2; exit 2; }
+mkdir -p "$OUT"
+rm -f "$OUT"/*.json "$OUT"/*.log
+LOAD="$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export NETLAB_PREFIX=zc$$ NETLAB_NET=10.203.80
+netlab_up=0
+trap '[ "$netlab_up" = 1 ] && "$NETLAB" down >/dev/null 2>&1' EXIT
+trap 'exit 130' INT TERM
+
+# OpenMPI 4.1's coll_tuned algorithm numbers worth forcing per collective.
+declare -A ALGOS=([allreduce]="2:nonoverlapping 3:recursive_doubling 4:ring 5:segmented_ring 6:rabenseifner"
+                  [allgather]="2:bruck 3:recursive_doubling 4:ring 5:neighbor_exchange"
+                  [broadcast]="5:binary_tree 6:binomial 7:knomial 8:scatter_allgather 9:scatter_allgather_ring 3:pipeline")
+declare -A MCA=([allreduce]=allreduce [allgather]=allgather [broadcast]=bcast)
+
+run() { # run WHERE COLL TAG [ENV...]: one zccl-perf sweep, rows to $OUT/WHERE_COLL_TAG.json
+  local where=$1 coll=$2 tag=$3 sizes
+  shift 3
+  if [ "$where" = shm ]; then sizes=(-b 1K -e "$MAXSZ" -f 4); else sizes=(-b 1M -e "$MAXSZ" -f 4); fi
+  local cmd=("$PERF" "$coll" "${sizes[@]}" -n 5 -w 1 --data levitus_climatology.cdf:TEMP
+             --json "$OUT/${where}_${coll}_$tag.json")
+  if [ "$where" = shm ]; then
+    env "$@" timeout -k 10 "$STEP" mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "${cmd[@]}" \
+      >"$OUT/${where}_${coll}_$tag.log" 2>&1
+  else
+    env "$@" timeout -k 10 "$STEP" "$NETLAB" run -- "${cmd[@]}" >"$OUT/${where}_${coll}_$tag.log" 2>&1
+  fi || echo "coll_table: $where $coll $tag failed (see $OUT/${where}_${coll}_$tag.log)" >&2
+}
+
+for where in shm netlab; do
+  if [ "$where" = netlab ]; then
+    if [ "$(id -u)" != 0 ] || ! "$NETLAB" up 4 "$RATE" >"$OUT/netlab.log" 2>&1; then
+      echo "coll_table: no netlab here (needs root and network namespaces); shared memory only" >&2
+      break
+    fi
+    netlab_up=1
+  fi
+  for coll in allreduce allgather broadcast; do
+    run "$where" "$coll" default
+    for a in ${ALGOS[$coll]}; do
+      run "$where" "$coll" "mpi${a%%:*}" OMPI_MCA_coll_tuned_use_dynamic_rules=1 \
+        "OMPI_MCA_coll_tuned_${MCA[$coll]}_algorithm=${a%%:*}"
+    done
+  done
+done
+
+/usr/bin/python3 - "$OUT" "$RATE" "$LOAD" <<'EOF'
+import glob, json, os, sys
+out, rate, load = sys.argv[1:4]
+names = {"allreduce": dict(a.split(":") for a in "2:nonoverlapping 3:recursive_doubling 4:ring 5:segmented_ring 6:rabenseifner".split()),
+         "allgather": dict(a.split(":") for a in "2:bruck 3:recursive_doubling 4:ring 5:neighbor_exchange".split()),
+         "broadcast": dict(a.split(":") for a in "5:binary_tree 6:binomial 7:knomial 8:scatter_allgather 9:scatter_allgather_ring 3:pipeline".split())}
+rows = {}
+for f in sorted(glob.glob(os.path.join(out, "*.json"))):
+    where, coll, tag = os.path.basename(f)[:-5].split("_", 2)
+    try:
+        data = json.load(open(f))
+    except Exception:
+        continue
+    for r in data:
+        key = (where, coll, r["bytes"])
+        d = rows.setdefault(key, {"zccl": [], "mpi": {}})
+        if r["method"] == "zccl":
+            d["zccl"].append(r["busbw_gbps"])
+        elif r["method"] == "mpi":
+            label = "default" if tag == "default" else names[coll].get(tag[3:], tag)
+            d["mpi"][label] = r["busbw_gbps"]
+        d["wrong"] = d.get("wrong", 0) + r["wrong"]
+print("| where | collective | size | zccl busbw | OpenMPI default | OpenMPI best (forced) | zccl / best |")
+print("|---|---|---|---|---|---|---|")
+wrong = 0
+for (where, coll, size), d in sorted(rows.items(), key=lambda kv: (kv[0][0] != "shm", kv[0][1], kv[0][2])):
+    if not d["zccl"] or not d["mpi"]:
+        continue
+    z = sorted(d["zccl"])[len(d["zccl"]) // 2]  # median over the runs
+    best = max(d["mpi"].items(), key=lambda kv: kv[1])
+    size_s = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
+    wh = "shm" if where == "shm" else f"netlab {rate}"
+    print(f"| {wh} | {coll} | {size_s} | {z:.3f} | {d['mpi'].get('default', float('nan')):.3f} | "
+          f"{best[1]:.3f} ({best[0]}) | {z / best[1] if best[1] else float('nan'):.2f} |")
+    wrong += d.get("wrong", 0)
+print(f"\nbusbw in GB/s (nccl-tests' factors), median of 5 iterations; zccl's figure is the median over all "
+      f"runs of the sweep. Link rate of netlab: {rate}. machine: {load}. elements wrong, all runs: {wrong}")
+sys.exit(1 if wrong else 0)
+EOF
