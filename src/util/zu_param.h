@@ -68,9 +68,10 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(REDUCE_THREADS, INT, "0",                                                             \
     "Threads a host reduction or copy is spread over; 0: every core available to the "    \
     "process (hwloc).")                                                                   \
-  X(REDUCE_SPLIT_BYTES, SIZE, "1M",                                                       \
+  X(REDUCE_SPLIT_BYTES, SIZE, "4M",                                                       \
     "Host reductions and copies of more bytes than this (per operand) are split across "  \
-    "ZCCL_REDUCE_THREADS threads; smaller ones run on the calling thread.")              \
+    "ZCCL_REDUCE_THREADS threads; smaller ones run on the calling thread (waking the "   \
+    "pool costs ~10 us; on a 2-core VM splitting first broke even at 4 MiB).")          \
   X(SIM_DELAY_US, INT, "50",                                                              \
     "sim device: each queued operation runs after a random delay of 0..this many "        \
     "microseconds, so a missing synchronization shows up as wrong data.")
