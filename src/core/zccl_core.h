@@ -51,6 +51,8 @@ struct zcclComm {
   pthread_t thread;
   int thread_started;
   pthread_mutex_t lock;    /* guards the queue, stop/abort and async_error */
+  pthread_mutex_t worker_lock; /* whoever drives the worker holds it: the progress
+                                  thread, or a caller running its operation inline */
   pthread_cond_t wake;     /* work was queued, or stop */
   pthread_cond_t done_cv;  /* an operation finished */
   zccl_op_t *head, *tail;

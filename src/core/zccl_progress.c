@@ -111,7 +111,9 @@ static void* zccl_progress_main(void* arg) {
         pthread_mutex_unlock(&comm->lock);
       } else {
         pthread_mutex_unlock(&comm->lock);
+        pthread_mutex_lock(&comm->worker_lock);
         zccl_op_execute(comm, op);
+        pthread_mutex_unlock(&comm->worker_lock);
       }
       zccl_op_finish(comm, op);
       busy_until = zu_now() + ZCCL_SPIN_SECONDS;
@@ -120,7 +122,11 @@ static void* zccl_progress_main(void* arg) {
     }
     if (comm->stop) break;
     pthread_mutex_unlock(&comm->lock);
-    zt_progress(comm->worker);
+    /* A caller running its operation inline holds the worker: skip. */
+    if (pthread_mutex_trylock(&comm->worker_lock) == 0) {
+      zt_progress(comm->worker);
+      pthread_mutex_unlock(&comm->worker_lock);
+    }
     if (zu_now() < busy_until) { /* the next call usually comes at once */
       sched_yield();
       pthread_mutex_lock(&comm->lock);
@@ -142,6 +148,7 @@ zcclResult_t zccl_runtime_create(zcclComm_t comm) {
   ZU_RETURN_ERR_IF(t < 1, zcclInvalidArgument, "ZCCL_TIMEOUT=%lld must be >= 1 second", (long long)t);
   comm->timeout = (double)t;
   pthread_mutex_init(&comm->lock, NULL);
+  pthread_mutex_init(&comm->worker_lock, NULL);
   zccl_cond_init(&comm->wake);
   zccl_cond_init(&comm->done_cv);
   comm->runtime = 1;
@@ -199,6 +206,7 @@ void zccl_runtime_stop(zcclComm_t comm, int abort) {
   pthread_cond_destroy(&comm->wake);
   pthread_cond_destroy(&comm->done_cv);
   pthread_mutex_destroy(&comm->lock);
+  pthread_mutex_destroy(&comm->worker_lock);
 }
 
 /* ---- queueing and waiting ------------------------------------------------------------ */
@@ -240,8 +248,25 @@ zcclResult_t zccl_op_wait(zcclComm_t comm, zccl_op_t* op) {
 }
 
 zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op) {
-  ZU_CHECK(zccl_op_submit(comm, op));
-  return zccl_op_wait(comm, op);
+  /* A blocking host call with nothing queued before it runs on the
+   * caller's thread: no hand-off to the progress thread and back (two
+   * wake-ups, which cost most of a small message's time on busy cores).
+   * Holding the worker lock keeps the progress thread off the worker; an
+   * operation queued meanwhile by another thread runs after this one. */
+  pthread_mutex_lock(&comm->lock);
+  int queued = comm->head != NULL;
+  zcclResult_t broken = comm->async_error;
+  pthread_mutex_unlock(&comm->lock);
+  if (queued || broken != zcclSuccess || atomic_load(&comm->abort)) {
+    ZU_CHECK(zccl_op_submit(comm, op));
+    return zccl_op_wait(comm, op);
+  }
+  pthread_mutex_lock(&comm->worker_lock);
+  zccl_op_execute(comm, op);
+  pthread_mutex_unlock(&comm->worker_lock);
+  atomic_store(&op->done, 1);
+  if (op->result != zcclSuccess) return ZU_ERROR(op->result, "%s", op->msg);
+  return zcclSuccess;
 }
 
 zccl_op_t* zccl_op_new(const char* what, int nxfers, int ncolls) {

@@ -1,4 +1,5 @@
 /* The collectives' table and the choice of algorithm. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "zp_algo.h"
@@ -113,6 +114,14 @@ static const zp_algo_t* zp_default_algo(const zp_ctx_t* ctx, const zp_coll_args_
 
 zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const char* fn = zp_coll_name(a->coll);
+  /* Compressed algorithms are the next step; until then say once that the
+   * data goes uncompressed rather than pretend. */
+  static atomic_int warned;
+  if (a->compression.codec != zcclCodecNone && a->compression.codec != ZCCL_CONFIG_UNDEF_INT &&
+      (a->datatype == zcclFloat32 || a->datatype == zcclFloat64) && !atomic_exchange(&warned, 1))
+    ZU_WARN("%s: compression is set on this communicator, but compressed collectives are not built yet in "
+            "zccl %d.%d.%d: the data goes uncompressed (exact)",
+            fn, ZCCL_MAJOR, ZCCL_MINOR, ZCCL_PATCH);
   const zp_algo_t* algo = NULL;
   const char* forced = zu_param_str(ZU_PARAM_ALGO);
   if (forced[0]) {

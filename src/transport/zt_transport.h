@@ -4,8 +4,8 @@
  * One UCP context per process (reference counted), one worker per
  * communicator: communicators are kept apart by their workers, so a tag only
  * has to separate the operations of one communicator. A worker is used by one
- * thread at a time (the communicator's progress thread once it runs), so
- * workers are created in single-thread mode. Endpoints to peers are made on
+ * thread at a time (the caller serializes: zccl's worker lock), so workers
+ * are created in serialized mode. Endpoints to peers are made on
  * first use. */
 #ifndef ZT_TRANSPORT_H_
 #define ZT_TRANSPORT_H_

@@ -141,8 +141,9 @@ zcclResult_t zt_worker_create(zt_worker_t** out) {
     zt_worker_free(w);
     return res;
   }
+  /* Driven by one thread at a time (zccl's worker lock), not always the same. */
   ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-                            .thread_mode = UCS_THREAD_MODE_SINGLE};
+                            .thread_mode = UCS_THREAD_MODE_SERIALIZED};
   ucs_status_t st = ucp_worker_create(w->ctx, &wp, &w->worker);
   if (st == UCS_OK) {
     st = ucp_worker_get_address(w->worker, &w->addr, &w->addr_len);
