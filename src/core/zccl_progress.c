@@ -186,18 +186,22 @@ zcclResult_t zccl_runtime_start(zcclComm_t comm) {
 void zccl_runtime_stop(zcclComm_t comm, int abort) {
   if (!comm->runtime) return;
   comm->runtime = 0;
+  if (abort) atomic_store(&comm->abort, 1);
   if (comm->thread_started) {
     pthread_mutex_lock(&comm->lock);
-    if (abort) atomic_store(&comm->abort, 1);
     comm->stop = 1;
     pthread_cond_broadcast(&comm->wake);
     pthread_mutex_unlock(&comm->lock);
     pthread_join(comm->thread, NULL);
     comm->thread_started = 0;
   }
-  /* Endpoints close gracefully (flushing what was sent) unless aborting. */
+  /* An operation another thread runs inline ends soon once abort is set
+   * (it checks the flag while it waits): wait for it to let go. Endpoints
+   * close gracefully (flushing what was sent) unless aborting. */
+  pthread_mutex_lock(&comm->worker_lock);
   if (comm->worker) zt_worker_destroy(comm->worker, abort ? 0.0 : comm->timeout, abort);
   comm->worker = NULL;
+  pthread_mutex_unlock(&comm->worker_lock);
   if (comm->dev) zd_dev_destroy(comm->dev);
   comm->dev = NULL;
   free(comm->send_seq);
