@@ -5,6 +5,37 @@
  * operands (lower rank's first), so every rank ends bit-identical. */
 #include "zp_algo.h"
 
+/* Non-power-of-two rank counts (MPICH's scheme): of the first 2*rem ranks
+ * (rem = N - p), the even ones hand their buffer to the odd neighbour and
+ * wait; the odd ones add it to theirs. Returns the rank among the p that go
+ * on, or -1. */
+static zcclResult_t zp_fold_in(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint8_t* buf, void* tmp, int p,
+                               uint32_t sub, const char* what, int* newr) {
+  int r = ctx->rank, rem = ctx->nranks - p;
+  size_t n = a->count, bytes = n * zu_dtype_size(a->datatype);
+  *newr = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
+  if (r >= 2 * rem) return zcclSuccess;
+  if (r % 2 == 0) return zp_sendrecv(ctx, what, r + 1, buf, bytes, -1, NULL, 0, sub);
+  ZU_CHECK(zp_sendrecv(ctx, what, -1, NULL, 0, r - 1, tmp, bytes, sub));
+  ZU_CHECK(zd_reduce(ctx->dev, buf, tmp, buf, n, a->datatype, zp_reduce_op(a->op)));
+  return zd_sync(ctx->dev);
+}
+
+/* The result back to the ranks that handed over. */
+static zcclResult_t zp_fold_out(const zp_ctx_t* ctx, uint8_t* buf, size_t bytes, int p, uint32_t sub,
+                                const char* what) {
+  int r = ctx->rank, rem = ctx->nranks - p;
+  if (r >= 2 * rem) return zcclSuccess;
+  if (r % 2 == 0) return zp_sendrecv(ctx, what, -1, NULL, 0, r + 1, buf, bytes, sub);
+  return zp_sendrecv(ctx, what, r - 1, buf, bytes, -1, NULL, 0, sub);
+}
+
+static int zp_pow2_below(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
 zcclResult_t zp_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) { return zp_rd_allreduce_sub(ctx, a, 0); }
 
 zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0) {
@@ -17,22 +48,8 @@ zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, u
   void* tmp = NULL;
   zcclResult_t res;
   ZU_CHECK(zp_tmp_get(ctx, bytes, &tmp));
-  int p = 1;
-  while (p * 2 <= N) p *= 2;
-  int rem = N - p, newr;
-  if (r < 2 * rem) {
-    if (r % 2 == 0) { /* hand over, then wait for the result */
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", r + 1, buf, bytes, -1, NULL, 0, sub0), res, out);
-      newr = -1;
-    } else {
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", -1, NULL, 0, r - 1, tmp, bytes, sub0), res, out);
-      ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf, tmp, buf, n, a->datatype, op), res, out);
-      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-      newr = r / 2;
-    }
-  } else {
-    newr = r - rem;
-  }
+  int p = zp_pow2_below(N), rem = N - p, newr;
+  ZU_CHECK_GOTO(zp_fold_in(ctx, a, buf, tmp, p, sub0, "recursive doubling", &newr), res, out);
   if (newr >= 0) {
     uint32_t step = sub0 + 1;
     for (int mask = 1; mask < p; mask <<= 1, step++) {
@@ -45,12 +62,7 @@ zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, u
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     }
   }
-  if (r < 2 * rem) { /* the result back to the ranks that handed over */
-    if (r % 2 == 0)
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", -1, NULL, 0, r + 1, buf, bytes, sub0 + 0xff), res, out);
-    else
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", r - 1, buf, bytes, -1, NULL, 0, sub0 + 0xff), res, out);
-  }
+  ZU_CHECK_GOTO(zp_fold_out(ctx, buf, bytes, p, sub0 + 0xff, "recursive doubling"), res, out);
   if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, buf, n, a->datatype, N), res, out);
   res = zd_sync(ctx->dev);
 out:
@@ -70,25 +82,11 @@ zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
   zcclRedOp_t op = zp_reduce_op(a->op);
   if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, bytes));
   ZU_CHECK(zd_sync(ctx->dev));
-  int p = 1;
-  while (p * 2 <= N) p *= 2;
-  int rem = N - p, newr;
+  int p = zp_pow2_below(N), rem = N - p, newr;
   void* tmp = NULL;
   zcclResult_t res;
   ZU_CHECK(zp_tmp_get(ctx, (r < 2 * rem ? bytes : (bytes + 1) / 2 + es * (size_t)p), &tmp));
-  if (r < 2 * rem) {
-    if (r % 2 == 0) {
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", r + 1, buf, bytes, -1, NULL, 0, 0), res, out);
-      newr = -1;
-    } else {
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", -1, NULL, 0, r - 1, tmp, bytes, 0), res, out);
-      ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf, tmp, buf, n, a->datatype, op), res, out);
-      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-      newr = r / 2;
-    }
-  } else {
-    newr = r - rem;
-  }
+  ZU_CHECK_GOTO(zp_fold_in(ctx, a, buf, tmp, p, 0, "rabenseifner", &newr), res, out);
 #define ZP_REAL(v) ((v) < rem ? 2 * (v) + 1 : (v) + rem)
   if (newr >= 0) {
     int blo = 0, bhi = p; /* blocks this rank still reduces: [blo, bhi) of p */
@@ -120,12 +118,7 @@ zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
     }
   }
 #undef ZP_REAL
-  if (r < 2 * rem) {
-    if (r % 2 == 0)
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", -1, NULL, 0, r + 1, buf, bytes, 0xff), res, out);
-    else
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", r - 1, buf, bytes, -1, NULL, 0, 0xff), res, out);
-  }
+  ZU_CHECK_GOTO(zp_fold_out(ctx, buf, bytes, p, 0xff, "rabenseifner"), res, out);
   res = zd_sync(ctx->dev);
 out:
   zp_tmp_put(ctx, tmp);

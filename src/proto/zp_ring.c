@@ -89,6 +89,16 @@ fail:
   return res;
 }
 
+/* The reduce-scatter's temporaries for blocks of up to `block` elements:
+ * slices of the block small enough that acc (two slices) and rtmp (one)
+ * fit the pool. */
+static zcclResult_t zp_ring_temps(const zp_ctx_t* ctx, size_t block, size_t es, size_t* slice, void** acc,
+                                  void** rtmp) {
+  *slice = zp_slice_elems(ctx, block * (size_t)ctx->nranks, es, ctx->nranks, 3);
+  ZU_CHECK(zp_tmp_get(ctx, 2 * *slice * es, acc));
+  return zp_tmp_get(ctx, *slice * es, rtmp);
+}
+
 /* Block layout of count elements over N ranks. */
 static void zp_blocks(size_t count, int N, size_t* boff, size_t* blen) {
   for (int b = 0; b < N; b++) {
@@ -107,11 +117,10 @@ zcclResult_t zp_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a
   }
   size_t boff[N], blen[N];
   for (int b = 0; b < N; b++) boff[b] = (size_t)b * n, blen[b] = n;
-  size_t slice = zp_slice_elems(ctx, n * (size_t)N, es, N, 3);
+  size_t slice;
   void *acc = NULL, *rtmp = NULL;
   zcclResult_t res;
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, 2 * slice * es, &acc), res, out);
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, slice * es, &rtmp), res, out);
+  ZU_CHECK_GOTO(zp_ring_temps(ctx, n, es, &slice, &acc, &rtmp), res, out);
   /* In place (recvbuff = sendbuff + r*n): the last step writes this rank's
    * own block after its input was last read in that same step. */
   uint32_t k = 0;
@@ -167,12 +176,10 @@ zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   size_t boff[N], blen[N];
   zp_blocks(n, N, boff, blen);
   size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
-  /* Slices of each block sized so two block-slice temporaries fit. */
-  size_t slice = zp_slice_elems(ctx, maxb * (size_t)N, es, N, 3);
+  size_t slice;
   void *acc = NULL, *rtmp = NULL;
   zcclResult_t res;
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, 2 * slice * es, &acc), res, out);
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, slice * es, &rtmp), res, out);
+  ZU_CHECK_GOTO(zp_ring_temps(ctx, maxb, es, &slice, &acc, &rtmp), res, out);
   uint32_t k = 0;
   for (size_t lo = 0; lo < maxb; lo += slice, k++) {
     size_t hi = lo + slice < maxb ? lo + slice : maxb;
