@@ -87,8 +87,8 @@ static inline uint8_t zd_e5m2_store(float f) { return (uint8_t)zd_f32_to_narrow(
 #define ZD_MINI(x, y) ((x) < (y) ? (x) : (y))
 /* NaN in a: a; otherwise the comparison picks b when b is NaN. Both
  * comparisons always run (| not ||) so the loop has no branch to vectorize. */
-#define ZD_MAXF(x, y) ((((x) > (y)) | ((x) != (x))) ? (x) : (y))
-#define ZD_MINF(x, y) ((((x) < (y)) | ((x) != (x))) ? (x) : (y))
+#define ZD_MAXF(x, y) (((int)((x) > (y)) | (int)((x) != (x))) ? (x) : (y))
+#define ZD_MINF(x, y) (((int)((x) < (y)) | (int)((x) != (x))) ? (x) : (y))
 
 typedef void (*zd_kern_fn)(void* d, const void* a, const void* b, size_t n);
 
