@@ -72,6 +72,17 @@ static void* zd_sim_worker(void* arg) {
   return NULL;
 }
 
+/* The queue's synchronisation objects and memory (no worker running). */
+static void zd_sim_free(zd_dev_t* dev) {
+  zd_sim_t* s = dev->sim;
+  pthread_cond_destroy(&s->done);
+  pthread_cond_destroy(&s->space);
+  pthread_cond_destroy(&s->work);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+  dev->sim = NULL;
+}
+
 static zcclResult_t zd_sim_init(zd_dev_t* dev) {
   int64_t delay = 0;
   ZU_CHECK(zu_param_int(ZU_PARAM_SIM_DELAY_US, &delay));
@@ -89,12 +100,7 @@ static zcclResult_t zd_sim_init(zd_dev_t* dev) {
   pthread_cond_init(&s->done, NULL);
   dev->sim = s;
   if (pthread_create(&s->worker, NULL, zd_sim_worker, dev) != 0) {
-    pthread_cond_destroy(&s->done);
-    pthread_cond_destroy(&s->space);
-    pthread_cond_destroy(&s->work);
-    pthread_mutex_destroy(&s->lock);
-    free(s);
-    dev->sim = NULL;
+    zd_sim_free(dev);
     return ZU_ERROR(zcclSystemError, "sim device: cannot start its worker thread");
   }
   return zcclSuccess;
@@ -108,12 +114,7 @@ static void zd_sim_fini(zd_dev_t* dev) {
   pthread_mutex_unlock(&s->lock);
   pthread_join(s->worker, NULL); /* runs what is queued first */
   if (s->err != zcclSuccess) ZU_WARN("sim device destroyed with an unreported error: %s", s->err_msg);
-  pthread_cond_destroy(&s->done);
-  pthread_cond_destroy(&s->space);
-  pthread_cond_destroy(&s->work);
-  pthread_mutex_destroy(&s->lock);
-  free(s);
-  dev->sim = NULL;
+  zd_sim_free(dev);
 }
 
 static zcclResult_t zd_sim_submit(zd_dev_t* dev, const zd_op_t* op) {
