@@ -24,6 +24,16 @@ void zp_tmp_put(const zp_ctx_t* ctx, void* buf);
  * fit the pool (at least one element per block). */
 size_t zp_slice_elems(const zp_ctx_t* ctx, size_t count, size_t esize, int nblocks, int per);
 
+/* Ring allgather in place over buf: block b is boff[b]/blen[b] elements of
+ * es bytes; this rank holds block `me` (its rank, or its rank relative to
+ * a root: the ring's neighbours are the same). */
+zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t es, const size_t* boff,
+                                      const size_t* blen, int me, uint32_t tagbase);
+
+/* Bytes per piece of a pipelined chain of `bytes` (a multiple of 4 KiB),
+ * from the link model: the same on every rank. */
+size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes);
+
 /* Algorithm families (one file each). */
 zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
@@ -35,9 +45,13 @@ zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
 zcclResult_t zp_bruck_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_tree_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_scatter_allgather_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_linear_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_linear_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_tree_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_tree_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_pairwise_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 
 #endif /* ZP_ALGO_H_ */

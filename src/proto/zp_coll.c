@@ -50,15 +50,30 @@ typedef struct {
 } zp_algo_t;
 
 static const zp_algo_t zp_algos[] = {
-    {ZP_COLL_ALLREDUCE, "ring", zp_ring_allreduce},         {ZP_COLL_ALLREDUCE, "rd", zp_rd_allreduce},
+    {ZP_COLL_ALLREDUCE, "ring", zp_ring_allreduce},
+    {ZP_COLL_ALLREDUCE, "rd", zp_rd_allreduce},
     {ZP_COLL_ALLREDUCE, "rabenseifner", zp_rabenseifner_allreduce},
-    {ZP_COLL_REDUCESCATTER, "ring", zp_ring_reduce_scatter}, {ZP_COLL_ALLGATHER, "ring", zp_ring_allgather},
+    {ZP_COLL_REDUCESCATTER, "ring", zp_ring_reduce_scatter},
+    {ZP_COLL_ALLGATHER, "ring", zp_ring_allgather},
     {ZP_COLL_ALLGATHER, "bruck", zp_bruck_allgather},
-    {ZP_COLL_BROADCAST, "tree", zp_tree_broadcast},         {ZP_COLL_BROADCAST, "chain", zp_chain_broadcast},
-    {ZP_COLL_REDUCE, "chain", zp_chain_reduce},             {ZP_COLL_GATHER, "linear", zp_linear_gather},
-    {ZP_COLL_SCATTER, "linear", zp_linear_scatter},         {ZP_COLL_ALLTOALL, "pairwise", zp_pairwise_alltoall},
+    {ZP_COLL_BROADCAST, "tree", zp_tree_broadcast},
+    {ZP_COLL_BROADCAST, "chain", zp_chain_broadcast},
+    {ZP_COLL_BROADCAST, "scatter_allgather", zp_scatter_allgather_broadcast},
+    {ZP_COLL_REDUCE, "tree", zp_tree_reduce},
+    {ZP_COLL_REDUCE, "chain", zp_chain_reduce},
+    {ZP_COLL_GATHER, "tree", zp_tree_gather},
+    {ZP_COLL_GATHER, "linear", zp_linear_gather},
+    {ZP_COLL_SCATTER, "tree", zp_tree_scatter},
+    {ZP_COLL_SCATTER, "linear", zp_linear_scatter},
+    {ZP_COLL_ALLTOALL, "pairwise", zp_pairwise_alltoall},
 };
 #define ZP_NUM_ALGOS (sizeof zp_algos / sizeof zp_algos[0])
+
+static int zp_log2(int n) {
+  int l = 0;
+  while ((1 << (l + 1)) <= n) l++;
+  return l;
+}
 
 /* ---- the cost model ------------------------------------------------------------
  * alpha-beta per message with the communicator's learnt link (zp_link_t)
@@ -66,10 +81,25 @@ static const zp_algo_t zp_algos[] = {
  * bytes each rank sends and reduces. */
 #define ZP_REDUCE_BYTES_PER_S 2e9
 
-static int zp_log2(int n) {
-  int l = 0;
-  while ((1 << (l + 1)) <= n) l++;
-  return l;
+
+/* A pipelined chain (broadcast, or reduce adding each piece on the way). */
+static double zp_chain_cost(const zp_ctx_t* ctx, double n, int reduces) {
+  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double piece = (double)zp_chain_piece(ctx, (size_t)n), k = n / piece < 1 ? 1 : n / piece;
+  double hops = ctx->nranks - 1;
+  return (hops - 1 + k) * (al_s + n / k / B + (reduces ? n / k / ZP_REDUCE_BYTES_PER_S : 0));
+}
+
+/* Whether al can run this call: ring and Rabenseifner need an element per
+ * rank; the trees' temporaries must fit the buffer pool (checked before
+ * anything is out, so every rank answers the same). */
+static int zp_usable(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_args_t* a) {
+  size_t N = (size_t)ctx->nranks, bytes = a->count * zu_dtype_size(a->datatype);
+  if (a->coll == ZP_COLL_ALLREDUCE && strcmp(al->name, "rd") != 0) return a->count >= N;
+  if (strcmp(al->name, "tree") != 0) return 1;
+  if (a->coll == ZP_COLL_GATHER || a->coll == ZP_COLL_SCATTER) return N * bytes <= zd_buf_largest(ctx->dev);
+  if (a->coll == ZP_COLL_REDUCE) return ((size_t)zp_log2(ctx->nranks) + 2) * bytes <= zd_buf_largest(ctx->dev);
+  return 1;
 }
 
 static double zp_cost(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_args_t* a) {
@@ -90,10 +120,15 @@ static double zp_cost(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_ar
       return (lg + (pow2 ? 0 : 1)) * al_s + (N - 1) * n / B + N * n / G; /* bruck's final copy */
     case ZP_COLL_BROADCAST:
       if (strcmp(nm, "tree") == 0) return lg * (al_s + n / B);
-      {
-        double k = n / (1 << 20) < 1 ? 1 : n / (1 << 20); /* chain pieces */
-        return (N - 2 + k) * (al_s + n / k / B);
-      }
+      if (strcmp(nm, "scatter_allgather") == 0) return (lg + N - 1) * al_s + 2 * (N - 1) / N * n / B;
+      return zp_chain_cost(ctx, n, 0);
+    case ZP_COLL_REDUCE:
+      if (strcmp(nm, "tree") == 0) return lg * (al_s + n / B + n / G);
+      return zp_chain_cost(ctx, n, 1);
+    case ZP_COLL_GATHER: /* n: one rank's block; the tree stages blocks in temporaries */
+    case ZP_COLL_SCATTER:
+      if (strcmp(nm, "tree") == 0) return lg * al_s + (N - 1) * n / B + N * n / G;
+      return (N - 1) * (al_s + n / B);
     default: return 0;
   }
 }
@@ -102,10 +137,7 @@ static const zp_algo_t* zp_default_algo(const zp_ctx_t* ctx, const zp_coll_args_
   const zp_algo_t* best = NULL;
   double best_t = 0;
   for (size_t i = 0; i < ZP_NUM_ALGOS; i++) {
-    if (zp_algos[i].coll != a->coll) continue;
-    /* Ring and Rabenseifner need a block per rank. */
-    if (a->coll == ZP_COLL_ALLREDUCE && strcmp(zp_algos[i].name, "rd") != 0 && a->count < (size_t)ctx->nranks)
-      continue;
+    if (zp_algos[i].coll != a->coll || !zp_usable(ctx, &zp_algos[i], a)) continue;
     double t = zp_cost(ctx, &zp_algos[i], a);
     if (best == NULL || t < best_t) best = &zp_algos[i], best_t = t;
   }
@@ -126,8 +158,10 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const char* forced = zu_param_str(ZU_PARAM_ALGO);
   if (forced[0]) {
     for (size_t i = 0; i < ZP_NUM_ALGOS && !algo; i++)
-      if (zp_algos[i].coll == a->coll && strcmp(zp_algos[i].name, forced) == 0) algo = &zp_algos[i];
-    /* Forcing names one algorithm; collectives that lack it keep their choice. */
+      if (zp_algos[i].coll == a->coll && strcmp(zp_algos[i].name, forced) == 0 && zp_usable(ctx, &zp_algos[i], a))
+        algo = &zp_algos[i];
+    /* Forcing names one algorithm; collectives that lack it, and calls it
+     * cannot run, keep their choice. */
   }
   if (algo == NULL) algo = zp_default_algo(ctx, a);
   ZU_RETURN_ERR_IF(algo == NULL, zcclInternalError, "%s: no algorithm", fn);

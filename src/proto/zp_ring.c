@@ -139,13 +139,11 @@ out:
   return res;
 }
 
-/* Allgather of blocks (boff/blen) of buf in place: each rank's own block is
- * already there. Messages are whole blocks, straight into buf. */
-static zcclResult_t zp_ring_ag_inplace(const zp_ctx_t* ctx, uint8_t* buf, size_t es, const size_t* boff,
-                                       const size_t* blen, uint32_t tagbase) {
+zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t es, const size_t* boff,
+                                      const size_t* blen, int me, uint32_t tagbase) {
   int N = ctx->nranks, r = ctx->rank, right = (r + 1) % N, left = (r + N - 1) % N;
   for (int s = 0; s < N - 1; s++) {
-    int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
+    int sb = zp_mod(me - s, N), rb = zp_mod(me - s - 1, N);
     ZU_CHECK(zp_sendrecv(ctx, "ring allgather", right, buf + boff[sb] * es, blen[sb] * es, left,
                          buf + boff[rb] * es, blen[rb] * es, tagbase + (uint32_t)s));
   }
@@ -160,7 +158,7 @@ zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   ZU_CHECK(zd_sync(ctx->dev));
   size_t boff[N], blen[N];
   for (int b = 0; b < N; b++) boff[b] = (size_t)b * n, blen[b] = n;
-  return zp_ring_ag_inplace(ctx, a->recvbuff, es, boff, blen, 0);
+  return zp_ring_allgather_blocks(ctx, a->recvbuff, es, boff, blen, r, 0);
 }
 
 zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
@@ -197,7 +195,7 @@ zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       soff[b] = boff[b] + (lo < l ? lo : l);
       slen[b] = l > lo ? l - lo : 0;
     }
-    ZU_CHECK_GOTO(zp_ring_ag_inplace(ctx, buf, es, soff, slen, (k << 8) | 0x80), res, out);
+    ZU_CHECK_GOTO(zp_ring_allgather_blocks(ctx, buf, es, soff, slen, r, (k << 8) | 0x80), res, out);
   }
   res = zcclSuccess;
 out:

@@ -1,13 +1,31 @@
-/* Rooted collectives: binomial-tree and pipelined-chain broadcast, chain
- * reduce, and the flat gather and scatter (the root talks to every rank at
- * once; all messages in flight together). Ranks are renumbered relative to
- * the root (v = 0 is the root). */
+/* Rooted collectives: binomial-tree, pipelined-chain and scatter+allgather
+ * broadcast; binomial and chain reduce; binomial and flat gather and
+ * scatter (flat: the root talks to every rank at once, all messages in
+ * flight together). Ranks are renumbered relative to the root (v = 0 is
+ * the root).
+ *
+ * The binomial tree: v's parent is v without its lowest set bit; its
+ * children are v + m for the powers of two m below that bit (below N for
+ * the root), and the subtree of a child c = v + m is [c, min(c + m, N)).
+ * Gather and scatter keep a subtree's blocks contiguous in relative order,
+ * so each tree edge carries one message. */
+#include <math.h>
 #include <string.h>
 
 #include "zp_algo.h"
 
-/* Pieces of a pipelined chain. */
-#define ZP_CHAIN_PIECE (1u << 20)
+size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes) {
+  /* A chain of N ranks and k pieces takes (N - 2 + k) (alpha + bytes/k/B):
+   * best at k = sqrt((N - 2) bytes / (alpha B)). Pieces of 64 KiB ... 4 MiB
+   * in multiples of 4 KiB (so of every element size). The link model is
+   * the same on every rank, so is the piece. */
+  double alpha = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double hops = ctx->nranks > 3 ? ctx->nranks - 2 : 1;
+  double k = sqrt(hops * (double)bytes / (alpha * B));
+  double piece = k > 1 ? (double)bytes / k : (double)bytes;
+  size_t p = piece < (64 << 10) ? (64 << 10) : piece > (4 << 20) ? (4 << 20) : (size_t)piece;
+  return (p + 4095) & ~(size_t)4095;
+}
 
 zcclResult_t zp_tree_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N);
@@ -33,6 +51,53 @@ zcclResult_t zp_tree_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   return zp_xfers_run(ctx, "tree broadcast", x, nx);
 }
 
+/* The bit below which v's children hang (a power of two >= N for the root). */
+static int zp_tree_span(int v, int N) {
+  if (v) return v & -v;
+  int m = 1;
+  while (m < N) m <<= 1;
+  return m;
+}
+static int zp_tree_size(int v, int N) { /* ranks in v's subtree */
+  int s = zp_tree_span(v, N);
+  return s < N - v ? s : N - v;
+}
+static int zp_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, int v) { return (v + a->root) % ctx->nranks; }
+
+/* van de Geijn's broadcast for large messages: a binomial scatter of N
+ * pieces (relative rank j gets piece j), then a ring allgather of the
+ * pieces, all in recvbuff. Each rank sends about 2 (N-1)/N of the buffer,
+ * against log2(N) times the buffer for the binomial tree. */
+zcclResult_t zp_scatter_allgather_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N);
+  size_t bytes = a->count * zu_dtype_size(a->datatype);
+  uint8_t* buf = a->recvbuff;
+  if (v == 0 && a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, bytes));
+  ZU_CHECK(zd_sync(ctx->dev));
+  if (N == 1) return zcclSuccess;
+  size_t boff[N + 1], blen[N];
+  for (int j = 0; j <= N; j++) boff[j] = zp_off(bytes, N, j);
+  for (int j = 0; j < N; j++) blen[j] = boff[j + 1] - boff[j];
+  int span = zp_tree_span(v, N), size = zp_tree_size(v, N);
+  if (v) {
+    int parent = zp_abs(ctx, a, v - span);
+    ZU_CHECK(zp_sendrecv(ctx, "scatter-allgather broadcast", -1, NULL, 0, parent, buf + boff[v],
+                         boff[v + size] - boff[v], 0));
+  }
+  zp_xfer_t x[32];
+  int nx = 0;
+  for (int m = span >> 1; m > 0; m >>= 1) {
+    int c = v + m;
+    if (c >= N) continue;
+    int end = c + m < N ? c + m : N;
+    zp_send_at(ctx, &x[nx++], zp_abs(ctx, a, c), 0, buf + boff[c], boff[end] - boff[c]);
+  }
+  /* The allgather rewrites the children's pieces (same bytes): the sends
+   * finish first. */
+  ZU_CHECK(zp_xfers_run(ctx, "scatter-allgather broadcast", x, nx));
+  return zp_ring_allgather_blocks(ctx, buf, 1, boff, blen, v, 0x100);
+}
+
 zcclResult_t zp_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N);
   size_t bytes = a->count * zu_dtype_size(a->datatype);
@@ -42,12 +107,12 @@ zcclResult_t zp_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     ZU_CHECK(zd_sync(ctx->dev));
   }
   int prev = v > 0 ? (ctx->rank + N - 1) % N : -1, next = v < N - 1 ? (ctx->rank + 1) % N : -1;
-  size_t npieces = bytes ? (bytes + ZP_CHAIN_PIECE - 1) / ZP_CHAIN_PIECE : 0;
+  size_t P = zp_chain_piece(ctx, bytes), npieces = bytes ? (bytes + P - 1) / P : 0;
   /* Piece k is forwarded while piece k+1 arrives. */
   zp_xfer_t send = {0};
   int sending = 0;
   for (size_t k = 0; k < npieces; k++) {
-    size_t off = k * ZP_CHAIN_PIECE, len = bytes - off < ZP_CHAIN_PIECE ? bytes - off : ZP_CHAIN_PIECE;
+    size_t off = k * P, len = bytes - off < P ? bytes - off : P;
     zp_xfer_t x[2];
     int nx = 0;
     if (prev >= 0) zp_recv_at(ctx, &x[nx++], prev, (uint32_t)k, buf + off, len);
@@ -72,7 +137,7 @@ zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   size_t es = zu_dtype_size(a->datatype), n = a->count;
   zcclRedOp_t op = zp_reduce_op(a->op);
   int from = v < N - 1 ? (ctx->rank + 1) % N : -1, to = v > 0 ? (ctx->rank + N - 1) % N : -1;
-  size_t piece = ZP_CHAIN_PIECE / es ? ZP_CHAIN_PIECE / es : 1;
+  size_t piece = zp_chain_piece(ctx, n * es) / es;
   void *rtmp = NULL, *acc = NULL;
   zcclResult_t res;
   ZU_CHECK_GOTO(zp_tmp_get(ctx, piece * es, &rtmp), res, out);
@@ -95,6 +160,125 @@ zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
 out:
   zp_tmp_put(ctx, rtmp);
   zp_tmp_put(ctx, acc);
+  return res;
+}
+
+/* Binomial reduce for small messages: each rank waits for its children's
+ * partials (all in flight together), folds them into its own in a fixed
+ * order (own, then the children from nearest), and passes the result up. */
+zcclResult_t zp_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N);
+  size_t es = zu_dtype_size(a->datatype), n = a->count, bytes = n * es;
+  zcclRedOp_t op = zp_reduce_op(a->op);
+  int span = zp_tree_span(v, N), nc = 0;
+  void* tmp[32] = {NULL};
+  zp_xfer_t x[32];
+  zcclResult_t res = zcclSuccess;
+  for (int m = 1; m < span && v + m < N; m <<= 1) {
+    ZU_CHECK_GOTO(zp_tmp_get(ctx, bytes, &tmp[nc]), res, out);
+    zp_recv_at(ctx, &x[nc], zp_abs(ctx, a, v + m), 0, tmp[nc], bytes);
+    nc++;
+  }
+  ZU_CHECK_GOTO(zp_xfers_run(ctx, "tree reduce", x, nc), res, out);
+  uint8_t* acc = (uint8_t*)a->sendbuff;
+  if (v == 0) {
+    acc = a->recvbuff;
+  } else if (nc > 0) {
+    ZU_CHECK_GOTO(zp_tmp_get(ctx, bytes, &tmp[nc]), res, out);
+    acc = tmp[nc];
+  }
+  if (nc == 0 && acc != a->sendbuff) ZU_CHECK_GOTO(zd_copy(ctx->dev, acc, a->sendbuff, bytes), res, out);
+  for (int k = 0; k < nc; k++)
+    ZU_CHECK_GOTO(zd_reduce(ctx->dev, acc, k ? acc : a->sendbuff, tmp[k], n, a->datatype, op), res, out);
+  if (v == 0 && a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, acc, n, a->datatype, N), res, out);
+  ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+  if (v) res = zp_sendrecv(ctx, "tree reduce", zp_abs(ctx, a, v - span), acc, bytes, -1, NULL, 0, 0);
+out:
+  for (int k = 0; k <= nc && k < 32; k++) zp_tmp_put(ctx, tmp[k]);
+  return res;
+}
+
+/* Relative blocks [0, N) of rel <-> absolute blocks of abs (block j is
+ * rank j + root's): two copies around the wrap. */
+static zcclResult_t zp_rotate(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint8_t* rel, uint8_t* abs, size_t blk,
+                              int to_abs) {
+  size_t N = (size_t)ctx->nranks, R = (size_t)a->root;
+  uint8_t *d0 = to_abs ? abs + R * blk : rel, *s0 = to_abs ? rel : abs + R * blk;
+  uint8_t *d1 = to_abs ? abs : rel + (N - R) * blk, *s1 = to_abs ? rel + (N - R) * blk : abs;
+  ZU_CHECK(zd_copy(ctx->dev, d0, s0, (N - R) * blk));
+  if (R) ZU_CHECK(zd_copy(ctx->dev, d1, s1, R * blk));
+  return zd_sync(ctx->dev);
+}
+
+/* Binomial gather: a rank collects its subtree's blocks (relative order)
+ * and sends them to its parent in one message; the root puts them in rank
+ * order. */
+zcclResult_t zp_tree_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N);
+  size_t blk = a->count * zu_dtype_size(a->datatype);
+  int span = zp_tree_span(v, N), size = zp_tree_size(v, N);
+  if (size == 1 && v)
+    return zp_sendrecv(ctx, "tree gather", zp_abs(ctx, a, v - span), a->sendbuff, blk, -1, NULL, 0, 0);
+  void* tmp = NULL;
+  uint8_t* buf = a->recvbuff;
+  if (v || a->root) {
+    ZU_CHECK(zp_tmp_get(ctx, (size_t)size * blk, &tmp));
+    buf = tmp;
+  }
+  zcclResult_t res = zcclSuccess;
+  if (buf != a->sendbuff) ZU_CHECK_GOTO(zd_copy(ctx->dev, buf, a->sendbuff, blk), res, out);
+  ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+  zp_xfer_t x[32];
+  int nx = 0;
+  for (int m = 1; m < span && v + m < N; m <<= 1) {
+    int c = v + m, end = c + m < N ? c + m : N;
+    zp_recv_at(ctx, &x[nx++], zp_abs(ctx, a, c), 0, buf + (size_t)m * blk, (size_t)(end - c) * blk);
+  }
+  ZU_CHECK_GOTO(zp_xfers_run(ctx, "tree gather", x, nx), res, out);
+  if (v)
+    res = zp_sendrecv(ctx, "tree gather", zp_abs(ctx, a, v - span), buf, (size_t)size * blk, -1, NULL, 0, 0);
+  else if (tmp)
+    res = zp_rotate(ctx, a, tmp, a->recvbuff, blk, 1);
+out:
+  zp_tmp_put(ctx, tmp);
+  return res;
+}
+
+/* Binomial scatter: the mirror of the gather. */
+zcclResult_t zp_tree_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N);
+  size_t blk = a->count * zu_dtype_size(a->datatype);
+  int span = zp_tree_span(v, N), size = zp_tree_size(v, N);
+  if (size == 1 && v)
+    return zp_sendrecv(ctx, "tree scatter", -1, NULL, 0, zp_abs(ctx, a, v - span), a->recvbuff, blk, 0);
+  void* tmp = NULL;
+  uint8_t* buf = (uint8_t*)a->sendbuff;
+  if (v || a->root) {
+    ZU_CHECK(zp_tmp_get(ctx, (size_t)size * blk, &tmp));
+    buf = tmp;
+  }
+  zcclResult_t res = zcclSuccess;
+  if (v)
+    ZU_CHECK_GOTO(zp_sendrecv(ctx, "tree scatter", -1, NULL, 0, zp_abs(ctx, a, v - span), buf, (size_t)size * blk, 0),
+                  res, out);
+  else if (tmp)
+    ZU_CHECK_GOTO(zp_rotate(ctx, a, tmp, (uint8_t*)a->sendbuff, blk, 0), res, out);
+  zp_xfer_t x[32];
+  int nx = 0;
+  for (int m = span >> 1; m > 0; m >>= 1) {
+    int c = v + m;
+    if (c >= N) continue;
+    int end = c + m < N ? c + m : N;
+    zp_send_at(ctx, &x[nx++], zp_abs(ctx, a, c), 0, buf + (size_t)m * blk, (size_t)(end - c) * blk);
+  }
+  /* The own block is copied while the children's messages travel. */
+  res = zp_xfers_post(ctx, x, nx);
+  if (res == zcclSuccess && buf != a->recvbuff) res = zd_copy(ctx->dev, a->recvbuff, buf, blk);
+  if (res == zcclSuccess) res = zd_sync(ctx->dev);
+  zcclResult_t w = zp_xfers_wait(ctx, "tree scatter", x, nx); /* also after a failure: UCX lets go */
+  if (res == zcclSuccess) res = w;
+out:
+  zp_tmp_put(ctx, tmp);
   return res;
 }
 

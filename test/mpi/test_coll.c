@@ -261,19 +261,23 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
     CHECK_RES(zcclAllGather(sb, rb, count, t, comm, NULL), zcclSuccess);
   }
   compare(what, rb, count * N, t, ref_gather, &a);
-  /* Gather to rank 0 / Scatter from rank 1 % N. */
-  fill(sb, count, rank, t, zcclSum);
+  /* Gather to rank 0, or in place (sendbuff = recvbuff + root*count) to
+   * the last rank; Scatter from rank 1 % N, in place (recvbuff = sendbuff +
+   * root*count) at the root. Roots other than 0 make the trees rotate. */
+  a.root = inplace ? nranks - 1 : 0;
   memset(rb, 0xcd, count * N * es);
-  a.root = 0;
-  snprintf(what, sizeof what, "gather %d n=%zu", (int)t, count);
-  CHECK_RES(zcclGather(sb, rb, count, t, 0, comm, NULL), zcclSuccess);
-  if (rank == 0) compare(what, rb, count * N, t, ref_gather, &a);
+  uint8_t* gsrc = inplace && rank == a.root ? rb + (size_t)rank * count * es : sb;
+  fill(gsrc, count, rank, t, zcclSum);
+  snprintf(what, sizeof what, "gather %d n=%zu root %d%s", (int)t, count, a.root, inplace ? " inplace" : "");
+  CHECK_RES(zcclGather(gsrc, rb, count, t, a.root, comm, NULL), zcclSuccess);
+  if (rank == a.root) compare(what, rb, count * N, t, ref_gather, &a);
   a.root = 1 % nranks;
   for (size_t i = 0; i < count * N; i++) put(sb, i, t, input(rank, i, t, zcclSum));
   memset(rb, 0xcd, count * es);
-  snprintf(what, sizeof what, "scatter %d n=%zu", (int)t, count);
-  CHECK_RES(zcclScatter(sb, rb, count, t, a.root, comm, NULL), zcclSuccess);
-  compare(what, rb, count, t, ref_scatter, &a);
+  uint8_t* sdst = inplace && rank == a.root ? sb + (size_t)rank * count * es : rb;
+  snprintf(what, sizeof what, "scatter %d n=%zu root %d%s", (int)t, count, a.root, inplace ? " inplace" : "");
+  CHECK_RES(zcclScatter(sb, sdst, count, t, a.root, comm, NULL), zcclSuccess);
+  compare(what, sdst, count, t, ref_scatter, &a);
   /* AlltoAll (out of place only). */
   for (size_t i = 0; i < count * N; i++) put(sb, i, t, input(rank, i, t, zcclSum));
   memset(rb, 0xcd, count * N * es);
