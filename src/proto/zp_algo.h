@@ -38,13 +38,16 @@ size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes);
 zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_direct_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 /* The same with its tags' sub numbers starting at sub0. */
 zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0);
 zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_direct_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_bruck_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_tree_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_direct_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_scatter_allgather_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);

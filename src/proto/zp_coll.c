@@ -53,12 +53,15 @@ static const zp_algo_t zp_algos[] = {
     {ZP_COLL_ALLREDUCE, "ring", zp_ring_allreduce},
     {ZP_COLL_ALLREDUCE, "rd", zp_rd_allreduce},
     {ZP_COLL_ALLREDUCE, "rabenseifner", zp_rabenseifner_allreduce},
+    {ZP_COLL_ALLREDUCE, "direct", zp_direct_allreduce},
     {ZP_COLL_REDUCESCATTER, "ring", zp_ring_reduce_scatter},
     {ZP_COLL_ALLGATHER, "ring", zp_ring_allgather},
     {ZP_COLL_ALLGATHER, "bruck", zp_bruck_allgather},
+    {ZP_COLL_ALLGATHER, "direct", zp_direct_allgather},
     {ZP_COLL_BROADCAST, "tree", zp_tree_broadcast},
     {ZP_COLL_BROADCAST, "chain", zp_chain_broadcast},
     {ZP_COLL_BROADCAST, "scatter_allgather", zp_scatter_allgather_broadcast},
+    {ZP_COLL_BROADCAST, "direct", zp_direct_broadcast},
     {ZP_COLL_REDUCE, "tree", zp_tree_reduce},
     {ZP_COLL_REDUCE, "chain", zp_chain_reduce},
     {ZP_COLL_GATHER, "tree", zp_tree_gather},
@@ -102,6 +105,15 @@ static int zp_usable(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_arg
   return 1;
 }
 
+/* Rounds in which every rank talks to every other at once: one latency
+ * each, plus half a latency per message of a round (posting and matching
+ * N-1 of them). Past 8 ranks the incast of a round grows with N; the
+ * model then prices each message as a full latency. */
+static double zp_direct_rounds(const zp_ctx_t* ctx, int rounds) {
+  double al_s = ctx->link ? ctx->link->alpha : 20e-6, N = ctx->nranks;
+  return rounds * (al_s + (N - 1) * al_s * (N <= 8 ? 0.5 : 1.0));
+}
+
 static double zp_cost(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
   double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9,
@@ -112,14 +124,17 @@ static double zp_cost(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_ar
     case ZP_COLL_ALLREDUCE: {
       double P = (double)(1 << lg), fold = pow2 ? 0 : 2 * (al_s + n / B) + n / G;
       if (strcmp(nm, "ring") == 0) return 2 * (N - 1) * al_s + 2 * (N - 1) / N * n / B + (N - 1) / N * n / G;
+      if (strcmp(nm, "direct") == 0) return zp_direct_rounds(ctx, 2) + 2 * (N - 1) / N * n / B + (N - 1) / N * n / G;
       if (strcmp(nm, "rabenseifner") == 0) return 2 * lg * al_s + 2 * (P - 1) / P * n / B + (P - 1) / P * n / G + fold;
       return lg * (al_s + n / B + n / G) + fold;
     }
     case ZP_COLL_ALLGATHER: /* n: one rank's block */
       if (strcmp(nm, "ring") == 0) return (N - 1) * (al_s + n / B);
+      if (strcmp(nm, "direct") == 0) return zp_direct_rounds(ctx, 1) + (N - 1) * n / B;
       return (lg + (pow2 ? 0 : 1)) * al_s + (N - 1) * n / B + N * n / G; /* bruck's final copy */
     case ZP_COLL_BROADCAST:
       if (strcmp(nm, "tree") == 0) return lg * (al_s + n / B);
+      if (strcmp(nm, "direct") == 0) return zp_direct_rounds(ctx, 1) + (N - 1) * n / B;
       if (strcmp(nm, "scatter_allgather") == 0) return (lg + N - 1) * al_s + 2 * (N - 1) / N * n / B;
       return zp_chain_cost(ctx, n, 0);
     case ZP_COLL_REDUCE:

@@ -161,6 +161,87 @@ zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   return zp_ring_allgather_blocks(ctx, a->recvbuff, es, boff, blen, r, 0);
 }
 
+/* Direct allgather: every block to every rank at once, one round. On
+ * shared memory the receivers copy in parallel and nothing waits on a
+ * chain of neighbours (which, on oversubscribed cores, means waiting for
+ * each to be scheduled in turn). */
+zcclResult_t zp_direct_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, bytes = n * es;
+  uint8_t* own = zp_at(a->recvbuff, (size_t)r * n, es);
+  if ((const uint8_t*)a->sendbuff != own) ZU_CHECK(zd_copy(ctx->dev, own, a->sendbuff, bytes));
+  ZU_CHECK(zd_sync(ctx->dev));
+  zp_xfer_t x[2 * N];
+  int nx = 0;
+  for (int s = 1; s < N; s++) {
+    int to = (r + s) % N, from = (r + N - s) % N;
+    zp_recv_at(ctx, &x[nx++], from, 0, zp_at(a->recvbuff, (size_t)from * n, es), bytes);
+    zp_send_at(ctx, &x[nx++], to, 0, own, bytes);
+  }
+  return zp_xfers_run(ctx, "direct allgather", x, nx);
+}
+
+/* Direct allreduce: a one-round reduce-scatter (every rank sends block b to
+ * rank b, which reduces the N contributions: its own first, then the others
+ * in rank order) and a one-round allgather of the results, in slices that
+ * fit the pool. The same bytes per rank as the ring, 2 rounds instead of
+ * 2 (N-1). Each block is computed once, so ranks end bit-identical. */
+zcclResult_t zp_direct_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), n = a->count;
+  zcclRedOp_t op = zp_reduce_op(a->op);
+  uint8_t* buf = a->recvbuff;
+  if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, n * es));
+  ZU_CHECK(zd_sync(ctx->dev));
+  if (N == 1) {
+    if (a->op == zcclAvg) ZU_CHECK(zd_divide(ctx->dev, buf, n, a->datatype, 1));
+    return zd_sync(ctx->dev);
+  }
+  size_t boff[N], blen[N];
+  zp_blocks(n, N, boff, blen);
+  size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
+  size_t slice = zp_slice_elems(ctx, maxb * (size_t)N, es, N, N - 1);
+  void* tmp = NULL;
+  zcclResult_t res;
+  ZU_CHECK(zp_tmp_get(ctx, (size_t)(N - 1) * slice * es, &tmp));
+  zp_xfer_t x[2 * N];
+  uint32_t k = 0;
+  for (size_t lo = 0; lo < maxb; lo += slice, k++) {
+    size_t hi = lo + slice < maxb ? lo + slice : maxb, soff[N], slen[N];
+    for (int b = 0; b < N; b++) {
+      size_t l = blen[b] < hi ? blen[b] : hi;
+      soff[b] = boff[b] + (lo < l ? lo : l);
+      slen[b] = l > lo ? l - lo : 0;
+    }
+    uint8_t* mine = buf + soff[r] * es;
+    int nx = 0;
+    for (int s = 1; s < N; s++) {
+      int to = (r + s) % N, from = (r + N - s) % N;
+      zp_recv_at(ctx, &x[nx++], from, 2 * k, zp_at(tmp, (size_t)(s - 1) * slice, es), slen[r] * es);
+      zp_send_at(ctx, &x[nx++], to, 2 * k, buf + soff[to] * es, slen[to] * es);
+    }
+    ZU_CHECK_GOTO(zp_xfers_run(ctx, "direct allreduce", x, nx), res, out);
+    for (int q = 0; q < N; q++) /* own first, then the others in rank order */
+      if (q != r)
+        ZU_CHECK_GOTO(zd_reduce(ctx->dev, mine, mine, zp_at(tmp, (size_t)(zp_mod(r - q, N) - 1) * slice, es),
+                                slen[r], a->datatype, op),
+                      res, out);
+    if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, mine, slen[r], a->datatype, N), res, out);
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+    nx = 0;
+    for (int s = 1; s < N; s++) {
+      int to = (r + s) % N, from = (r + N - s) % N;
+      zp_recv_at(ctx, &x[nx++], from, 2 * k + 1, buf + soff[from] * es, slen[from] * es);
+      zp_send_at(ctx, &x[nx++], to, 2 * k + 1, mine, slen[r] * es);
+    }
+    ZU_CHECK_GOTO(zp_xfers_run(ctx, "direct allreduce", x, nx), res, out);
+  }
+  res = zcclSuccess;
+out:
+  zp_tmp_put(ctx, tmp);
+  return res;
+}
+
 zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks;
   size_t es = zu_dtype_size(a->datatype), n = a->count;

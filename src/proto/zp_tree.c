@@ -64,6 +64,22 @@ static int zp_tree_size(int v, int N) { /* ranks in v's subtree */
 }
 static int zp_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, int v) { return (v + a->root) % ctx->nranks; }
 
+/* Direct broadcast: the root sends to every rank at once. On shared memory
+ * each receiver copies from the root's buffer itself, in parallel. */
+zcclResult_t zp_direct_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t bytes = a->count * zu_dtype_size(a->datatype);
+  if (r != a->root) return zp_sendrecv(ctx, "direct broadcast", -1, NULL, 0, a->root, a->recvbuff, bytes, 0);
+  zp_xfer_t x[N];
+  int nx = 0;
+  for (int s = 1; s < N; s++) zp_send_at(ctx, &x[nx++], (r + s) % N, 0, a->sendbuff, bytes);
+  zcclResult_t res = zp_xfers_post(ctx, x, nx);
+  if (res == zcclSuccess && a->sendbuff != a->recvbuff) res = zd_copy(ctx->dev, a->recvbuff, a->sendbuff, bytes);
+  if (res == zcclSuccess) res = zd_sync(ctx->dev);
+  zcclResult_t w = zp_xfers_wait(ctx, "direct broadcast", x, nx);
+  return res == zcclSuccess ? w : res;
+}
+
 /* van de Geijn's broadcast for large messages: a binomial scatter of N
  * pieces (relative rank j gets piece j), then a ring allgather of the
  * pieces, all in recvbuff. Each rank sends about 2 (N-1)/N of the buffer,
