@@ -307,6 +307,50 @@ zcclResult_t zd_divide(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dt
   return dev->ops->submit(dev, &o);
 }
 
+size_t zd_compress_bound(size_t count, zcclDataType_t dtype) { return zc_compress_bound(count, dtype, 0); }
+
+zcclResult_t zd_value_range(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
+                            double fill, double* min, double* max, size_t* valid) {
+  ZU_RETURN_ERR_IF(dev == NULL || (count && in == NULL), zcclInvalidArgument, "zd_value_range: NULL argument");
+  ZU_RETURN_ERR_IF(dtype != zcclFloat32 && dtype != zcclFloat64, zcclInvalidArgument,
+                   "zd_value_range: datatype %d, expected float32 or float64", (int)dtype);
+  ZU_CHECK(zd_sync(dev)); /* host and sim memory: read once what is queued has run */
+  zc_value_range(in, count, dtype, has_fill, fill, min, max, valid);
+  return zcclSuccess;
+}
+
+zcclResult_t zd_compress(zd_dev_t* dev, const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
+                         size_t* out_size) {
+  ZU_RETURN_ERR_IF(dev == NULL || p == NULL || out_size == NULL, zcclInvalidArgument, "zd_compress: NULL argument");
+  ZU_RETURN_ERR_IF(p->dtype != zcclFloat32 && p->dtype != zcclFloat64, zcclInvalidArgument,
+                   "zd_compress: datatype %d, expected float32 or float64", (int)p->dtype);
+  ZU_RETURN_ERR_IF(out == NULL || (count && in == NULL), zcclInvalidArgument, "zd_compress: NULL buffer");
+  ZU_RETURN_ERR_IF(zd_overlap(in, count * zu_dtype_size(p->dtype), out, cap), zcclInvalidArgument,
+                   "zd_compress: input and output overlap");
+  zd_op_t o = {.kind = ZD_OP_COMPRESS, .dst = out, .a = in, .count = count, .params = *p, .cap = cap,
+               .out_size = out_size};
+  return dev->ops->submit(dev, &o);
+}
+
+zcclResult_t zd_decompress(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count) {
+  ZU_RETURN_ERR_IF(dev == NULL || stream == NULL || size == NULL, zcclInvalidArgument, "zd_decompress: NULL argument");
+  ZU_RETURN_ERR_IF(count && out == NULL, zcclInvalidArgument, "zd_decompress: NULL output");
+  zd_op_t o = {.kind = ZD_OP_DECOMPRESS, .dst = out, .a = stream, .a_size = size, .count = count};
+  return dev->ops->submit(dev, &o);
+}
+
+zcclResult_t zd_hop(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* a_size, const void* b,
+                    const size_t* b_size, void* out, size_t cap, size_t* out_size) {
+  ZU_RETURN_ERR_IF(dev == NULL || a == NULL || b == NULL || a_size == NULL || b_size == NULL || out == NULL ||
+                       out_size == NULL,
+                   zcclInvalidArgument, "zd_hop: NULL argument");
+  ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
+                   "zd_hop: op %d, expected sum, max or min", (int)op);
+  zd_op_t o = {.kind = ZD_OP_HOP, .dst = out, .a = a, .b = b, .a_size = a_size, .b_size = b_size, .op = op,
+               .cap = cap, .out_size = out_size};
+  return dev->ops->submit(dev, &o);
+}
+
 zd_event_t zd_event_record(zd_dev_t* dev) { return dev ? dev->ops->record(dev) : 0; }
 
 int zd_event_done(zd_dev_t* dev, zd_event_t ev) { return dev ? dev->ops->done(dev, ev) : 1; }

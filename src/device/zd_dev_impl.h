@@ -5,10 +5,11 @@
 
 #include <pthread.h>
 
+#include "zc_szp.h"
 #include "zd_device.h"
 #include "zd_pool.h"
 
-typedef enum { ZD_OP_COPY, ZD_OP_REDUCE, ZD_OP_DIVIDE } zd_op_kind_t;
+typedef enum { ZD_OP_COPY, ZD_OP_REDUCE, ZD_OP_DIVIDE, ZD_OP_COMPRESS, ZD_OP_DECOMPRESS, ZD_OP_HOP } zd_op_kind_t;
 
 /* One operation, checked, as queued; copied by value into the sim queue. */
 typedef struct {
@@ -20,6 +21,12 @@ typedef struct {
   zcclDataType_t dtype;
   zcclRedOp_t op;
   int n;           /* divide */
+  /* codec: stream sizes are read and written through pointers when the
+   * operation runs (a queued device learns them only then) */
+  zc_params_t params;  /* compress */
+  size_t cap;          /* compress, hop: room at dst */
+  const size_t* a_size, *b_size;
+  size_t* out_size;    /* compress, hop: the stream's bytes */
 } zd_op_t;
 
 typedef struct {

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zc_szp.h"
 #include "zccl.h"
 
 #ifdef __cplusplus
@@ -100,6 +101,28 @@ zcclResult_t zd_reduce(zd_dev_t* dev, void* dst, const void* a, const void* b, s
 /* buf[i] /= n, n >= 1 (zcclAvg's last step): floats divide (fp16/bf16/fp8 in
  * float32, rounded as above), integers truncate toward zero as C does. */
 zcclResult_t zd_divide(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dtype, int n);
+
+/* The stream codec (docs/format.md), queued like the rest. Stream sizes
+ * travel through pointers read and written when the operation runs: a
+ * queued device knows them only then, and the caller reads *out_size after
+ * zd_sync / zd_event_wait. Errors (a corrupt stream, too small an output)
+ * come back from the wait.
+ * - zd_compress: count values of p->dtype at in into a stream at out
+ *   (capacity cap; zc_compress_bound gives enough).
+ * - zd_decompress: the stream (*size bytes) into out, which has room for
+ *   exactly count values; a stream of another count is zcclInvalidUsage.
+ * - zd_hop: homomorphic SUM/MAX/MIN of two compatible streams into out
+ *   (out may be a or b itself). */
+size_t zd_compress_bound(size_t count, zcclDataType_t dtype);
+/* Range of the finite, non-fill values of in (for REL bounds), after
+ * everything queued so far; *valid counts them (min/max untouched at 0). */
+zcclResult_t zd_value_range(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
+                            double fill, double* min, double* max, size_t* valid);
+zcclResult_t zd_compress(zd_dev_t* dev, const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
+                         size_t* out_size);
+zcclResult_t zd_decompress(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count);
+zcclResult_t zd_hop(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* a_size, const void* b,
+                    const size_t* b_size, void* out, size_t cap, size_t* out_size);
 
 /* Ordering and completion. zd_event_record returns a marker after everything
  * queued so far; zd_event_done says whether it has passed (non-blocking);

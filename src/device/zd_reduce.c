@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "zd_dev_impl.h"
+#include "zd_host_codec.h"
 #include "zu_dtype.h"
 #include "zu_error.h"
 
@@ -216,6 +217,7 @@ static void zd_op_range(const zd_op_t* op, size_t esize, size_t lo, size_t hi) {
     case ZD_OP_DIVIDE:
       zd_divide_kernel(d, n, op->dtype, op->n);
       break;
+    default: break; /* codec operations never split here */
   }
 }
 
@@ -230,7 +232,41 @@ static void zd_split_run(void* arg, int t, int nt) {
   if (lo < hi) zd_op_range(s->op, s->esize, lo, hi);
 }
 
+static zcclResult_t zd_pool_get(zd_dev_t* dev, zd_pool_t** pool) {
+  zcclResult_t res = zcclSuccess;
+  if (dev->pool == NULL) res = zd_pool_create(dev->nthreads, &dev->pool);
+  *pool = dev->pool;
+  return res;
+}
+
+/* The codec's operations, over the device's thread pool (chunks are
+ * independent; the bytes do not depend on the thread count). */
+static zcclResult_t zd_codec_exec(zd_dev_t* dev, const zd_op_t* op) {
+  zd_pool_t* pool = NULL;
+  zcclResult_t res = zcclSuccess;
+  pthread_mutex_lock(&dev->run_lock);
+  if (dev->nthreads != 1) res = zd_pool_get(dev, &pool);
+  if (res == zcclSuccess) switch (op->kind) {
+      case ZD_OP_COMPRESS:
+        res = zd_host_compress(pool, 0, &op->params, op->a, op->count, op->dst, op->cap, op->out_size);
+        break;
+      case ZD_OP_DECOMPRESS: {
+        size_t got = 0;
+        res = zd_host_decompress(pool, 0, op->a, *op->a_size, op->dst, op->count, &got);
+        if (res == zcclSuccess && got != op->count)
+          res = ZU_ERROR(zcclInvalidUsage, "zd_decompress: the stream holds %zu values, expected %zu", got, op->count);
+        break;
+      }
+      default:
+        res = zd_host_hop(pool, 0, op->op, op->a, *op->a_size, op->b, *op->b_size, op->dst, op->cap, op->out_size);
+        break;
+    }
+  pthread_mutex_unlock(&dev->run_lock);
+  return res;
+}
+
 zcclResult_t zd_op_exec(zd_dev_t* dev, const zd_op_t* op) {
+  if (op->kind >= ZD_OP_COMPRESS) return zd_codec_exec(dev, op);
   size_t esize = op->kind == ZD_OP_COPY ? 1 : zu_dtype_size(op->dtype);
   size_t bytes = op->count * esize;
   if (bytes <= dev->split_bytes || dev->nthreads == 1) {

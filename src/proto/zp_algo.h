@@ -55,6 +55,9 @@ zcclResult_t zp_linear_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_linear_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_tree_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_tree_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+/* Compressed (zp_hz.c): float32/float64, the call's compression setting. */
+zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_pairwise_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 
 #endif /* ZP_ALGO_H_ */

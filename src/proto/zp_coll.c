@@ -161,14 +161,28 @@ static const zp_algo_t* zp_default_algo(const zp_ctx_t* ctx, const zp_coll_args_
 
 zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const char* fn = zp_coll_name(a->coll);
-  /* Compressed algorithms are the next step; until then say once that the
-   * data goes uncompressed rather than pretend. */
-  static atomic_int warned;
-  if (a->compression.codec != zcclCodecNone && a->compression.codec != ZCCL_CONFIG_UNDEF_INT &&
-      (a->datatype == zcclFloat32 || a->datatype == zcclFloat64) && !atomic_exchange(&warned, 1))
-    ZU_WARN("%s: compression is set on this communicator, but compressed collectives are not built yet in "
-            "zccl %d.%d.%d: the data goes uncompressed (exact)",
-            fn, ZCCL_MAJOR, ZCCL_MINOR, ZCCL_PATCH);
+  const zcclCompression_t* c = &a->compression;
+  size_t bytes = a->count * zu_dtype_size(a->datatype);
+  int compress = c->codec != zcclCodecNone && c->codec != ZCCL_CONFIG_UNDEF_INT && ctx->nranks > 1 &&
+                 (a->datatype == zcclFloat32 || a->datatype == zcclFloat64) && bytes >= c->minBytes &&
+                 !(zp_coll_reduces(a->coll) && a->op == zcclProd);
+  if (compress) {
+    int hz = c->codec == zcclCodecHz || c->codec == zcclCodecAuto;
+    zp_algo_fn cfn = NULL;
+    if (a->coll == ZP_COLL_ALLREDUCE && hz) cfn = zp_hz_ring_allreduce;
+    if (a->coll == ZP_COLL_ALLGATHER && (hz || c->codec == zcclCodecSzp)) cfn = zp_hz_ring_allgather;
+    if (cfn) {
+      ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: compressed ring (codec %d, mode %d, eb %g)", fn,
+              a->count, zu_dtype_name(a->datatype), ctx->nranks, c->codec, c->mode, c->eb);
+      return cfn(ctx, a);
+    }
+    /* Said once per collective: this one moves its data uncompressed. */
+    static atomic_int warned[ZP_NUM_COLLS];
+    if (!atomic_exchange(&warned[a->coll], 1))
+      ZU_WARN("%s: compression is set, but this collective has no compressed algorithm for codec %d yet in "
+              "zccl %d.%d.%d: its data goes uncompressed (exact)",
+              fn, c->codec, ZCCL_MAJOR, ZCCL_MINOR, ZCCL_PATCH);
+  }
   const zp_algo_t* algo = NULL;
   const char* forced = zu_param_str(ZU_PARAM_ALGO);
   if (forced[0]) {

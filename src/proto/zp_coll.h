@@ -78,6 +78,7 @@ typedef struct {
   zt_req_t req;
   int checked;
   int coll;                 /* part of a collective (messages name bytes, not elements) */
+  int var;                  /* receive: up to bytes (req.length says how many came) */
   double t_post;            /* when posted (the link model learns from large ones) */
 } zp_xfer_t;
 

@@ -31,14 +31,16 @@ static zcclResult_t zp_xfer_check(const zp_ctx_t* ctx, const char* what, const z
              x->peer, zt_req_error(&x->req));
     return zcclRemoteError;
   }
-  if ((zt_req_truncated(&x->req) || (x->req.status == 0 && x->req.length != x->bytes)) && x->coll) {
+  /* A compressed stream's size is known only to its sender: up to bytes. */
+  int short_ok = x->var && x->req.status == 0 && x->req.length <= x->bytes;
+  if ((zt_req_truncated(&x->req) || (x->req.status == 0 && x->req.length != x->bytes && !short_ok)) && x->coll) {
     snprintf(why, len,
              "%s: rank %d expected %zu bytes from rank %d, which sent %zu bytes; the call's count, datatype "
              "or root differs across ranks (nothing was written past the buffer)",
              what, ctx->rank, x->bytes, x->peer, x->req.length);
     return zcclInvalidUsage;
   }
-  if (zt_req_truncated(&x->req) || (x->req.status == 0 && x->req.length != x->bytes)) {
+  if (zt_req_truncated(&x->req) || (x->req.status == 0 && x->req.length != x->bytes && !short_ok)) {
     snprintf(why, len,
              "%s: rank %d posted a receive of %zu x %s (%zu bytes) from rank %d, which sent %zu bytes; "
              "sizes must match (nothing was written past the buffer)",
@@ -210,7 +212,11 @@ zcclResult_t zp_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const v
  * ranks hold the same model and choose the same algorithms. */
 zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   int N = ctx->nranks, right = (ctx->rank + 1) % N, left = (ctx->rank + N - 1) % N;
-  size_t big = 1u << 20;
+  /* 1 MiB, or what a small pool holds (two of them, and room for the
+   * max-allreduce below); the same on every rank as long as
+   * ZCCL_BUFFER_POOL_BYTES is. */
+  size_t big = 1u << 20, room = zd_buf_largest(ctx->dev) / 4 / 64 * 64;
+  if (big > room) big = room > 64 ? room : 64;
   void *sb = NULL, *rb = NULL;
   zcclResult_t res;
   ZU_CHECK_GOTO(zd_buf_get(ctx->dev, big, &sb), res, out);

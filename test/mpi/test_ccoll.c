@@ -1,0 +1,205 @@
+/* Compressed collectives under mpirun: the homomorphic ring allreduce and
+ * the compress-once allgather, float32 and float64, ABS, REL and target
+ * bounds, checked on every element against an exact (long double)
+ * reference built from every rank's input:
+ *   - allreduce SUM within N*eb, AVG within eb, MAX/MIN within eb (plus
+ *     one rounding of the output value), bit-identical on every rank;
+ *   - allgather within eb; NaN, +-Inf and the fill value exactly;
+ *     identical on every rank;
+ *   - what is not compressed (int32, PROD, below min_bytes) stays exact.
+ *   mpirun -np N test_ccoll   (ZCCL_DEVICE=host|sim; a small
+ *   ZCCL_BUFFER_POOL_BYTES makes the algorithms work in slices) */
+#include <float.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+static int rank, nranks;
+
+static double field(int r, size_t i) { /* smooth, different on every rank, mixed signs */
+  return 20.0 * sin(i * 0.001 + r) + 3.0 * cos(i * 0.037) + 0.25 * r - 5.0 + 1e-3 * (double)((i * 2654435761u) % 97);
+}
+
+static double get(const void* b, size_t i, int f64) { return f64 ? ((const double*)b)[i] : ((const float*)b)[i]; }
+static void set(void* b, size_t i, int f64, double v) {
+  if (f64)
+    ((double*)b)[i] = v;
+  else
+    ((float*)b)[i] = (float)v;
+}
+/* One rounding of the output value: half an ulp of its type. */
+static double half_ulp(double v, int f64) {
+  double a = fabs(v);
+  return f64 ? a * DBL_EPSILON : a * FLT_EPSILON;
+}
+
+/* eb as the library derives it: REL over the valid values of all ranks. */
+static double eb_abs(const zcclCompression_t* c, const void* all, size_t total, int f64) {
+  if (c->mode == zcclErrorAbs || c->mode == zcclErrorTargetAbs) return c->eb;
+  double mn = INFINITY, mx = -INFINITY;
+  for (size_t i = 0; i < total; i++) {
+    double v = get(all, i, f64);
+    if (!isfinite(v) || (c->hasFill && v == (f64 ? c->fillValue : (double)(float)c->fillValue))) continue;
+    mn = v < mn ? v : mn;
+    mx = v > mx ? v : mx;
+  }
+  return c->eb * (mx - mn);
+}
+
+static int same_everywhere(const void* buf, size_t bytes) {
+  void* r0 = malloc(bytes);
+  memcpy(r0, buf, bytes);
+  MPI_Bcast(r0, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+  int same = memcmp(r0, buf, bytes) == 0, all = 0;
+  MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  free(r0);
+  return all;
+}
+
+static void test_allreduce(zcclComm_t comm, int f64, zcclErrorMode_t mode, double eb, zcclRedOp_t op, size_t n) {
+  size_t es = f64 ? 8 : 4;
+  zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+  c.codec = zcclCodecHz, c.mode = mode, c.eb = eb, c.minBytes = 0;
+  CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
+  void* x = malloc(n * es);
+  void* y = malloc(n * es);
+  void* all = malloc(n * es * (size_t)nranks);
+  for (size_t i = 0; i < n; i++) set(x, i, f64, field(rank, i));
+  MPI_Allgather(x, (int)(n * es), MPI_BYTE, all, (int)(n * es), MPI_BYTE, MPI_COMM_WORLD);
+  CHECK_RES(zcclAllReduce(x, y, n, f64 ? zcclFloat64 : zcclFloat32, op, comm, NULL), zcclSuccess);
+  double e = eb_abs(&c, all, n * (size_t)nranks, f64);
+  double bound = op == zcclSum && mode != zcclErrorTargetAbs && mode != zcclErrorTargetRel ? nranks * e : e;
+  long bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    long double ref = op == zcclMax ? -INFINITY : op == zcclMin ? INFINITY : 0;
+    for (int r = 0; r < nranks; r++) {
+      long double v = get(all, (size_t)r * n + i, f64);
+      if (op == zcclMax) ref = v > ref ? v : ref;
+      else if (op == zcclMin) ref = v < ref ? v : ref;
+      else ref += v;
+    }
+    if (op == zcclAvg) ref /= nranks;
+    double got = get(y, i, f64), err = fabs((double)((long double)got - ref));
+    /* The decoded sum is rounded once to the type; AVG's division once more. */
+    double slack = 2 * half_ulp((double)ref, f64) + (f64 ? 0 : half_ulp((double)ref, 0));
+    if (!(err <= bound + slack)) bad++;
+    if (err > worst) worst = err;
+  }
+  if (bad)
+    fprintf(stderr, "rank %d: allreduce f%d mode %d eb %g op %d n %zu: %ld elements beyond %g (worst %g)\n", rank,
+            f64 ? 64 : 32, (int)mode, eb, (int)op, n, bad, bound, worst);
+  CHECK(bad == 0);
+  if (n > 1000) CHECK(worst > 0); /* it was compressed, not sent exactly */
+  CHECK(same_everywhere(y, n * es));
+  free(x), free(y), free(all);
+}
+
+static void test_allgather(zcclComm_t comm, int f64, zcclErrorMode_t mode, double eb, size_t n, int inplace) {
+  size_t es = f64 ? 8 : 4, N = (size_t)nranks;
+  zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+  c.codec = zcclCodecHz, c.mode = mode, c.eb = eb, c.minBytes = 0, c.hasFill = 1, c.fillValue = -1e34;
+  CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
+  void* x = malloc(n * es);
+  void* y = malloc(n * es * N);
+  void* all = malloc(n * es * N);
+  for (size_t i = 0; i < n; i++) {
+    double v = field(rank, i);
+    if (i % 101 == 7) v = -1e34;     /* land points */
+    if (i % 997 == 3) v = NAN;
+    if (i % 1499 == 5) v = (i & 1) ? INFINITY : -INFINITY;
+    set(x, i, f64, v);
+  }
+  MPI_Allgather(x, (int)(n * es), MPI_BYTE, all, (int)(n * es), MPI_BYTE, MPI_COMM_WORLD);
+  void* send = x;
+  if (inplace) {
+    memcpy((uint8_t*)y + (size_t)rank * n * es, x, n * es);
+    send = (uint8_t*)y + (size_t)rank * n * es;
+  }
+  CHECK_RES(zcclAllGather(send, y, n, f64 ? zcclFloat64 : zcclFloat32, comm, NULL), zcclSuccess);
+  double e = eb_abs(&c, all, n * N, f64);
+  long bad = 0;
+  for (size_t i = 0; i < n * N; i++) {
+    double ref = get(all, i, f64), got = get(y, i, f64);
+    int ok;
+    if (isnan(ref)) ok = isnan(got);
+    else if (!isfinite(ref) || ref == (f64 ? -1e34 : (double)(float)-1e34)) ok = got == ref;
+    else ok = fabs(got - ref) <= e;
+    bad += !ok;
+  }
+  if (bad)
+    fprintf(stderr, "rank %d: allgather f%d mode %d eb %g n %zu: %ld elements wrong\n", rank, f64 ? 64 : 32,
+            (int)mode, eb, n, bad);
+  CHECK(bad == 0);
+  CHECK(same_everywhere(y, n * es * N));
+  free(x), free(y), free(all);
+}
+
+/* What compression does not apply to stays exact. */
+static void test_uncompressed(zcclComm_t comm) {
+  zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+  c.codec = zcclCodecHz, c.minBytes = 0;
+  CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
+  size_t n = 5000;
+  int32_t* xi = malloc(n * 4);
+  int32_t* yi = malloc(n * 4);
+  for (size_t i = 0; i < n; i++) xi[i] = (int32_t)(i * 31 + (size_t)rank);
+  CHECK_RES(zcclAllReduce(xi, yi, n, zcclInt32, zcclSum, comm, NULL), zcclSuccess);
+  long bad = 0;
+  for (size_t i = 0; i < n; i++) bad += yi[i] != (int32_t)(i * 31 * (size_t)nranks + (size_t)(nranks * (nranks - 1) / 2));
+  CHECK(bad == 0);
+  float* xf = malloc(n * 4);
+  float* yf = malloc(n * 4);
+  for (size_t i = 0; i < n; i++) xf[i] = ((int)(i % 3) == rank % 3) ? 2.0f : 1.0f;
+  CHECK_RES(zcclAllReduce(xf, yf, n, zcclFloat32, zcclProd, comm, NULL), zcclSuccess);
+  for (size_t i = 0; i < n; i++) {
+    float ref = 1.0f;
+    for (int r = 0; r < nranks; r++) ref *= ((int)(i % 3) == r % 3) ? 2.0f : 1.0f;
+    bad += yf[i] != ref;
+  }
+  CHECK(bad == 0);
+  c.minBytes = 1 << 20; /* below: exact */
+  CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
+  for (size_t i = 0; i < n; i++) xf[i] = (float)field(rank, i);
+  CHECK_RES(zcclAllReduce(xf, yf, n, zcclFloat32, zcclMax, comm, NULL), zcclSuccess);
+  float* mf = malloc(n * 4);
+  MPI_Allreduce(xf, mf, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(memcmp(yf, mf, n * 4) == 0);
+  free(xi), free(yi), free(xf), free(yf), free(mf);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  zcclUniqueId id;
+  if (rank == 0) zcclGetUniqueId(&id);
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  zcclComm_t comm = NULL;
+  CHECK_RES(zcclCommInitRank(&comm, nranks, id, rank), zcclSuccess);
+  if (comm == NULL) {
+    MPI_Finalize();
+    TEST_DONE();
+  }
+  const size_t counts[] = {1, 33, 100003};
+  const zcclRedOp_t ops[] = {zcclSum, zcclAvg, zcclMax, zcclMin};
+  for (int f64 = 0; f64 < 2; f64++)
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+      for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        test_allreduce(comm, f64, zcclErrorAbs, 1e-2, ops[o], counts[k]);
+        test_allreduce(comm, f64, zcclErrorRel, 1e-4, ops[o], counts[k]);
+      }
+      test_allreduce(comm, f64, zcclErrorTargetRel, 1e-3, zcclSum, counts[k]);
+      test_allgather(comm, f64, zcclErrorRel, 1e-3, counts[k], 0);
+      test_allgather(comm, f64, zcclErrorAbs, 1e-5, counts[k], 1);
+    }
+  test_uncompressed(comm);
+  CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
+  MPI_Finalize();
+  TEST_DONE();
+}
