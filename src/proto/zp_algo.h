@@ -46,6 +46,8 @@ zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
 zcclResult_t zp_direct_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_bruck_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_tree_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+/* Binomial broadcast of bytes at buf from root, its messages tagged sub. */
+zcclResult_t zp_tree_broadcast_sub(const zp_ctx_t* ctx, void* buf, size_t bytes, int root, uint32_t sub);
 zcclResult_t zp_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_direct_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_scatter_allgather_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
@@ -58,6 +60,7 @@ zcclResult_t zp_tree_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 /* Compressed (zp_hz.c): float32/float64, the call's compression setting. */
 zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_pairwise_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 
 #endif /* ZP_ALGO_H_ */

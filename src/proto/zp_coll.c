@@ -169,11 +169,15 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   if (compress) {
     int hz = c->codec == zcclCodecHz || c->codec == zcclCodecAuto;
     zp_algo_fn cfn = NULL;
-    if (a->coll == ZP_COLL_ALLREDUCE && hz) cfn = zp_hz_ring_allreduce;
-    if (a->coll == ZP_COLL_ALLGATHER && (hz || c->codec == zcclCodecSzp)) cfn = zp_hz_ring_allgather;
+    const char* cname = "";
+    if (a->coll == ZP_COLL_ALLREDUCE && hz) cfn = zp_hz_ring_allreduce, cname = "homomorphic ring";
+    if (a->coll == ZP_COLL_ALLGATHER && (hz || c->codec == zcclCodecSzp))
+      cfn = zp_hz_ring_allgather, cname = "compress-once ring";
+    if (a->coll == ZP_COLL_BROADCAST && (hz || c->codec == zcclCodecSzp))
+      cfn = zp_hz_broadcast, cname = "compress-once, stream broadcast";
     if (cfn) {
-      ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: compressed ring (codec %d, mode %d, eb %g)", fn,
-              a->count, zu_dtype_name(a->datatype), ctx->nranks, c->codec, c->mode, c->eb);
+      ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: compressed, %s (codec %d, mode %d, eb %g)", fn, a->count,
+              zu_dtype_name(a->datatype), ctx->nranks, cname, c->codec, c->mode, c->eb);
       return cfn(ctx, a);
     }
     /* Said once per collective: this one moves its data uncompressed. */

@@ -19,27 +19,29 @@
  * the valid values of every rank's input (one small allreduce, so all
  * ranks quantize onto the same grid). Target modes bound the output: a SUM
  * of N inputs divides the bound by N. */
-static zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t n,
+static zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t n, int global,
                               double* eb) {
   const zcclCompression_t* c = &a->compression;
   int rel = c->mode == zcclErrorRel || c->mode == zcclErrorTargetRel;
   double e = c->eb;
   if (rel) {
-    double mn = 0, mx = 0, *t = NULL;
+    double mn = 0, mx = 0;
     size_t valid = 0;
     ZU_CHECK(zd_value_range(ctx->dev, in, n, a->datatype, c->hasFill, c->fillValue, &mn, &mx, &valid));
-    ZU_CHECK(zp_tmp_get(ctx, 2 * sizeof(double), (void**)&t));
-    /* max of (-min, max, valid?) over ranks; ranks with no valid value
-     * contribute -inf. */
-    t[0] = valid ? -mn : -INFINITY;
-    t[1] = valid ? mx : -INFINITY;
-    zp_coll_args_t r = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = t, .recvbuff = t, .count = 2,
-                        .datatype = zcclFloat64, .op = zcclMax};
-    zcclResult_t res = zp_rd_allreduce_sub(ctx, &r, 0x7000);
-    double lo = -t[0], hi = t[1];
-    zp_tmp_put(ctx, t);
-    ZU_CHECK(res);
-    double range = hi - lo;
+    /* (-min, max); a rank with no valid value contributes -inf. */
+    double lohi[2] = {valid ? -mn : -INFINITY, valid ? mx : -INFINITY};
+    if (global) { /* the max over ranks, in a pool temporary (device memory) */
+      double* t = NULL;
+      ZU_CHECK(zp_tmp_get(ctx, sizeof lohi, (void**)&t));
+      memcpy(t, lohi, sizeof lohi);
+      zp_coll_args_t r = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = t, .recvbuff = t, .count = 2,
+                          .datatype = zcclFloat64, .op = zcclMax};
+      zcclResult_t res = zp_rd_allreduce_sub(ctx, &r, 0x7000);
+      memcpy(lohi, t, sizeof lohi);
+      zp_tmp_put(ctx, t);
+      ZU_CHECK(res);
+    }
+    double lo = -lohi[0], hi = lohi[1], range = hi - lo;
     /* Constant data (or none valid): any step keeps the bound; use one
      * relative to the magnitude. */
     if (!(range > 0) || !isfinite(range)) range = isfinite(hi) && hi != 0 ? fabs(hi) : 1.0;
@@ -101,7 +103,7 @@ zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
   zcclRedOp_t op = zp_reduce_op(a->op);
   const char* what = "compressed allreduce";
   double eb;
-  ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, n, &eb));
+  ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, n, 1, &eb));
   zc_params_t p = zp_params(a, eb);
   size_t boff[N], blen[N], soff[N], slen[N], sizes[N], rsize = 0;
   for (int b = 0; b < N; b++) {
@@ -161,7 +163,7 @@ zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
   size_t es = zu_dtype_size(a->datatype), n = a->count;
   const char* what = "compressed allgather";
   double eb;
-  ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, n, &eb));
+  ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, n, 1, &eb));
   zc_params_t p = zp_params(a, eb);
   size_t slice = zp_stream_slice(ctx, n, a->datatype, N), cap = zd_compress_bound(slice, a->datatype), sizes[N];
   void* streams = NULL;
@@ -189,5 +191,53 @@ zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
 out:
   (void)zd_sync(ctx->dev);
   zp_tmp_put(ctx, streams);
+  return res;
+}
+
+/* ZCCL's data-movement framework for broadcast: the root compresses once
+ * (REL from its own data: only its values travel), the stream's size and
+ * then the stream go out by the uncompressed broadcast the cost model picks
+ * for that many bytes, and every rank decompresses, the root too, so all
+ * hold the same values. In slices when the stream does not fit the pool. */
+zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int root = a->root, me = ctx->rank == root;
+  size_t es = zu_dtype_size(a->datatype), n = a->count;
+  double eb = 1.0;
+  if (me) ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, n, 0, &eb));
+  zc_params_t p = zp_params(a, eb);
+  size_t slice = zp_stream_slice(ctx, n, a->datatype, 2), cap = zd_compress_bound(slice, a->datatype);
+  void *stream = NULL, *sz = NULL;
+  zcclResult_t res;
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, cap, &stream), res, out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, sizeof(uint64_t), &sz), res, out);
+  for (size_t lo = 0; lo < n || (lo == 0 && n == 0); lo += slice) {
+    size_t m = n - lo < slice ? n - lo : slice, bytes = 0;
+    if (me) {
+      ZU_CHECK_GOTO(zd_compress(ctx->dev, &p, zp_at(a->sendbuff, lo, es), m, stream, cap, &bytes), res, out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+      uint64_t b64 = bytes;
+      memcpy(sz, &b64, sizeof b64);
+    }
+    ZU_CHECK_GOTO(zp_tree_broadcast_sub(ctx, sz, sizeof(uint64_t), root, 0xfff0), res, out);
+    uint64_t b64;
+    memcpy(&b64, sz, sizeof b64);
+    ZU_RETURN_ERR_IF(b64 > cap, zcclInternalError, "compressed broadcast: stream of %llu bytes, room for %zu",
+                     (unsigned long long)b64, cap);
+    bytes = (size_t)b64;
+    zp_coll_args_t s = *a;
+    s.sendbuff = s.recvbuff = stream;
+    s.count = bytes;
+    s.datatype = zcclUint8;
+    s.compression.codec = zcclCodecNone;
+    ZU_CHECK_GOTO(zp_coll_run(ctx, &s), res, out);
+    ZU_CHECK_GOTO(zd_decompress(ctx->dev, stream, &bytes, zp_at(a->recvbuff, lo, es), m), res, out);
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+    if (n == 0) break;
+  }
+  res = zcclSuccess;
+out:
+  (void)zd_sync(ctx->dev);
+  zp_tmp_put(ctx, stream);
+  zp_tmp_put(ctx, sz);
   return res;
 }

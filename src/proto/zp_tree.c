@@ -27,18 +27,13 @@ size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes) {
   return (p + 4095) & ~(size_t)4095;
 }
 
-zcclResult_t zp_tree_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N);
-  size_t bytes = a->count * zu_dtype_size(a->datatype);
-  if (v == 0 && a->sendbuff != a->recvbuff) {
-    ZU_CHECK(zd_copy(ctx->dev, a->recvbuff, a->sendbuff, bytes));
-    ZU_CHECK(zd_sync(ctx->dev));
-  }
+zcclResult_t zp_tree_broadcast_sub(const zp_ctx_t* ctx, void* buf, size_t bytes, int root, uint32_t sub) {
+  int N = ctx->nranks, v = zp_mod(ctx->rank - root, N);
   int mask = 1;
   while (mask < N) {
     if (v & mask) {
-      int parent = (v - mask + a->root) % N;
-      ZU_CHECK(zp_sendrecv(ctx, "tree broadcast", -1, NULL, 0, parent, a->recvbuff, bytes, 0));
+      int parent = (v - mask + root) % N;
+      ZU_CHECK(zp_sendrecv(ctx, "tree broadcast", -1, NULL, 0, parent, buf, bytes, sub));
       break;
     }
     mask <<= 1;
@@ -47,8 +42,17 @@ zcclResult_t zp_tree_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   zp_xfer_t x[32];
   int nx = 0;
   for (mask >>= 1; mask > 0; mask >>= 1)
-    if (v + mask < N) zp_send_at(ctx, &x[nx++], (v + mask + a->root) % N, 0, a->recvbuff, bytes);
+    if (v + mask < N) zp_send_at(ctx, &x[nx++], (v + mask + root) % N, sub, buf, bytes);
   return zp_xfers_run(ctx, "tree broadcast", x, nx);
+}
+
+zcclResult_t zp_tree_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  size_t bytes = a->count * zu_dtype_size(a->datatype);
+  if (ctx->rank == a->root && a->sendbuff != a->recvbuff) {
+    ZU_CHECK(zd_copy(ctx->dev, a->recvbuff, a->sendbuff, bytes));
+    ZU_CHECK(zd_sync(ctx->dev));
+  }
+  return zp_tree_broadcast_sub(ctx, a->recvbuff, bytes, a->root, 0);
 }
 
 /* The bit below which v's children hang (a power of two >= N for the root). */

@@ -1,10 +1,10 @@
 /* Compressed collectives under mpirun: the homomorphic ring allreduce and
- * the compress-once allgather, float32 and float64, ABS, REL and target
+ * the compress-once allgather and broadcast, float32 and float64, ABS, REL and target
  * bounds, checked on every element against an exact (long double)
  * reference built from every rank's input:
  *   - allreduce SUM within N*eb, AVG within eb, MAX/MIN within eb (plus
  *     one rounding of the output value), bit-identical on every rank;
- *   - allgather within eb; NaN, +-Inf and the fill value exactly;
+ *   - allgather and broadcast within eb; NaN, +-Inf and the fill value exactly;
  *     identical on every rank;
  *   - what is not compressed (int32, PROD, below min_bytes) stays exact.
  *   mpirun -np N test_ccoll   (ZCCL_DEVICE=host|sim; a small
@@ -140,6 +140,42 @@ static void test_allgather(zcclComm_t comm, int f64, zcclErrorMode_t mode, doubl
   free(x), free(y), free(all);
 }
 
+/* Broadcast from the last rank: the root's data within eb (REL from the
+ * root's own range), special values exactly, the same on every rank (the
+ * root included). */
+static void test_broadcast(zcclComm_t comm, int f64, zcclErrorMode_t mode, double eb, size_t n) {
+  size_t es = f64 ? 8 : 4;
+  int root = nranks - 1;
+  zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+  c.codec = zcclCodecHz, c.mode = mode, c.eb = eb, c.minBytes = 0, c.hasFill = 1, c.fillValue = -1e34;
+  CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
+  void* x = malloc(n * es);
+  void* y = malloc(n * es);
+  for (size_t i = 0; i < n; i++) {
+    double v = field(root, i);
+    if (i % 89 == 3) v = -1e34;
+    if (i % 1009 == 1) v = NAN;
+    if (i % 2003 == 2) v = -INFINITY;
+    set(x, i, f64, v);
+  }
+  memset(y, 0, n * es);
+  CHECK_RES(zcclBroadcast(x, y, n, f64 ? zcclFloat64 : zcclFloat32, root, comm, NULL), zcclSuccess);
+  double e = eb_abs(&c, x, n, f64);
+  long bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double ref = get(x, i, f64), got = get(y, i, f64);
+    int ok;
+    if (isnan(ref)) ok = isnan(got);
+    else if (!isfinite(ref) || ref == (f64 ? -1e34 : (double)(float)-1e34)) ok = got == ref;
+    else ok = fabs(got - ref) <= e;
+    bad += !ok;
+  }
+  if (bad) fprintf(stderr, "rank %d: broadcast f%d mode %d n %zu: %ld wrong\n", rank, f64 ? 64 : 32, (int)mode, n, bad);
+  CHECK(bad == 0);
+  CHECK(same_everywhere(y, n * es));
+  free(x), free(y);
+}
+
 /* What compression does not apply to stays exact. */
 static void test_uncompressed(zcclComm_t comm) {
   zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
@@ -197,6 +233,8 @@ int main(int argc, char** argv) {
       test_allreduce(comm, f64, zcclErrorTargetRel, 1e-3, zcclSum, counts[k]);
       test_allgather(comm, f64, zcclErrorRel, 1e-3, counts[k], 0);
       test_allgather(comm, f64, zcclErrorAbs, 1e-5, counts[k], 1);
+      test_broadcast(comm, f64, zcclErrorRel, 1e-3, counts[k]);
+      test_broadcast(comm, f64, zcclErrorAbs, 1e-4, counts[k] * 7 + 1);
     }
   test_uncompressed(comm);
   CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
