@@ -3,20 +3,31 @@
  * on the same buffers in the same run. Run under mpirun/srun.
  *
  *   mpirun -np 4 zccl-perf allreduce -b 1M -e 128M -f 2 --data levitus_climatology.cdf:TEMP
+ *   mpirun -np 4 zccl-perf alltoall -b 64K -e 16M --algo pairwise --json a2a.json
  *   mpirun -np 2 zccl-perf pingpong -b 8 -e 64M
  *
- * Point to point: sendrecv is nccl-tests' sendrecv_perf (rank r sends to r+1
- * and receives from r-1, zccl in a group, MPI_Sendrecv beside it); pingpong
- * is rank 0 <-> rank 1, its time half a round trip (one-way latency).
+ * Collectives: allreduce, allgather, broadcast, reducescatter, reduce,
+ * gather, scatter, alltoall (root 0 where there is one), each beside its
+ * OpenMPI call (MPI_Allreduce, MPI_Allgather, MPI_Bcast,
+ * MPI_Reduce_scatter_block, MPI_Reduce, MPI_Gather, MPI_Scatter,
+ * MPI_Alltoall). Point to point: sendrecv is nccl-tests' sendrecv_perf (rank
+ * r sends to r+1 and receives from r-1, zccl in a group, MPI_Sendrecv beside
+ * it); pingpong is rank 0 <-> rank 1, its time half a round trip (one-way
+ * latency).
  *
  * Each method (mpi, zccl, zccl-compressed) runs every size; a method that
  * cannot run in this build says why once and is left out of the table.
- * Sizes are bytes of the collective's result buffer, as in nccl-tests.
- * With -c 1 (default) every element is checked against an exact reference;
- * the exit code is 1 when any element was wrong.
+ * Sizes are bytes of the collective's largest buffer, as in nccl-tests: the
+ * whole N-block buffer for reducescatter (input), allgather and gather
+ * (output), scatter (the root's input) and alltoall (each rank's input and
+ * output); the one buffer for the others. With -c 1 (default) every element
+ * is checked against a reference computed here from every rank's input:
+ * exactly for data movement, within reduction-order rounding for sums; the
+ * exit code is 1 when any element was wrong.
  */
 #include <math.h>
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +36,30 @@
 #include "zccl.h"
 #include "zccl_data.h"
 
-typedef enum { COLL_ALLREDUCE, COLL_ALLGATHER, COLL_BROADCAST, COLL_SENDRECV, COLL_PINGPONG, NUM_COLLS } coll_t;
-static const char* coll_names[NUM_COLLS] = {"allreduce", "allgather", "broadcast", "sendrecv", "pingpong"};
+typedef enum {
+  COLL_ALLREDUCE,
+  COLL_ALLGATHER,
+  COLL_BROADCAST,
+  COLL_REDUCESCATTER,
+  COLL_REDUCE,
+  COLL_GATHER,
+  COLL_SCATTER,
+  COLL_ALLTOALL,
+  COLL_SENDRECV,
+  COLL_PINGPONG,
+  NUM_COLLS
+} coll_t;
+static const char* coll_names[NUM_COLLS] = {"allreduce", "allgather", "broadcast",
+                                            "reducescatter", "reduce", "gather", "scatter", "alltoall",
+                                            "sendrecv", "pingpong"};
+/* The ZCCL_ALGO names each collective has (docs/collectives.md, the table
+ * in src/proto/zp_coll.c); the point-to-point modes have none. */
+static const char* coll_algos[NUM_COLLS] = {
+    [COLL_ALLREDUCE] = "ring rd rabenseifner direct", [COLL_ALLGATHER] = "ring bruck direct",
+    [COLL_BROADCAST] = "tree chain scatter_allgather direct", [COLL_REDUCESCATTER] = "ring",
+    [COLL_REDUCE] = "tree chain", [COLL_GATHER] = "tree linear", [COLL_SCATTER] = "tree linear",
+    [COLL_ALLTOALL] = "pairwise"};
+#define ROOT 0 /* broadcast, reduce, gather, scatter */
 static const char* op_names[zcclNumOps] = {"sum", "prod", "max", "min", "avg"}; /* zcclRedOp_t order */
 
 typedef struct {
@@ -42,6 +75,7 @@ typedef struct {
   const char* compression; /* NULL: no compressed method */
   const char* csv_path;
   const char* json_path;
+  const char* algo; /* --algo: ZCCL_ALGO for the zccl rows */
 } opts_t;
 
 typedef struct {
@@ -54,6 +88,8 @@ typedef struct {
   FILE* json;
   int json_rows;
   long wrong_total;      /* elements outside tolerance, all rows: exit 1 if any */
+  const char* algo;      /* the zccl rows' algo column */
+  char algo_note[256];   /* how it was chosen, for the header */
 } ctx_t;
 
 typedef struct {
@@ -66,27 +102,46 @@ typedef struct {
   double ratio, max_abs_err, eb_abs, psnr;
 } row_t;
 
-static void usage(void) {
-  fprintf(stderr,
-          "usage: zccl-perf allreduce|allgather|broadcast|sendrecv|pingpong [options]\n"
+static void usage(FILE* out) {
+  fprintf(out,
+          "usage: zccl-perf COLLECTIVE [options]   (under mpirun or srun)\n"
+          "  COLLECTIVE: allreduce, reducescatter, allgather, broadcast, reduce, gather, scatter,\n"
+          "              alltoall (root 0 where there is one), sendrecv or pingpong\n"
           "  sendrecv: rank r sends SIZE bytes to r+1 and receives from r-1 (zccl in a group;\n"
           "            MPI_Sendrecv); algbw = busbw = SIZE / time\n"
           "  pingpong: rank 0 sends, rank 1 sends back (2 ranks or more; others idle); time is\n"
           "            half the round trip (one-way latency), algbw = busbw = SIZE / time\n"
+          "  SIZE is the collective's largest buffer, as in nccl-tests: the whole N-block buffer\n"
+          "  for reducescatter (input), allgather and gather (output), scatter (the root's input),\n"
+          "  alltoall (each rank's input = output); the one buffer for allreduce, broadcast, reduce.\n"
+          "  N-block sizes are rounded down to a multiple of N elements.\n"
+          "  algbw = SIZE / time; busbw = algbw * factor (nccl-tests' factors): allreduce 2(N-1)/N;\n"
+          "  reducescatter, allgather, alltoall (N-1)/N; broadcast, reduce 1; gather, scatter\n"
+          "  (N-1)/N (the root sends or receives N-1 of the N blocks; nccl-tests uses the same).\n"
           "  -b SIZE     smallest size in bytes (K/M/G suffixes; default 1M)\n"
           "  -e SIZE     largest size (default 16M)\n"
           "  -f FACTOR   size multiplication factor (default 2)\n"
           "  -n ITERS    timed iterations per size (default 10); the median is reported\n"
           "  -w WARMUP   untimed iterations first (default 2)\n"
           "  -d TYPE     float|double (default float)\n"
-          "  -o OP       sum|prod|max|min|avg (default sum)\n"
-          "  -c 0|1      check results (default 1)\n"
+          "  -o OP       sum|prod|max|min|avg (default sum; allreduce, reducescatter, reduce)\n"
+          "  -c 0|1      check results (default 1): data movement exactly, reductions within\n"
+          "              rounding of the reduction order; #wrong counts elements outside (-1: not\n"
+          "              checked); exit code 1 if any\n"
+          "  --algo NAME  set ZCCL_ALGO=NAME for the zccl rows (ring, rd, rabenseifner, direct,\n"
+          "              bruck, tree, chain, scatter_allgather, linear, pairwise). The algo column\n"
+          "              shows NAME when the collective has it, else auto (the library's cost\n"
+          "              model). A forced algorithm that cannot run a call (docs/collectives.md)\n"
+          "              falls back to the model without telling the caller: ZCCL_DEBUG=INFO\n"
+          "              ZCCL_DEBUG_SUBSYS=TUNING logs every choice\n"
           "  --data SPEC     file.f32, file.f64 or file.nc:VAR (default: a synthetic smooth field)\n"
           "  --fill keep|zero  keep fill values or set them to 0 (default zero)\n"
-          "  --baseline mpi|none  also time OpenMPI on the same buffers (default mpi)\n"
+          "  --baseline mpi|none  also time OpenMPI on the same buffers (default mpi); speedup =\n"
+          "                       mpi time / zccl time\n"
           "  --compression SPEC   add a zccl-compressed method (ZCCL_COMPRESSION syntax;\n"
           "                       collectives only: sendrecv and pingpong send uncompressed)\n"
-          "  --csv FILE, --json FILE  write the rows\n");
+          "  --csv FILE, --json FILE  write the rows (docs/performance.md: the JSON fields)\n"
+          "  -h, --help  this text\n");
 }
 
 static size_t parse_size(const char* s) {
@@ -102,23 +157,54 @@ static size_t parse_size(const char* s) {
   return v > 0 ? (size_t)v : 0;
 }
 
+/* Argument errors, from rank 0 only (every rank parses the same line). */
+static int perr_quiet;
+static void perr(const char* fmt, ...) {
+  if (perr_quiet) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+}
+
+/* Whether NAME is a word of the space-separated LIST. */
+static int word_in(const char* list, const char* name) {
+  size_t n = strlen(name);
+  for (const char* p = list; p && *p;) {
+    const char* e = strchr(p, ' ');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0) return 1;
+    p = e ? e + 1 : NULL;
+  }
+  return 0;
+}
+
+static int algo_known(const char* name) {
+  for (int c = 0; c < NUM_COLLS; c++)
+    if (coll_algos[c] && word_in(coll_algos[c], name)) return 1;
+  return 0;
+}
+
+/* 0: run; 1: --help; -1: bad arguments. */
 static int parse_args(int argc, char** argv, opts_t* o) {
   *o = (opts_t){.min_bytes = 1 << 20, .max_bytes = 16 << 20, .factor = 2, .iters = 10, .warmup = 2,
                 .check = 1, .op = zcclSum, .fill_zero = 1, .baseline_mpi = 1};
   if (argc < 2) return -1;
+  if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) return 1;
   int c;
   for (c = 0; c < NUM_COLLS; c++)
     if (strcmp(argv[1], coll_names[c]) == 0) break;
   if (c == NUM_COLLS) {
-    fprintf(stderr, "zccl-perf: unknown or not yet supported collective '%s'\n", argv[1]);
+    perr("zccl-perf: unknown or not yet supported collective '%s'\n", argv[1]);
     return -1;
   }
   o->coll = (coll_t)c;
   for (int i = 2; i < argc; i++) {
     const char* a = argv[i];
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return 1;
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
     if (v == NULL) {
-      fprintf(stderr, "zccl-perf: %s needs a value\n", a);
+      perr("zccl-perf: %s needs a value\n", a);
       return -1;
     }
     i++;
@@ -131,11 +217,11 @@ static int parse_args(int argc, char** argv, opts_t* o) {
     else if (strcmp(a, "-d") == 0) {
       if (strcmp(v, "float") == 0 || strcmp(v, "float32") == 0) o->is_double = 0;
       else if (strcmp(v, "double") == 0 || strcmp(v, "float64") == 0) o->is_double = 1;
-      else return fprintf(stderr, "zccl-perf: -d float|double\n"), -1;
+      else return perr("zccl-perf: -d float|double\n"), -1;
     } else if (strcmp(a, "-o") == 0) {
       int k;
       for (k = 0; k < zcclNumOps && strcmp(v, op_names[k]) != 0; k++) {}
-      if (k == zcclNumOps) return fprintf(stderr, "zccl-perf: -o sum|prod|max|min|avg\n"), -1;
+      if (k == zcclNumOps) return perr("zccl-perf: -o sum|prod|max|min|avg\n"), -1;
       o->op = (zcclRedOp_t)k;
     } else if (strcmp(a, "--data") == 0) o->data_spec = v;
     else if (strcmp(a, "--fill") == 0) o->fill_zero = strcmp(v, "zero") == 0;
@@ -143,18 +229,23 @@ static int parse_args(int argc, char** argv, opts_t* o) {
     else if (strcmp(a, "--compression") == 0) o->compression = v;
     else if (strcmp(a, "--csv") == 0) o->csv_path = v;
     else if (strcmp(a, "--json") == 0) o->json_path = v;
+    else if (strcmp(a, "--algo") == 0) o->algo = v;
     else {
-      fprintf(stderr, "zccl-perf: unknown option %s\n", a);
+      perr("zccl-perf: unknown option %s\n", a);
       return -1;
     }
   }
   if (o->min_bytes == 0 || o->max_bytes < o->min_bytes || o->factor <= 1 || o->iters < 1 ||
       o->warmup < 0) {
-    fprintf(stderr, "zccl-perf: need 0 < -b <= -e, -f > 1, -n >= 1, -w >= 0\n");
+    perr("zccl-perf: need 0 < -b <= -e, -f > 1, -n >= 1, -w >= 0\n");
     return -1;
   }
   if (o->compression && (o->coll == COLL_SENDRECV || o->coll == COLL_PINGPONG)) {
-    fprintf(stderr, "zccl-perf: --compression is for the collectives; %s sends uncompressed\n", coll_names[o->coll]);
+    perr("zccl-perf: --compression is for the collectives; %s sends uncompressed\n", coll_names[o->coll]);
+    return -1;
+  }
+  if (o->algo && !algo_known(o->algo)) {
+    perr("zccl-perf: --algo %s: no collective has it\n", o->algo);
     return -1;
   }
   return 0;
@@ -181,17 +272,6 @@ static size_t rank_offset(const ctx_t* c, int r) { return (size_t)r * (c->field.
 static int right_of(const ctx_t* c) { return (c->rank + 1) % c->nranks; }
 static int left_of(const ctx_t* c) { return (c->rank - 1 + c->nranks) % c->nranks; }
 
-/* The one rank whose input is this rank's whole expected result (copies:
- * broadcast, sendrecv, pingpong); -1 when the result involves every rank. */
-static int source_rank(const ctx_t* c) {
-  switch (c->o->coll) {
-    case COLL_BROADCAST: return 0;
-    case COLL_SENDRECV: return left_of(c);
-    case COLL_PINGPONG: return c->rank < 2 ? 0 : -2; /* -2: ranks past 1 receive nothing */
-    default: return -1;
-  }
-}
-
 /* pingpong runs this many round trips back to back per timed iteration
  * (their mean is the iteration's time), so small messages are not timed
  * against the barrier's skew: 100 up to 40 KiB, 1 from 4 MiB. */
@@ -201,18 +281,40 @@ static int calls_per_iter(const ctx_t* c, size_t bytes) {
   return r < 1 ? 1 : r > 100 ? 100 : (int)r;
 }
 
-/* nccl-tests' bus bandwidth factors. */
+/* The reductions, where -o applies. */
+static int is_reduction(coll_t coll) {
+  return coll == COLL_ALLREDUCE || coll == COLL_REDUCESCATTER || coll == COLL_REDUCE;
+}
+
+/* Collectives whose size is N blocks, one per rank. */
+static int is_blocked(coll_t coll) {
+  return coll == COLL_ALLGATHER || coll == COLL_REDUCESCATTER || coll == COLL_GATHER || coll == COLL_SCATTER ||
+         coll == COLL_ALLTOALL;
+}
+
+/* nccl-tests' bus bandwidth factors; gather and scatter as nccl-tests'
+ * gather_perf/scatter_perf: the root moves N-1 of the N blocks. */
 static double bus_factor(coll_t coll, int n) {
   switch (coll) {
     case COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
-    case COLL_ALLGATHER: return (double)(n - 1) / n;
-    default: return 1.0;
+    case COLL_REDUCESCATTER:
+    case COLL_ALLGATHER:
+    case COLL_ALLTOALL:
+    case COLL_GATHER:
+    case COLL_SCATTER: return (double)(n - 1) / n;
+    default: return 1.0; /* broadcast, reduce, sendrecv, pingpong */
   }
 }
 
-/* Elements each rank sends for a result buffer of `count` elements. */
+/* Elements in each rank's send buffer for a size of `count` elements (for
+ * scatter only the root's is read). */
 static size_t send_count(const ctx_t* c, size_t count) {
-  return c->o->coll == COLL_ALLGATHER ? count / c->nranks : count;
+  return c->o->coll == COLL_ALLGATHER || c->o->coll == COLL_GATHER ? count / c->nranks : count;
+}
+
+/* Elements each rank receives (on the root only, for reduce and gather). */
+static size_t recv_count(const ctx_t* c, size_t count) {
+  return c->o->coll == COLL_REDUCESCATTER || c->o->coll == COLL_SCATTER ? count / c->nranks : count;
 }
 
 static MPI_Op mpi_op(zcclRedOp_t op) {
@@ -233,47 +335,73 @@ static void put(void* p, int is_double, size_t i, double v) {
   else ((float*)p)[i] = (float)v;
 }
 
+/* MPI has no AVG: a sum, then one division (timed with it, as zccl's). */
+static void mpi_avg(const ctx_t* c, void* recv, size_t n) {
+  if (c->o->op != zcclAvg) return;
+  for (size_t i = 0; i < n; i++) put(recv, c->o->is_double, i, get(recv, c->o->is_double, i) / c->nranks);
+}
+
 typedef int (*run_fn)(ctx_t* c, const void* send, void* recv, size_t count);
 
 static int run_mpi(ctx_t* c, const void* send, void* recv, size_t count) {
   MPI_Datatype t = c->o->is_double ? MPI_DOUBLE : MPI_FLOAT;
-  size_t sc = send_count(c, count);
+  MPI_Comm w = MPI_COMM_WORLD;
+  MPI_Op op = mpi_op(c->o->op);
+  int sc = (int)send_count(c, count), rc = (int)recv_count(c, count), blk = (int)(count / c->nranks);
+  int r;
   switch (c->o->coll) {
     case COLL_ALLREDUCE:
-      MPI_Allreduce(send, recv, (int)count, t, mpi_op(c->o->op), MPI_COMM_WORLD);
-      if (c->o->op == zcclAvg)
-        for (size_t i = 0; i < count; i++) put(recv, c->o->is_double, i, get(recv, c->o->is_double, i) / c->nranks);
-      return 0;
-    case COLL_ALLGATHER:
-      return MPI_Allgather(send, (int)sc, t, recv, (int)sc, t, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
+      r = MPI_Allreduce(send, recv, (int)count, t, op, w);
+      mpi_avg(c, recv, count);
+      break;
+    case COLL_REDUCESCATTER:
+      r = MPI_Reduce_scatter_block(send, recv, rc, t, op, w);
+      mpi_avg(c, recv, (size_t)rc);
+      break;
+    case COLL_REDUCE:
+      r = MPI_Reduce(send, recv, (int)count, t, op, ROOT, w);
+      if (c->rank == ROOT) mpi_avg(c, recv, count);
+      break;
+    case COLL_ALLGATHER: r = MPI_Allgather(send, sc, t, recv, sc, t, w); break;
+    case COLL_GATHER: r = MPI_Gather(send, sc, t, recv, sc, t, ROOT, w); break;
+    case COLL_SCATTER: r = MPI_Scatter(send, rc, t, recv, rc, t, ROOT, w); break;
+    case COLL_ALLTOALL: r = MPI_Alltoall(send, blk, t, recv, blk, t, w); break;
     case COLL_BROADCAST:
-      if (c->rank == 0) memcpy(recv, send, count * (c->o->is_double ? 8 : 4));
-      return MPI_Bcast(recv, (int)count, t, 0, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
+      if (c->rank == ROOT) memcpy(recv, send, count * (c->o->is_double ? 8 : 4));
+      r = MPI_Bcast(recv, (int)count, t, ROOT, w);
+      break;
     case COLL_SENDRECV:
-      return MPI_Sendrecv(send, (int)count, t, right_of(c), 0, recv, (int)count, t, left_of(c), 0, MPI_COMM_WORLD,
-                          MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
-    case COLL_PINGPONG: {
-      int r = MPI_SUCCESS;
+      r = MPI_Sendrecv(send, (int)count, t, right_of(c), 0, recv, (int)count, t, left_of(c), 0, w, MPI_STATUS_IGNORE);
+      break;
+    case COLL_PINGPONG:
+      r = MPI_SUCCESS;
       if (c->rank == 0) {
-        r = MPI_Send(send, (int)count, t, 1, 0, MPI_COMM_WORLD);
-        if (r == MPI_SUCCESS) r = MPI_Recv(recv, (int)count, t, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        r = MPI_Send(send, (int)count, t, 1, 0, w);
+        if (r == MPI_SUCCESS) r = MPI_Recv(recv, (int)count, t, 1, 0, w, MPI_STATUS_IGNORE);
       } else if (c->rank == 1) {
-        r = MPI_Recv(recv, (int)count, t, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        if (r == MPI_SUCCESS) r = MPI_Send(recv, (int)count, t, 0, 0, MPI_COMM_WORLD);
+        r = MPI_Recv(recv, (int)count, t, 0, 0, w, MPI_STATUS_IGNORE);
+        if (r == MPI_SUCCESS) r = MPI_Send(recv, (int)count, t, 0, 0, w);
       }
-      return r == MPI_SUCCESS ? 0 : -1;
-    }
+      break;
     default: return -1;
   }
+  return r == MPI_SUCCESS ? 0 : -1;
 }
 
 static int run_zccl(ctx_t* c, const void* send, void* recv, size_t count) {
   zcclDataType_t t = c->o->is_double ? zcclFloat64 : zcclFloat32;
+  zcclRedOp_t op = c->o->op;
+  size_t sc = send_count(c, count), rc = recv_count(c, count), blk = count / c->nranks;
   zcclResult_t r;
   switch (c->o->coll) {
-    case COLL_ALLREDUCE: r = zcclAllReduce(send, recv, count, t, c->o->op, c->comm, NULL); break;
-    case COLL_ALLGATHER: r = zcclAllGather(send, recv, send_count(c, count), t, c->comm, NULL); break;
-    case COLL_BROADCAST: r = zcclBroadcast(send, recv, count, t, 0, c->comm, NULL); break;
+    case COLL_ALLREDUCE: r = zcclAllReduce(send, recv, count, t, op, c->comm, NULL); break;
+    case COLL_REDUCESCATTER: r = zcclReduceScatter(send, recv, rc, t, op, c->comm, NULL); break;
+    case COLL_REDUCE: r = zcclReduce(send, recv, count, t, op, ROOT, c->comm, NULL); break;
+    case COLL_ALLGATHER: r = zcclAllGather(send, recv, sc, t, c->comm, NULL); break;
+    case COLL_GATHER: r = zcclGather(send, recv, sc, t, ROOT, c->comm, NULL); break;
+    case COLL_SCATTER: r = zcclScatter(send, recv, rc, t, ROOT, c->comm, NULL); break;
+    case COLL_ALLTOALL: r = zcclAlltoAll(send, recv, blk, t, c->comm, NULL); break;
+    case COLL_BROADCAST: r = zcclBroadcast(send, recv, count, t, ROOT, c->comm, NULL); break;
     case COLL_SENDRECV: {
       zcclResult_t g = zcclGroupStart();
       r = g == zcclSuccess ? zcclSend(send, count, t, right_of(c), c->comm, NULL) : g;
@@ -303,51 +431,92 @@ static int run_zccl(ctx_t* c, const void* send, void* recv, size_t count) {
   return 0;
 }
 
+/* Rank r's input elements [off, off+n) into ref[at...] as doubles: every
+ * rank's send buffer is the field tiled from rank_offset(r). */
+static void input_of(const ctx_t* c, int r, size_t off, size_t n, void* tmp, double* ref) {
+  zccl_data_tile(&c->field, rank_offset(c, r) + off, tmp, n);
+  for (size_t i = 0; i < n; i++) ref[i] = get(tmp, c->o->is_double, i);
+}
+
+/* What this rank's recv buffer must hold for a size of `count` elements,
+ * computed from every rank's input: the element count (0 when this rank
+ * receives nothing), ref[] the values, mag[] (reductions) the sum of the
+ * inputs' magnitudes, for the rounding tolerance. */
+static size_t expected_result(const ctx_t* c, size_t count, double* ref, double* mag) {
+  const int n = c->nranks, me = c->rank;
+  size_t rc = recv_count(c, count), sc = send_count(c, count), blk = count / (size_t)n;
+  void* tmp = malloc(count * (c->o->is_double ? 8 : 4));
+  double* in = malloc(count * sizeof(double));
+  size_t got = rc;
+  switch (c->o->coll) {
+    case COLL_REDUCE:
+      if (me != ROOT) {
+        got = 0;
+        break;
+      }
+      /* fall through */
+    case COLL_ALLREDUCE:
+    case COLL_REDUCESCATTER: {
+      size_t off = c->o->coll == COLL_REDUCESCATTER ? (size_t)me * rc : 0;
+      for (int r = 0; r < n; r++) {
+        input_of(c, r, off, rc, tmp, in);
+        for (size_t i = 0; i < rc; i++) {
+          double v = in[i];
+          switch (c->o->op) {
+            case zcclProd: ref[i] = r ? ref[i] * v : v; break;
+            case zcclMax: ref[i] = r ? fmax(ref[i], v) : v; break;
+            case zcclMin: ref[i] = r ? fmin(ref[i], v) : v; break;
+            default: ref[i] = r ? ref[i] + v : v; break;
+          }
+          mag[i] = (r ? mag[i] : 0) + fabs(v);
+        }
+      }
+      if (c->o->op == zcclAvg)
+        for (size_t i = 0; i < rc; i++) ref[i] /= n;
+      break;
+    }
+    case COLL_GATHER:
+      if (me != ROOT) {
+        got = 0;
+        break;
+      }
+      /* fall through */
+    case COLL_ALLGATHER:
+      for (int r = 0; r < n; r++) input_of(c, r, 0, sc, tmp, ref + (size_t)r * sc);
+      break;
+    case COLL_ALLTOALL: /* block me of every rank's input, in rank order */
+      for (int r = 0; r < n; r++) input_of(c, r, (size_t)me * blk, blk, tmp, ref + (size_t)r * blk);
+      break;
+    case COLL_SCATTER: input_of(c, ROOT, (size_t)me * rc, rc, tmp, ref); break;
+    case COLL_BROADCAST: input_of(c, ROOT, 0, count, tmp, ref); break;
+    case COLL_SENDRECV: input_of(c, left_of(c), 0, count, tmp, ref); break;
+    case COLL_PINGPONG: /* rank 1 receives rank 0's buffer and echoes it back */
+      if (me < 2) input_of(c, 0, 0, count, tmp, ref);
+      else got = 0;
+      break;
+    default: got = 0; break;
+  }
+  free(tmp);
+  free(in);
+  return got;
+}
+
 /* Compares recv with the exact result of the collective on every rank's
- * input; counts elements beyond the reduction-order tolerance. */
+ * input: data movement must be exact, reductions within the rounding of any
+ * reduction order (2·N·eps·(sum of |inputs| + |result|)). */
 static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
   int dbl = c->o->is_double;
-  size_t esize = dbl ? 8 : 4;
-  size_t sc = send_count(c, count);
-  int src = source_rank(c);
-  if (src == -2) { /* nothing received here */
-    row->wrong = 0;
-    row->max_abs_err = 0;
-    row->psnr = INFINITY;
-    return;
-  }
-  void* in = malloc(sc * esize);
-  double* ref = calloc(count, sizeof(double));
-  double* mag = calloc(count, sizeof(double));
-  for (int r = 0; r < c->nranks; r++) {
-    if (src >= 0 && r != src) continue;
-    zccl_data_tile(&c->field, rank_offset(c, r), in, sc);
-    for (size_t i = 0; i < sc; i++) {
-      double v = get(in, dbl, i);
-      if (c->o->coll == COLL_ALLGATHER) {
-        ref[(size_t)r * sc + i] = v;
-      } else if (src >= 0) { /* a copy of rank src's input */
-        ref[i] = v;
-      } else {
-        switch (c->o->op) {
-          case zcclProd: ref[i] = r ? ref[i] * v : v; break;
-          case zcclMax: ref[i] = r ? fmax(ref[i], v) : v; break;
-          case zcclMin: ref[i] = r ? fmin(ref[i], v) : v; break;
-          default: ref[i] += v; break;
-        }
-        mag[i] += fabs(v);
-      }
-    }
-  }
+  double* ref = malloc(count * sizeof(double));
+  double* mag = malloc(count * sizeof(double));
+  size_t m = expected_result(c, count, ref, mag);
   double eps = dbl ? 2.2e-16 : 1.2e-7;
+  int reduction = is_reduction(c->o->coll);
   double max_err = 0, sq = 0, lo = INFINITY, hi = -INFINITY;
   long wrong = 0;
-  for (size_t i = 0; i < count; i++) {
-    double want = ref[i];
-    if (c->o->coll == COLL_ALLREDUCE && c->o->op == zcclAvg) want /= c->nranks;
-    double got = get(recv, dbl, i);
+  for (size_t i = 0; i < m; i++) {
+    double want = ref[i], got = get(recv, dbl, i);
     double err = fabs(got - want);
-    double tol = c->o->coll == COLL_ALLREDUCE ? 2.0 * c->nranks * eps * (mag[i] + fabs(want)) : 0.0;
+    double tol = reduction ? 2.0 * c->nranks * eps * (mag[i] + fabs(want)) : 0.0;
     if (!(err <= tol)) wrong++;
     if (err > max_err || err != err) max_err = err;
     sq += err * err;
@@ -356,9 +525,8 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
   }
   row->wrong = wrong;
   row->max_abs_err = max_err;
-  double rmse = sqrt(sq / (double)count);
+  double rmse = m ? sqrt(sq / (double)m) : 0;
   row->psnr = rmse > 0 ? 20.0 * log10((hi - lo) / rmse) : INFINITY;
-  free(in);
   free(ref);
   free(mag);
 }
@@ -404,14 +572,16 @@ static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* rec
   row->psnr = NAN;
   row->ratio = 1.0;
   if (o->check) {
-    /* Copies (all but allreduce) are exact; every rank checks its own. */
+    /* Every rank checks what it received; the worst rank's numbers count. */
     check_result(c, recv, count, row);
     long w = row->wrong;
-    double e = row->max_abs_err;
+    double e = row->max_abs_err, p = row->psnr;
     MPI_Allreduce(MPI_IN_PLACE, &w, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &e, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &p, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD); /* the worst rank's */
     row->wrong = w;
     row->max_abs_err = e;
+    row->psnr = p;
   }
   return 0;
 }
@@ -421,26 +591,45 @@ static void print_header(const ctx_t* c) {
   printf("# zccl-perf %s: %d ranks, %s, %s%s, op %s, %d iterations (+%d warm-up), median of the slowest rank\n",
          coll_names[o->coll], c->nranks, c->field.source, o->is_double ? "double" : "float",
          c->field.has_fill ? (o->fill_zero ? " (fill values set to 0)" : " (fill values kept)") : "",
-         o->coll == COLL_ALLREDUCE ? op_names[o->op] : "-",
+         is_reduction(o->coll) ? op_names[o->op] : "-",
          o->iters, o->warmup);
+  if (is_blocked(o->coll) || o->coll == COLL_BROADCAST || o->coll == COLL_REDUCE)
+    printf("# %s%s: size = %s; busbw = algbw * %s\n", coll_names[o->coll],
+           o->coll == COLL_ALLGATHER || o->coll == COLL_REDUCESCATTER || o->coll == COLL_ALLTOALL ? "" : " (root 0)",
+           o->coll == COLL_REDUCESCATTER ? "the whole input (N blocks; each rank keeps one)"
+           : o->coll == COLL_ALLGATHER || o->coll == COLL_GATHER ? "the whole output (N blocks)"
+           : o->coll == COLL_SCATTER ? "the root's whole input (N blocks)"
+           : o->coll == COLL_ALLTOALL ? "each rank's whole input = output (N blocks)"
+                                      : "the buffer",
+           o->coll == COLL_BROADCAST || o->coll == COLL_REDUCE ? "1" : "(N-1)/N");
+  if (o->coll == COLL_ALLREDUCE) printf("# allreduce: size = the buffer; busbw = algbw * 2(N-1)/N\n");
+  if (c->algo_note[0]) printf("# %s\n", c->algo_note);
   if (o->coll == COLL_SENDRECV)
     printf("# sendrecv: rank r sends to (r+1)%%%d and receives from (r-1)%%%d; algbw = busbw = size / time\n",
            c->nranks, c->nranks);
   if (o->coll == COLL_PINGPONG)
     printf("# pingpong: rank 0 <-> rank 1; time = half a round trip (each iteration the mean of "
            "min(100, max(1, 4 MiB / size)) back-to-back round trips), algbw = busbw = size / time\n");
-  printf("# %10s %11s %6s %5s %-16s %-8s %-6s %11s %9s %9s %8s %7s %7s %10s %7s\n", "size(B)", "count",
+  printf("# %10s %11s %6s %5s %-16s %-12s %-6s %11s %9s %9s %8s %7s %7s %10s %7s\n", "size(B)", "count",
          "type", "redop", "method", "algo", "codec", "time(us)", "algbw", "busbw", "speedup", "#wrong",
          "ratio", "max_err", "psnr");
+}
+
+/* A JSON number, or null for what JSON cannot hold (NaN: not measured;
+ * infinity: a PSNR with no error). */
+static const char* json_num(char* buf, size_t size, double v) {
+  if (isfinite(v)) snprintf(buf, size, "%.6g", v);
+  else snprintf(buf, size, "null");
+  return buf;
 }
 
 static void emit_row(ctx_t* c, const row_t* r) {
   const opts_t* o = c->o;
   const char* type = o->is_double ? "double" : "float";
-  const char* op = o->coll == COLL_ALLREDUCE ? op_names[o->op] : "-";
+  const char* op = is_reduction(o->coll) ? op_names[o->op] : "-";
   if (r->wrong > 0) c->wrong_total += r->wrong;
   if (c->rank != 0) return;
-  printf("  %10zu %11zu %6s %5s %-16s %-8s %-6s %11.1f %9.3f %9.3f %8.2f %7ld %7.2f %10.3g %7.1f\n", r->bytes,
+  printf("  %10zu %11zu %6s %5s %-16s %-12s %-6s %11.1f %9.3f %9.3f %8.2f %7ld %7.2f %10.3g %7.1f\n", r->bytes,
          r->count, type, op, r->method, r->algo, r->codec, r->time_us, r->algbw, r->busbw, r->speedup,
          r->wrong, r->ratio, r->max_abs_err, r->psnr);
   if (c->csv)
@@ -448,17 +637,16 @@ static void emit_row(ctx_t* c, const row_t* r) {
             r->method, r->codec, r->algo, r->bytes, r->count, type, op, r->time_us, r->algbw, r->busbw,
             r->speedup, r->wrong, r->ratio, r->max_abs_err, r->eb_abs, r->psnr);
   if (c->json) {
-    char psnr[32];
-    if (isfinite(r->psnr)) snprintf(psnr, sizeof psnr, "%.4f", r->psnr);
-    else snprintf(psnr, sizeof psnr, "null");
+    char speedup[32], err[32], psnr[32];
     fprintf(c->json,
             "%s\n  {\"collective\": \"%s\", \"method\": \"%s\", \"codec\": \"%s\", \"algo\": \"%s\", "
             "\"bytes\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", \"nranks\": %d, "
-            "\"time_us\": %.3f, \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"speedup\": %.4f, "
-            "\"ratio\": %.4f, \"max_abs_err\": %.6g, \"eb_abs\": %.6g, \"psnr\": %s, \"wrong\": %ld}",
+            "\"time_us\": %.3f, \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"speedup\": %s, "
+            "\"ratio\": %.4f, \"max_abs_err\": %s, \"eb_abs\": %.6g, \"psnr\": %s, \"wrong\": %ld}",
             c->json_rows++ ? "," : "", coll_names[o->coll], r->method, r->codec, r->algo, r->bytes, r->count,
-            type, op, c->nranks, r->time_us, r->algbw, r->busbw, r->speedup, r->ratio,
-            isfinite(r->max_abs_err) ? r->max_abs_err : -1.0, r->eb_abs, psnr, r->wrong);
+            type, op, c->nranks, r->time_us, r->algbw, r->busbw, json_num(speedup, sizeof speedup, r->speedup),
+            r->ratio, json_num(err, sizeof err, r->wrong < 0 ? NAN : r->max_abs_err), r->eb_abs,
+            json_num(psnr, sizeof psnr, r->psnr), r->wrong);
   }
 }
 
@@ -487,10 +675,12 @@ int main(int argc, char** argv) {
   opts_t o;
   MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &c.nranks);
-  if (parse_args(argc, argv, &o) != 0) {
-    if (c.rank == 0) usage();
+  perr_quiet = c.rank != 0;
+  int pa = parse_args(argc, argv, &o);
+  if (pa != 0) {
+    if (c.rank == 0) usage(pa > 0 ? stdout : stderr);
     MPI_Finalize();
-    return 2;
+    return pa > 0 ? 0 : 2;
   }
   c.o = &o;
   if (o.coll == COLL_PINGPONG && c.nranks < 2) {
@@ -509,26 +699,53 @@ int main(int argc, char** argv) {
   } else {
     synthetic_field(&c.field, o.is_double);
   }
+  int files_ok = 1;
   if (c.rank == 0 && o.csv_path) {
     c.csv = fopen(o.csv_path, "w");
-    if (c.csv)
+    if (!c.csv) fprintf(stderr, "zccl-perf: cannot write %s\n", o.csv_path), files_ok = 0;
+    else
       fprintf(c.csv, "collective,method,codec,algo,bytes,count,type,redop,time_us,algbw_gbps,busbw_gbps,"
                      "speedup,wrong,ratio,max_abs_err,eb_abs,psnr\n");
   }
   if (c.rank == 0 && o.json_path) {
     c.json = fopen(o.json_path, "w");
-    if (c.json) fprintf(c.json, "[");
+    if (!c.json) fprintf(stderr, "zccl-perf: cannot write %s\n", o.json_path), files_ok = 0;
+    else fprintf(c.json, "[");
+  }
+  MPI_Bcast(&files_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  /* --algo: the library reads ZCCL_ALGO at every call (its parameter
+   * table); set before the communicator exists, so before any thread of
+   * the library could read the environment. */
+  if (o.algo) setenv("ZCCL_ALGO", o.algo, 1);
+  const char* forced = getenv("ZCCL_ALGO");
+  c.algo = coll_algos[o.coll] ? "auto" : "-";
+  if (forced && forced[0] && coll_algos[o.coll]) {
+    if (word_in(coll_algos[o.coll], forced)) {
+      c.algo = forced;
+      snprintf(c.algo_note, sizeof c.algo_note,
+               "zccl: ZCCL_ALGO=%s%s (a call it cannot run falls back to the cost model, unseen here)", forced,
+               o.algo ? " (--algo)" : " (environment)");
+    } else {
+      snprintf(c.algo_note, sizeof c.algo_note, "zccl: ZCCL_ALGO=%s: %s has no %s (it has: %s); the cost model chooses",
+               forced, coll_names[o.coll], forced, coll_algos[o.coll]);
+    }
   }
 
-  zccl_setup(&c);
-  int run_zccl_plain = c.comm != NULL;
-  int run_zccl_comp = c.comm != NULL && o.compression != NULL;
   zcclCompression_t plain = ZCCL_COMPRESSION_INITIALIZER, comp = ZCCL_COMPRESSION_INITIALIZER;
   if (o.compression && zcclCompressionFromString(o.compression, &comp) != zcclSuccess) {
     if (c.rank == 0) fprintf(stderr, "zccl-perf: --compression: %s\n", zcclGetLastError(NULL));
+    files_ok = 0;
+  }
+  if (!files_ok) {
+    if (c.csv) fclose(c.csv);
+    if (c.json) fclose(c.json);
+    zccl_data_free(&c.field);
     MPI_Finalize();
     return 2;
   }
+  zccl_setup(&c);
+  int run_zccl_plain = c.comm != NULL;
+  int run_zccl_comp = c.comm != NULL && o.compression != NULL;
   if (c.rank == 0) {
     print_header(&c);
     if (!c.comm) printf("# zccl: not run: %s\n", c.zccl_why);
@@ -542,13 +759,14 @@ int main(int argc, char** argv) {
   double mpi_time = NAN;
   for (double b = (double)o.min_bytes; b <= (double)o.max_bytes * 1.0000001; b *= o.factor) {
     size_t count = (size_t)b / esize;
-    if (o.coll == COLL_ALLGATHER) count -= count % (size_t)c.nranks;
+    if (is_blocked(o.coll)) count -= count % (size_t)c.nranks;
     if (count == 0) continue;
     size_t sc = send_count(&c, count);
     void* send = malloc(count * esize);
     void* recv = malloc(count * esize);
     zccl_data_tile(&c.field, rank_offset(&c, c.rank), send, sc);
     row_t row;
+    mpi_time = NAN;
     if (o.baseline_mpi) {
       row = (row_t){.method = "mpi", .codec = "none", .algo = "default"};
       if (time_method(&c, run_mpi, count, send, recv, &row) == 0) {
@@ -562,7 +780,7 @@ int main(int argc, char** argv) {
       zcclCommSetCompression(c.comm, m == 0 ? &plain : &comp);
       static const char* codec_names[zcclNumCodecs] = {"none", "auto", "szp", "hz", "rle", "zfp"};
       row = (row_t){.method = m == 0 ? "zccl" : "zccl-compressed",
-                    .codec = codec_names[m == 0 ? zcclCodecNone : comp.codec], .algo = "auto"};
+                    .codec = codec_names[m == 0 ? zcclCodecNone : comp.codec], .algo = c.algo};
       if (time_method(&c, run_zccl, count, send, recv, &row) != 0) {
         if (c.rank == 0) printf("# %s: stopped: %s\n", row.method, c.zccl_why);
         if (m == 0) run_zccl_plain = 0;
