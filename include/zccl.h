@@ -35,6 +35,7 @@
 #define ZCCL_H_
 
 #include <limits.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -251,6 +252,12 @@ zcclResult_t zcclCommUserRank(const zcclComm_t comm, int* rank);
  * collective: set the same value on every rank). */
 zcclResult_t zcclCommSetCompression(zcclComm_t comm, const zcclCompression_t* compression);
 zcclResult_t zcclCommGetCompression(const zcclComm_t comm, zcclCompression_t* compression);
+/* Bytes this rank's compressed collectives have sent on comm so far:
+ * rawBytes, what the streams stand for uncompressed; wireBytes, the streams'
+ * own bytes. rawBytes / wireBytes is the compression ratio achieved; read it
+ * before and after a call for that call's. Both 0 until a collective runs
+ * compressed. */
+zcclResult_t zcclCommCompressionStats(zcclComm_t comm, uint64_t* rawBytes, uint64_t* wireBytes);
 
 /* Parses the ZCCL_COMPRESSION syntax: comma-separated key=value pairs
  *   codec=none|auto|szp|hz|rle|zfp  mode=abs|rel|target|target-rel

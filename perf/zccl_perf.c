@@ -90,6 +90,7 @@ typedef struct {
   long wrong_total;      /* elements outside tolerance, all rows: exit 1 if any */
   const char* algo;      /* the zccl rows' algo column */
   char algo_note[256];   /* how it was chosen, for the header */
+  const zcclCompression_t* comp; /* the row being timed is compressed with this (else NULL) */
 } ctx_t;
 
 typedef struct {
@@ -504,6 +505,35 @@ static size_t expected_result(const ctx_t* c, size_t count, double* ref, double*
 /* Compares recv with the exact result of the collective on every rank's
  * input: data movement must be exact, reductions within the rounding of any
  * reduction order (2·N·eps·(sum of |inputs| + |result|)). */
+/* The absolute bound a compressed row must keep, as the library derives
+ * it: ABS as given; REL times the range of the finite inputs involved
+ * (every rank's, or the root's for a broadcast). A SUM of N inputs each
+ * quantized once may be off by N times it, unless the bound is a target
+ * for the output. */
+static double compressed_bound(const ctx_t* c, size_t count, double* eb_abs) {
+  const zcclCompression_t* z = c->comp;
+  double e = z->eb;
+  if (z->mode == zcclErrorRel || z->mode == zcclErrorTargetRel) {
+    size_t sc = send_count(c, count);
+    void* tmp = malloc(sc * (c->o->is_double ? 8 : 4));
+    double* in = malloc(sc * sizeof(double));
+    double lo = INFINITY, hi = -INFINITY;
+    for (int r = 0; r < c->nranks; r++) {
+      if (c->o->coll == COLL_BROADCAST && r != ROOT) continue;
+      input_of(c, r, 0, sc, tmp, in);
+      for (size_t i = 0; i < sc; i++)
+        if (isfinite(in[i]) && !(z->hasFill && in[i] == z->fillValue)) lo = fmin(lo, in[i]), hi = fmax(hi, in[i]);
+    }
+    free(tmp);
+    free(in);
+    e *= hi > lo ? hi - lo : (hi == lo && hi != 0 ? fabs(hi) : 1.0);
+  }
+  int target = z->mode == zcclErrorTargetAbs || z->mode == zcclErrorTargetRel;
+  if (target && c->o->op == zcclSum && is_reduction(c->o->coll)) e /= c->nranks;
+  *eb_abs = e;
+  return is_reduction(c->o->coll) && c->o->op == zcclSum ? e * c->nranks : e;
+}
+
 static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
   int dbl = c->o->is_double;
   double* ref = malloc(count * sizeof(double));
@@ -511,12 +541,16 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
   size_t m = expected_result(c, count, ref, mag);
   double eps = dbl ? 2.2e-16 : 1.2e-7;
   int reduction = is_reduction(c->o->coll);
+  /* Compressed: the documented bound, plus one rounding of the output. */
+  double bound = c->comp ? compressed_bound(c, count, &row->eb_abs) : 0.0;
   double max_err = 0, sq = 0, lo = INFINITY, hi = -INFINITY;
   long wrong = 0;
   for (size_t i = 0; i < m; i++) {
     double want = ref[i], got = get(recv, dbl, i);
     double err = fabs(got - want);
-    double tol = reduction ? 2.0 * c->nranks * eps * (mag[i] + fabs(want)) : 0.0;
+    double tol = (reduction ? 2.0 * c->nranks * eps * (mag[i] + fabs(want)) : 0.0) +
+                 (c->comp ? bound + eps * fabs(want) : 0.0);
+    if (c->comp && !isfinite(want)) tol = 0; /* non-finite values travel exactly */
     if (!(err <= tol)) wrong++;
     if (err > max_err || err != err) max_err = err;
     sq += err * err;
@@ -529,6 +563,14 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
   row->psnr = rmse > 0 ? 20.0 * log10((hi - lo) / rmse) : INFINITY;
   free(ref);
   free(mag);
+}
+
+/* The collectives and codecs zccl compresses (src/proto/zp_coll.c). */
+static int has_compressed(coll_t coll, int codec) {
+  int hz = codec == zcclCodecHz || codec == zcclCodecAuto;
+  if (coll == COLL_ALLREDUCE) return hz;
+  if (coll == COLL_ALLGATHER || coll == COLL_BROADCAST) return hz || codec == zcclCodecSzp;
+  return 0;
 }
 
 static int cmp_double(const void* a, const void* b) {
@@ -545,6 +587,8 @@ static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* rec
   int calls = calls_per_iter(c, count * esize);
   double scale = (o->coll == COLL_PINGPONG ? 0.5 : 1.0) / calls;
   int ok = 1;
+  uint64_t raw0 = 0, wire0 = 0, raw1 = 0, wire1 = 0;
+  if (c->comp) zcclCommCompressionStats(c->comm, &raw0, &wire0);
   for (int i = 0; i < o->warmup && ok; i++) ok = run(c, send, recv, count) == 0;
   double* t = malloc(sizeof(double) * (size_t)o->iters);
   for (int i = 0; i < o->iters; i++) {
@@ -571,6 +615,12 @@ static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* rec
   row->max_abs_err = NAN;
   row->psnr = NAN;
   row->ratio = 1.0;
+  if (c->comp) { /* every rank's streams together */
+    zcclCommCompressionStats(c->comm, &raw1, &wire1);
+    double rw[2] = {(double)(raw1 - raw0), (double)(wire1 - wire0)};
+    MPI_Allreduce(MPI_IN_PLACE, rw, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    row->ratio = rw[1] > 0 ? rw[0] / rw[1] : 1.0;
+  }
   if (o->check) {
     /* Every rank checks what it received; the worst rank's numbers count. */
     check_result(c, recv, count, row);
@@ -749,11 +799,13 @@ int main(int argc, char** argv) {
   if (c.rank == 0) {
     print_header(&c);
     if (!c.comm) printf("# zccl: not run: %s\n", c.zccl_why);
-    /* The library would send the data uncompressed: a row named compressed
-     * would be a lie. */
-    if (run_zccl_comp) printf("# zccl-compressed: not run: compressed collectives are not built yet\n");
+    /* Where the library would send the data uncompressed, a row named
+     * compressed would be a lie. */
+    if (run_zccl_comp && !has_compressed(o.coll, comp.codec))
+      printf("# zccl-compressed: not run: zccl has no compressed %s for --compression %s yet\n", coll_names[o.coll],
+             o.compression);
   }
-  run_zccl_comp = 0;
+  if (!has_compressed(o.coll, comp.codec)) run_zccl_comp = 0;
 
   size_t esize = o.is_double ? 8 : 4;
   double mpi_time = NAN;
@@ -781,6 +833,7 @@ int main(int argc, char** argv) {
       static const char* codec_names[zcclNumCodecs] = {"none", "auto", "szp", "hz", "rle", "zfp"};
       row = (row_t){.method = m == 0 ? "zccl" : "zccl-compressed",
                     .codec = codec_names[m == 0 ? zcclCodecNone : comp.codec], .algo = c.algo};
+      c.comp = m == 0 ? NULL : &comp;
       if (time_method(&c, run_zccl, count, send, recv, &row) != 0) {
         if (c.rank == 0) printf("# %s: stopped: %s\n", row.method, c.zccl_why);
         if (m == 0) run_zccl_plain = 0;

@@ -153,3 +153,15 @@ zcclResult_t zcclCommGetCompression(const zcclComm_t comm, zcclCompression_t* co
   *compression = comm->compression;
   return zcclSuccess;
 }
+
+zcclResult_t zcclCommCompressionStats(zcclComm_t comm, uint64_t* rawBytes, uint64_t* wireBytes) {
+  static const char* fn = "zcclCommCompressionStats";
+  ZU_CHECK(zccl_comm_check(fn, comm));
+  ZU_RETURN_ERR_IF(rawBytes == NULL || wireBytes == NULL, zcclInvalidArgument, "%s: NULL output", fn);
+  /* Operations update the counters holding the worker lock. */
+  if (comm->runtime) pthread_mutex_lock(&comm->worker_lock);
+  *rawBytes = comm->stats.raw_bytes;
+  *wireBytes = comm->stats.wire_bytes;
+  if (comm->runtime) pthread_mutex_unlock(&comm->worker_lock);
+  return zcclSuccess;
+}

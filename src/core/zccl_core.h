@@ -64,6 +64,7 @@ struct zcclComm {
   uint32_t coll_seq;       /* collectives, numbered alike on every rank */
   zd_dev_t* dev;           /* where the algorithms compute (ZCCL_DEVICE) */
   zp_link_t link;          /* the cost model's view of the network */
+  zp_stats_t stats;        /* compressed bytes sent (under worker_lock) */
 };
 
 /* ---- runtime (zccl_progress.c) ---- */

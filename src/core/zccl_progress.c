@@ -63,7 +63,7 @@ void zccl_comm_set_error(zcclComm_t comm, zcclResult_t res, const char* msg) {
 
 /* ---- running one operation ----------------------------------------------------- */
 static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
-  zp_ctx_t ctx = {.w = comm->worker, .dev = comm->dev, .link = &comm->link, .rank = comm->rank, .nranks = comm->nranks,
+  zp_ctx_t ctx = {.w = comm->worker, .dev = comm->dev, .link = &comm->link, .stats = &comm->stats, .rank = comm->rank, .nranks = comm->nranks,
                   .timeout = comm->timeout, .abort = &comm->abort};
   zcclResult_t res = zcclSuccess;
   if (op->nxfers > 0) res = zp_xfers_run(&ctx, op->what, op->xfers, op->nxfers);

@@ -56,10 +56,17 @@ typedef struct {
   int samples;
 } zp_link_t;
 
+/* What the compressed collectives moved (zcclCommCompressionStats): per
+ * stream this rank sent, the bytes it stands for and its own bytes. */
+typedef struct {
+  uint64_t raw_bytes, wire_bytes;
+} zp_stats_t;
+
 typedef struct {
   zt_worker_t* w;
   zd_dev_t* dev;
   zp_link_t* link;          /* the communicator's model (updated here) */
+  zp_stats_t* stats;        /* the communicator's counters (may be NULL) */
   int rank, nranks;
   uint32_t seq;
   double timeout;           /* ZCCL_TIMEOUT, seconds without progress */

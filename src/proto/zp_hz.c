@@ -81,8 +81,14 @@ static size_t zp_stream_slice(const zp_ctx_t* ctx, size_t block, zcclDataType_t 
 
 /* One ring step of streams: sbuf (sbytes) to the right neighbour, a stream
  * of up to cap bytes from the left into rbuf; *rbytes says how long. */
+static void zp_count(const zp_ctx_t* ctx, size_t raw, size_t wire) {
+  if (!ctx->stats) return;
+  ctx->stats->raw_bytes += raw;
+  ctx->stats->wire_bytes += wire;
+}
+
 static zcclResult_t zp_stream_xchg(const zp_ctx_t* ctx, const char* what, const void* sbuf, size_t sbytes,
-                                   void* rbuf, size_t cap, size_t* rbytes, uint32_t sub) {
+                                   size_t sraw, void* rbuf, size_t cap, size_t* rbytes, uint32_t sub) {
   int N = ctx->nranks, r = ctx->rank;
   zp_xfer_t x[2];
   zp_send_at(ctx, &x[0], (r + 1) % N, sub, sbuf, sbytes);
@@ -90,6 +96,7 @@ static zcclResult_t zp_stream_xchg(const zp_ctx_t* ctx, const char* what, const 
   x[1].var = 1;
   ZU_CHECK(zp_xfers_run(ctx, what, x, 2));
   *rbytes = x[1].req.length;
+  zp_count(ctx, sraw, sbytes);
   return zcclSuccess;
 }
 
@@ -128,7 +135,7 @@ zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     for (int s = 0; s < N - 1; s++) {
       int sb = zp_mod(r - s - 1, N), rb = zp_mod(r - s - 2, N);
-      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, S[sb], sizes[sb], rtmp, cap, &rsize, (k << 8) | (uint32_t)s), res,
+      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, S[sb], sizes[sb], slen[sb] * es, rtmp, cap, &rsize, (k << 8) | (uint32_t)s), res,
                     out);
       ZU_CHECK_GOTO(zd_hop(ctx->dev, op, S[rb], &sizes[rb], rtmp, &rsize, S[rb], cap, &sizes[rb]), res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
@@ -136,7 +143,8 @@ zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
     for (int s = 0; s < N - 1; s++) {
       int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
       ZU_CHECK_GOTO(
-          zp_stream_xchg(ctx, what, S[sb], sizes[sb], S[rb], cap, &sizes[rb], (k << 8) | 0x80 | (uint32_t)s), res,
+          zp_stream_xchg(ctx, what, S[sb], sizes[sb], slen[sb] * es, S[rb], cap, &sizes[rb],
+                         (k << 8) | 0x80 | (uint32_t)s), res,
           out);
     }
     for (int b = 0; b < N; b++) {
@@ -178,7 +186,7 @@ zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     for (int s = 0; s < N - 1; s++) {
       int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
-      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, S[sb], sizes[sb], S[rb], cap, &sizes[rb], (k << 8) | (uint32_t)s), res,
+      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, S[sb], sizes[sb], m * es, S[rb], cap, &sizes[rb], (k << 8) | (uint32_t)s), res,
                     out);
     }
     for (int b = 0; b < N; b++)
@@ -230,6 +238,7 @@ zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     s.datatype = zcclUint8;
     s.compression.codec = zcclCodecNone;
     ZU_CHECK_GOTO(zp_coll_run(ctx, &s), res, out);
+    zp_count(ctx, m * es, bytes);
     ZU_CHECK_GOTO(zd_decompress(ctx->dev, stream, &bytes, zp_at(a->recvbuff, lo, es), m), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     if (n == 0) break;

@@ -71,7 +71,12 @@ static void test_allreduce(zcclComm_t comm, int f64, zcclErrorMode_t mode, doubl
   void* all = malloc(n * es * (size_t)nranks);
   for (size_t i = 0; i < n; i++) set(x, i, f64, field(rank, i));
   MPI_Allgather(x, (int)(n * es), MPI_BYTE, all, (int)(n * es), MPI_BYTE, MPI_COMM_WORLD);
+  uint64_t raw0, wire0, raw1, wire1;
+  CHECK_RES(zcclCommCompressionStats(comm, &raw0, &wire0), zcclSuccess);
   CHECK_RES(zcclAllReduce(x, y, n, f64 ? zcclFloat64 : zcclFloat32, op, comm, NULL), zcclSuccess);
+  CHECK_RES(zcclCommCompressionStats(comm, &raw1, &wire1), zcclSuccess);
+  /* Smooth data at these bounds compresses (the streams are counted). */
+  if (n > 1000) CHECK(raw1 - raw0 > 2 * (wire1 - wire0) && wire1 > wire0);
   double e = eb_abs(&c, all, n * (size_t)nranks, f64);
   double bound = op == zcclSum && mode != zcclErrorTargetAbs && mode != zcclErrorTargetRel ? nranks * e : e;
   long bad = 0;
