@@ -93,15 +93,26 @@ static double zp_chain_cost(const zp_ctx_t* ctx, double n, int reduces) {
   return (hops - 1 + k) * (al_s + n / k / B + (reduces ? n / k / ZP_REDUCE_BYTES_PER_S : 0));
 }
 
-/* Whether al can run this call: ring and Rabenseifner need an element per
- * rank; the trees' temporaries must fit the buffer pool (checked before
- * anything is out, so every rank answers the same). */
+/* Whether al can run this call: ring, direct and Rabenseifner need an
+ * element per rank; temporaries that are not sliced (recursive doubling,
+ * Rabenseifner, Bruck, the trees) must fit the buffer pool, checked before
+ * anything is out, so every rank answers the same. */
 static int zp_usable(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_args_t* a) {
-  size_t N = (size_t)ctx->nranks, bytes = a->count * zu_dtype_size(a->datatype);
-  if (a->coll == ZP_COLL_ALLREDUCE && strcmp(al->name, "rd") != 0) return a->count >= N;
+  size_t N = (size_t)ctx->nranks, es = zu_dtype_size(a->datatype), bytes = a->count * es;
+  size_t room = zd_buf_largest(ctx->dev);
+  int pow2 = (N & (N - 1)) == 0;
+  if (a->coll == ZP_COLL_ALLREDUCE) {
+    /* One temporary, not sliced: the whole buffer (rd; Rabenseifner's
+     * folding ranks), or half of it (Rabenseifner). */
+    if (strcmp(al->name, "rd") == 0) return bytes <= room;
+    if (a->count < N) return 0;
+    if (strcmp(al->name, "rabenseifner") == 0) return (pow2 ? (bytes + 1) / 2 + es * N : bytes) <= room;
+    return 1;
+  }
+  if (a->coll == ZP_COLL_ALLGATHER && strcmp(al->name, "bruck") == 0) return N * bytes <= room;
   if (strcmp(al->name, "tree") != 0) return 1;
-  if (a->coll == ZP_COLL_GATHER || a->coll == ZP_COLL_SCATTER) return N * bytes <= zd_buf_largest(ctx->dev);
-  if (a->coll == ZP_COLL_REDUCE) return ((size_t)zp_log2(ctx->nranks) + 2) * bytes <= zd_buf_largest(ctx->dev);
+  if (a->coll == ZP_COLL_GATHER || a->coll == ZP_COLL_SCATTER) return N * bytes <= room;
+  if (a->coll == ZP_COLL_REDUCE) return ((size_t)zp_log2(ctx->nranks) + 2) * bytes <= room;
   return 1;
 }
 

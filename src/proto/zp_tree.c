@@ -157,7 +157,10 @@ zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   size_t es = zu_dtype_size(a->datatype), n = a->count;
   zcclRedOp_t op = zp_reduce_op(a->op);
   int from = v < N - 1 ? (ctx->rank + 1) % N : -1, to = v > 0 ? (ctx->rank + N - 1) % N : -1;
-  size_t piece = zp_chain_piece(ctx, n * es) / es;
+  /* Two temporaries of a piece: no larger than the pool holds. */
+  size_t piece = zp_chain_piece(ctx, n * es), room = zd_buf_largest(ctx->dev) / 3 / 64 * 64;
+  piece = (piece < room ? piece : room) / es;
+  if (piece == 0) piece = 1;
   void *rtmp = NULL, *acc = NULL;
   zcclResult_t res;
   ZU_CHECK_GOTO(zp_tmp_get(ctx, piece * es, &rtmp), res, out);
