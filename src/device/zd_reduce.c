@@ -2,12 +2,14 @@
  * pointers, written so GCC -O3 vectorizes it, and the split of large
  * operations over the device's thread pool. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zd_dev_impl.h"
 #include "zd_host_codec.h"
 #include "zu_dtype.h"
 #include "zu_error.h"
+#include "zu_log.h"
 
 /* ---- narrow floats <-> float32 (bit manipulation, no branches) ------------
  * A format has M mantissa bits, E exponent bits and bias B. Decoding keeps
@@ -232,7 +234,30 @@ static void zd_split_run(void* arg, int t, int nt) {
   if (lo < hi) zd_op_range(s->op, s->esize, lo, hi);
 }
 
+/* Ranks of the job on this host, as the launcher says (1 if none does). */
+static int zd_local_ranks(void) {
+  static const char* vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char* v = getenv(vars[i]);
+    int n = v ? atoi(v) : 0;
+    if (n > 0) return n;
+  }
+  return 1;
+}
+
+/* The pool, made at first use (under run_lock). ZCCL_REDUCE_THREADS=0 means
+ * the cores available to the process shared by the job's ranks on this
+ * host: 4 ranks on 2 cores each spreading work over 2 threads would only
+ * wait for descheduled helpers. *pool stays NULL for one thread. */
 static zcclResult_t zd_pool_get(zd_dev_t* dev, zd_pool_t** pool) {
+  *pool = NULL;
+  if (dev->nthreads == 0) {
+    int cores = zd_host_ncores(), local = zd_local_ranks(), n = cores / local;
+    dev->nthreads = n > 1 ? n : 1;
+    ZU_INFO(ZU_LOG_DEVICE, "host device: %d thread(s) for large reductions and the codec (ZCCL_REDUCE_THREADS=0: "
+            "%d core(s) available, %d rank(s) on this host)", dev->nthreads, cores, local);
+  }
+  if (dev->nthreads == 1) return zcclSuccess;
   zcclResult_t res = zcclSuccess;
   if (dev->pool == NULL) res = zd_pool_create(dev->nthreads, &dev->pool);
   *pool = dev->pool;
@@ -245,7 +270,7 @@ static zcclResult_t zd_codec_exec(zd_dev_t* dev, const zd_op_t* op) {
   zd_pool_t* pool = NULL;
   zcclResult_t res = zcclSuccess;
   pthread_mutex_lock(&dev->run_lock);
-  if (dev->nthreads != 1) res = zd_pool_get(dev, &pool);
+  res = zd_pool_get(dev, &pool);
   if (res == zcclSuccess) switch (op->kind) {
       case ZD_OP_COMPRESS:
         res = zd_host_compress(pool, 0, &op->params, op->a, op->count, op->dst, op->cap, op->out_size);
@@ -269,20 +294,18 @@ zcclResult_t zd_op_exec(zd_dev_t* dev, const zd_op_t* op) {
   if (op->kind >= ZD_OP_COMPRESS) return zd_codec_exec(dev, op);
   size_t esize = op->kind == ZD_OP_COPY ? 1 : zu_dtype_size(op->dtype);
   size_t bytes = op->count * esize;
-  if (bytes <= dev->split_bytes || dev->nthreads == 1) {
+  if (bytes <= dev->split_bytes) {
     zd_op_range(op, esize, 0, op->count);
     return zcclSuccess;
   }
   pthread_mutex_lock(&dev->run_lock);
-  if (dev->pool == NULL) {
-    zcclResult_t res = zd_pool_create(dev->nthreads, &dev->pool);
-    if (res != zcclSuccess) {
-      pthread_mutex_unlock(&dev->run_lock);
-      return res;
-    }
+  zd_pool_t* pool = NULL;
+  zcclResult_t res = zd_pool_get(dev, &pool);
+  if (res == zcclSuccess && pool == NULL) zd_op_range(op, esize, 0, op->count);
+  if (res == zcclSuccess && pool != NULL) {
+    zd_split_t s = {op, esize};
+    zd_pool_run(pool, 0, zd_split_run, &s);
   }
-  zd_split_t s = {op, esize};
-  zd_pool_run(dev->pool, 0, zd_split_run, &s);
   pthread_mutex_unlock(&dev->run_lock);
-  return zcclSuccess;
+  return res;
 }

@@ -66,8 +66,9 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "Size of each device's buffer pool, allocated at its first use; an algorithm needing " \
     "more splits its work into pieces.")                                                  \
   X(REDUCE_THREADS, INT, "0",                                                             \
-    "Threads a host reduction or copy is spread over; 0: every core available to the "    \
-    "process (hwloc).")                                                                   \
+    "Threads a large host reduction, copy or codec call is spread over; 0: the cores "  \
+    "available to the process (hwloc) divided by the job's ranks on this host (from "     \
+    "OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS or SLURM_NTASKS_PER_NODE).")              \
   X(REDUCE_SPLIT_BYTES, SIZE, "4M",                                                       \
     "Host reductions and copies of more bytes than this (per operand) are split across "  \
     "ZCCL_REDUCE_THREADS threads; smaller ones run on the calling thread (waking the "   \
