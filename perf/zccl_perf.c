@@ -507,7 +507,7 @@ static size_t expected_result(const ctx_t* c, size_t count, double* ref, double*
  * reduction order (2·N·eps·(sum of |inputs| + |result|)). */
 /* The absolute bound a compressed row must keep, as the library derives
  * it: ABS as given; REL times the range of the finite inputs involved
- * (every rank's, or the root's for a broadcast). A SUM of N inputs each
+ * (every rank's, or the root's for a broadcast or scatter). A SUM of N inputs each
  * quantized once may be off by N times it, unless the bound is a target
  * for the output. */
 static double compressed_bound(const ctx_t* c, size_t count, double* eb_abs) {
@@ -519,7 +519,7 @@ static double compressed_bound(const ctx_t* c, size_t count, double* eb_abs) {
     double* in = malloc(sc * sizeof(double));
     double lo = INFINITY, hi = -INFINITY;
     for (int r = 0; r < c->nranks; r++) {
-      if (c->o->coll == COLL_BROADCAST && r != ROOT) continue;
+      if ((c->o->coll == COLL_BROADCAST || c->o->coll == COLL_SCATTER) && r != ROOT) continue;
       input_of(c, r, 0, sc, tmp, in);
       for (size_t i = 0; i < sc; i++)
         if (isfinite(in[i]) && !(z->hasFill && in[i] == z->fillValue)) lo = fmin(lo, in[i]), hi = fmax(hi, in[i]);
@@ -569,7 +569,9 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
 static int has_compressed(coll_t coll, int codec) {
   int hz = codec == zcclCodecHz || codec == zcclCodecAuto;
   if (coll == COLL_ALLREDUCE) return hz;
-  if (coll == COLL_ALLGATHER || coll == COLL_BROADCAST) return hz || codec == zcclCodecSzp;
+  if (coll == COLL_ALLGATHER || coll == COLL_BROADCAST || coll == COLL_SCATTER || coll == COLL_GATHER ||
+      coll == COLL_ALLTOALL)
+    return hz || codec == zcclCodecSzp;
   return 0;
 }
 

@@ -61,6 +61,9 @@ zcclResult_t zp_tree_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_pairwise_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 
 #endif /* ZP_ALGO_H_ */

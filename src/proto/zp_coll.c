@@ -184,8 +184,11 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     if (a->coll == ZP_COLL_ALLREDUCE && hz) cfn = zp_hz_ring_allreduce, cname = "homomorphic ring";
     if (a->coll == ZP_COLL_ALLGATHER && (hz || c->codec == zcclCodecSzp))
       cfn = zp_hz_ring_allgather, cname = "compress-once ring";
-    if (a->coll == ZP_COLL_BROADCAST && (hz || c->codec == zcclCodecSzp))
-      cfn = zp_hz_broadcast, cname = "compress-once, stream broadcast";
+    int moves = hz || c->codec == zcclCodecSzp; /* data movement: any stream codec */
+    if (a->coll == ZP_COLL_BROADCAST && moves) cfn = zp_hz_broadcast, cname = "compress-once, stream broadcast";
+    if (a->coll == ZP_COLL_SCATTER && moves) cfn = zp_hz_scatter, cname = "compress-once, direct";
+    if (a->coll == ZP_COLL_GATHER && moves) cfn = zp_hz_gather, cname = "compress-once, direct";
+    if (a->coll == ZP_COLL_ALLTOALL && moves) cfn = zp_hz_alltoall, cname = "compress-once, pairwise";
     if (cfn) {
       ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: compressed, %s (codec %d, mode %d, eb %g)", fn, a->count,
               zu_dtype_name(a->datatype), ctx->nranks, cname, c->codec, c->mode, c->eb);

@@ -87,17 +87,75 @@ static void zp_count(const zp_ctx_t* ctx, size_t raw, size_t wire) {
   ctx->stats->wire_bytes += wire;
 }
 
+/* A stream (sbuf, sbytes; standing for sraw bytes) to dst and one of up to
+ * cap bytes from src into rbuf, *rbytes its length; either peer may be -1. */
+static zcclResult_t zp_stream_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const void* sbuf,
+                                       size_t sbytes, size_t sraw, int src, void* rbuf, size_t cap, size_t* rbytes,
+                                       uint32_t sub) {
+  zp_xfer_t x[2];
+  int nx = 0, ri = -1;
+  if (dst >= 0) zp_send_at(ctx, &x[nx++], dst, sub, sbuf, sbytes);
+  if (src >= 0) {
+    ri = nx;
+    zp_recv_at(ctx, &x[nx++], src, sub, rbuf, cap);
+    x[ri].var = 1;
+  }
+  ZU_CHECK(zp_xfers_run(ctx, what, x, nx));
+  if (ri >= 0) *rbytes = x[ri].req.length;
+  if (dst >= 0) zp_count(ctx, sraw, sbytes);
+  return zcclSuccess;
+}
+
+/* One ring step of streams: to the right neighbour, from the left. */
 static zcclResult_t zp_stream_xchg(const zp_ctx_t* ctx, const char* what, const void* sbuf, size_t sbytes,
                                    size_t sraw, void* rbuf, size_t cap, size_t* rbytes, uint32_t sub) {
   int N = ctx->nranks, r = ctx->rank;
-  zp_xfer_t x[2];
-  zp_send_at(ctx, &x[0], (r + 1) % N, sub, sbuf, sbytes);
-  zp_recv_at(ctx, &x[1], (r + N - 1) % N, sub, rbuf, cap);
-  x[1].var = 1;
-  ZU_CHECK(zp_xfers_run(ctx, what, x, 2));
-  *rbytes = x[1].req.length;
-  zp_count(ctx, sraw, sbytes);
+  return zp_stream_sendrecv(ctx, what, (r + 1) % N, sbuf, sbytes, sraw, (r + N - 1) % N, rbuf, cap, rbytes, sub);
+}
+
+/* What a compressed algorithm works with: the codec's parameters, slices
+ * of `slice` elements, and stream buffers of `cap` bytes from the pool. */
+typedef struct {
+  zc_params_t p;
+  size_t slice, cap;
+  uint8_t* s;     /* nbuf streams: stream b at s + b * cap */
+  uint8_t* spare; /* one more, or NULL */
+} zp_streams_t;
+
+enum { ZP_EB_NONE, ZP_EB_LOCAL, ZP_EB_GLOBAL };
+
+/* The bound from a->sendbuff[0, in_n) (eb_from: not at all, this rank's
+ * values, every rank's), slices of a block of `block` elements small
+ * enough that `fit` streams fit the pool (the same on every rank, so
+ * slices pair up across ranks), nbuf streams and maybe a spare. */
+static zcclResult_t zp_streams_get(const zp_ctx_t* ctx, const zp_coll_args_t* a, int eb_from, size_t in_n,
+                                   size_t block, int fit, int nbuf, int spare, zp_streams_t* z) {
+  double eb = 1.0;
+  memset(z, 0, sizeof *z);
+  if (eb_from != ZP_EB_NONE) ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, in_n, eb_from == ZP_EB_GLOBAL, &eb));
+  z->p = zp_params(a, eb);
+  z->slice = zp_stream_slice(ctx, block, a->datatype, fit);
+  z->cap = zd_compress_bound(z->slice, a->datatype);
+  ZU_CHECK(zp_tmp_get(ctx, (size_t)nbuf * z->cap, (void**)&z->s));
+  if (spare) ZU_CHECK(zp_tmp_get(ctx, z->cap, (void**)&z->spare));
   return zcclSuccess;
+}
+
+static void zp_streams_put(const zp_ctx_t* ctx, zp_streams_t* z) {
+  (void)zd_sync(ctx->dev); /* nothing queued may outlive the buffers */
+  zp_tmp_put(ctx, z->s);
+  zp_tmp_put(ctx, z->spare);
+}
+
+static uint8_t* zp_stream(const zp_streams_t* z, int b) { return z->s + (size_t)b * z->cap; }
+
+/* Slice [lo, lo + *m) of n elements, for (lo = 0; zp_slice(...); lo +=
+ * slice). n = 0 makes one empty slice: its (empty) streams still travel,
+ * so every rank takes part the same way. */
+static int zp_slice(size_t n, size_t slice, size_t lo, size_t* m) {
+  if (lo > 0 && lo >= n) return 0;
+  *m = n - lo < slice ? n - lo : slice;
+  return 1;
 }
 
 /* hZCCL's allreduce: compress the N blocks once; the ring reduce-scatter
@@ -109,57 +167,49 @@ zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
   size_t es = zu_dtype_size(a->datatype), n = a->count;
   zcclRedOp_t op = zp_reduce_op(a->op);
   const char* what = "compressed allreduce";
-  double eb;
-  ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, n, 1, &eb));
-  zc_params_t p = zp_params(a, eb);
-  size_t boff[N], blen[N], soff[N], slen[N], sizes[N], rsize = 0;
+  size_t boff[N], blen[N], soff[N], slen[N], sizes[N], rsize = 0, m;
   for (int b = 0; b < N; b++) {
     boff[b] = zp_off(n, N, b);
     blen[b] = zp_off(n, N, b + 1) - boff[b];
   }
   size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
-  size_t slice = zp_stream_slice(ctx, maxb, a->datatype, N + 1), cap = zd_compress_bound(slice, a->datatype);
-  void *streams = NULL, *rtmp = NULL;
-  uint8_t* S[N];
+  zp_streams_t z;
   zcclResult_t res;
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, (size_t)N * cap, &streams), res, out);
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, cap, &rtmp), res, out);
-  for (int b = 0; b < N; b++) S[b] = (uint8_t*)streams + (size_t)b * cap;
+  ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n, maxb, N + 1, N, 1, &z), res, out);
   uint32_t k = 0;
-  for (size_t lo = 0; lo < maxb || (lo == 0 && maxb == 0); lo += slice, k++) {
-    size_t hi = lo + slice < maxb ? lo + slice : maxb;
-    zp_slice_of(N, boff, blen, lo, hi, soff, slen);
+  for (size_t lo = 0; zp_slice(maxb, z.slice, lo, &m); lo += z.slice, k++) {
+    zp_slice_of(N, boff, blen, lo, lo + m, soff, slen);
     for (int b = 0; b < N; b++)
-      ZU_CHECK_GOTO(zd_compress(ctx->dev, &p, zp_at(a->sendbuff, soff[b], es), slen[b], S[b], cap, &sizes[b]), res,
-                    out);
+      ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, soff[b], es), slen[b], zp_stream(&z, b), z.cap,
+                                &sizes[b]),
+                    res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     for (int s = 0; s < N - 1; s++) {
       int sb = zp_mod(r - s - 1, N), rb = zp_mod(r - s - 2, N);
-      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, S[sb], sizes[sb], slen[sb] * es, rtmp, cap, &rsize, (k << 8) | (uint32_t)s), res,
-                    out);
-      ZU_CHECK_GOTO(zd_hop(ctx->dev, op, S[rb], &sizes[rb], rtmp, &rsize, S[rb], cap, &sizes[rb]), res, out);
+      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, zp_stream(&z, sb), sizes[sb], slen[sb] * es, z.spare, z.cap, &rsize,
+                                   (k << 8) | (uint32_t)s),
+                    res, out);
+      ZU_CHECK_GOTO(zd_hop(ctx->dev, op, zp_stream(&z, rb), &sizes[rb], z.spare, &rsize, zp_stream(&z, rb), z.cap,
+                           &sizes[rb]),
+                    res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     }
     for (int s = 0; s < N - 1; s++) {
       int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
-      ZU_CHECK_GOTO(
-          zp_stream_xchg(ctx, what, S[sb], sizes[sb], slen[sb] * es, S[rb], cap, &sizes[rb],
-                         (k << 8) | 0x80 | (uint32_t)s), res,
-          out);
+      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, zp_stream(&z, sb), sizes[sb], slen[sb] * es, zp_stream(&z, rb), z.cap,
+                                   &sizes[rb], (k << 8) | 0x80 | (uint32_t)s),
+                    res, out);
     }
     for (int b = 0; b < N; b++) {
       uint8_t* dst = zp_at(a->recvbuff, soff[b], es);
-      ZU_CHECK_GOTO(zd_decompress(ctx->dev, S[b], &sizes[b], dst, slen[b]), res, out);
+      ZU_CHECK_GOTO(zd_decompress(ctx->dev, zp_stream(&z, b), &sizes[b], dst, slen[b]), res, out);
       if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, dst, slen[b], a->datatype, N), res, out);
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    if (maxb == 0) break;
   }
   res = zcclSuccess;
 out:
-  (void)zd_sync(ctx->dev); /* nothing queued may outlive the temporaries */
-  zp_tmp_put(ctx, streams);
-  zp_tmp_put(ctx, rtmp);
+  zp_streams_put(ctx, &z);
   return res;
 }
 
@@ -168,37 +218,31 @@ out:
  * decompresses all N (its own too, so all hold the same values). */
 zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank;
-  size_t es = zu_dtype_size(a->datatype), n = a->count;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, sizes[N], m;
   const char* what = "compressed allgather";
-  double eb;
-  ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, n, 1, &eb));
-  zc_params_t p = zp_params(a, eb);
-  size_t slice = zp_stream_slice(ctx, n, a->datatype, N), cap = zd_compress_bound(slice, a->datatype), sizes[N];
-  void* streams = NULL;
-  uint8_t* S[N];
+  zp_streams_t z;
   zcclResult_t res;
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, (size_t)N * cap, &streams), res, out);
-  for (int b = 0; b < N; b++) S[b] = (uint8_t*)streams + (size_t)b * cap;
+  ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n, n, N, N, 0, &z), res, out);
   uint32_t k = 0;
-  for (size_t lo = 0; lo < n || (lo == 0 && n == 0); lo += slice, k++) {
-    size_t m = n - lo < slice ? n - lo : slice;
-    ZU_CHECK_GOTO(zd_compress(ctx->dev, &p, zp_at(a->sendbuff, lo, es), m, S[r], cap, &sizes[r]), res, out);
+  for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice, k++) {
+    ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, zp_stream(&z, r), z.cap, &sizes[r]), res,
+                  out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     for (int s = 0; s < N - 1; s++) {
       int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
-      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, S[sb], sizes[sb], m * es, S[rb], cap, &sizes[rb], (k << 8) | (uint32_t)s), res,
-                    out);
+      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, zp_stream(&z, sb), sizes[sb], m * es, zp_stream(&z, rb), z.cap,
+                                   &sizes[rb], (k << 8) | (uint32_t)s),
+                    res, out);
     }
     for (int b = 0; b < N; b++)
-      ZU_CHECK_GOTO(zd_decompress(ctx->dev, S[b], &sizes[b], zp_at(a->recvbuff, (size_t)b * n + lo, es), m), res,
-                    out);
+      ZU_CHECK_GOTO(
+          zd_decompress(ctx->dev, zp_stream(&z, b), &sizes[b], zp_at(a->recvbuff, (size_t)b * n + lo, es), m), res,
+          out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    if (n == 0) break;
   }
   res = zcclSuccess;
 out:
-  (void)zd_sync(ctx->dev);
-  zp_tmp_put(ctx, streams);
+  zp_streams_put(ctx, &z);
   return res;
 }
 
@@ -209,44 +253,164 @@ out:
  * hold the same values. In slices when the stream does not fit the pool. */
 zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int root = a->root, me = ctx->rank == root;
-  size_t es = zu_dtype_size(a->datatype), n = a->count;
-  double eb = 1.0;
-  if (me) ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, n, 0, &eb));
-  zc_params_t p = zp_params(a, eb);
-  size_t slice = zp_stream_slice(ctx, n, a->datatype, 2), cap = zd_compress_bound(slice, a->datatype);
-  void *stream = NULL, *sz = NULL;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, m;
+  zp_streams_t z;
+  void* sz = NULL;
   zcclResult_t res;
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, cap, &stream), res, out);
+  ZU_CHECK_GOTO(zp_streams_get(ctx, a, me ? ZP_EB_LOCAL : ZP_EB_NONE, n, n, 2, 1, 0, &z), res, out);
   ZU_CHECK_GOTO(zp_tmp_get(ctx, sizeof(uint64_t), &sz), res, out);
-  for (size_t lo = 0; lo < n || (lo == 0 && n == 0); lo += slice) {
-    size_t m = n - lo < slice ? n - lo : slice, bytes = 0;
+  for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
+    size_t bytes = 0;
+    uint64_t b64;
     if (me) {
-      ZU_CHECK_GOTO(zd_compress(ctx->dev, &p, zp_at(a->sendbuff, lo, es), m, stream, cap, &bytes), res, out);
+      ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, z.s, z.cap, &bytes), res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-      uint64_t b64 = bytes;
+      b64 = bytes;
       memcpy(sz, &b64, sizeof b64);
     }
     ZU_CHECK_GOTO(zp_tree_broadcast_sub(ctx, sz, sizeof(uint64_t), root, 0xfff0), res, out);
-    uint64_t b64;
     memcpy(&b64, sz, sizeof b64);
-    ZU_RETURN_ERR_IF(b64 > cap, zcclInternalError, "compressed broadcast: stream of %llu bytes, room for %zu",
-                     (unsigned long long)b64, cap);
+    if (b64 > z.cap) {
+      res = ZU_ERROR(zcclInternalError, "compressed broadcast: stream of %llu bytes, room for %zu",
+                     (unsigned long long)b64, z.cap);
+      goto out;
+    }
     bytes = (size_t)b64;
     zp_coll_args_t s = *a;
-    s.sendbuff = s.recvbuff = stream;
+    s.sendbuff = s.recvbuff = z.s;
     s.count = bytes;
     s.datatype = zcclUint8;
     s.compression.codec = zcclCodecNone;
     ZU_CHECK_GOTO(zp_coll_run(ctx, &s), res, out);
     zp_count(ctx, m * es, bytes);
-    ZU_CHECK_GOTO(zd_decompress(ctx->dev, stream, &bytes, zp_at(a->recvbuff, lo, es), m), res, out);
+    ZU_CHECK_GOTO(zd_decompress(ctx->dev, z.s, &bytes, zp_at(a->recvbuff, lo, es), m), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    if (n == 0) break;
   }
   res = zcclSuccess;
 out:
-  (void)zd_sync(ctx->dev);
-  zp_tmp_put(ctx, stream);
+  zp_streams_put(ctx, &z);
   zp_tmp_put(ctx, sz);
+  return res;
+}
+
+/* ---- compress once, point to point: scatter, gather, alltoall ----------------
+ * Each block is compressed where it starts and decompressed where it ends,
+ * the sender's own block included (every value goes through the codec
+ * once, as on every other rank). Slices are the same on every rank (sized
+ * for N streams), so the messages pair up. */
+
+/* The root compresses every rank's block (REL from its own input: only its
+ * values travel) and sends each straight to its rank. */
+zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank, root = a->root;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, sizes[N], m;
+  const char* what = "compressed scatter";
+  zp_xfer_t x[N];
+  zp_streams_t z;
+  zcclResult_t res;
+  ZU_CHECK_GOTO(zp_streams_get(ctx, a, r == root ? ZP_EB_LOCAL : ZP_EB_NONE, n * (size_t)N, n, N, r == root ? N : 1,
+                               0, &z),
+                res, out);
+  for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
+    if (r != root) {
+      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, -1, NULL, 0, 0, root, z.s, z.cap, &sizes[0], 0), res, out);
+      ZU_CHECK_GOTO(zd_decompress(ctx->dev, z.s, &sizes[0], zp_at(a->recvbuff, lo, es), m), res, out);
+    } else {
+      for (int b = 0; b < N; b++)
+        ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, (size_t)b * n + lo, es), m, zp_stream(&z, b),
+                                  z.cap, &sizes[b]),
+                      res, out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+      int nx = 0;
+      for (int b = 0; b < N; b++)
+        if (b != r) zp_send_at(ctx, &x[nx++], b, 0, zp_stream(&z, b), sizes[b]);
+      /* The root's own block decompresses while the others travel. */
+      res = zp_xfers_post(ctx, x, nx);
+      if (res == zcclSuccess)
+        res = zd_decompress(ctx->dev, zp_stream(&z, r), &sizes[r], zp_at(a->recvbuff, lo, es), m);
+      zcclResult_t w = zp_xfers_wait(ctx, what, x, nx);
+      ZU_CHECK_GOTO(res != zcclSuccess ? res : w, res, out);
+      for (int b = 0; b < N; b++)
+        if (b != r) zp_count(ctx, m * es, sizes[b]);
+    }
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+  }
+  res = zcclSuccess;
+out:
+  zp_streams_put(ctx, &z);
+  return res;
+}
+
+/* Every rank compresses its block (REL from every rank's input, like
+ * allgather) and sends it to the root, which decompresses all N. */
+zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank, root = a->root;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, sizes[N], m;
+  const char* what = "compressed gather";
+  zp_xfer_t x[N];
+  zp_streams_t z;
+  zcclResult_t res;
+  ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n, n, N, r == root ? N : 1, 0, &z), res, out);
+  for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
+    uint8_t* own = zp_stream(&z, r == root ? r : 0);
+    ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, own, z.cap, &sizes[r]), res, out);
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+    if (r != root) {
+      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, root, own, sizes[r], m * es, -1, NULL, 0, NULL, 0), res, out);
+    } else {
+      int nx = 0;
+      for (int b = 0; b < N; b++)
+        if (b != r) {
+          zp_recv_at(ctx, &x[nx], b, 0, zp_stream(&z, b), z.cap);
+          x[nx++].var = 1;
+        }
+      ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nx), res, out);
+      for (int b = 0, k = 0; b < N; b++) {
+        if (b != r) sizes[b] = x[k++].req.length;
+        ZU_CHECK_GOTO(zd_decompress(ctx->dev, zp_stream(&z, b), &sizes[b],
+                                    zp_at(a->recvbuff, (size_t)b * n + lo, es), m),
+                      res, out);
+      }
+    }
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+  }
+  res = zcclSuccess;
+out:
+  zp_streams_put(ctx, &z);
+  return res;
+}
+
+/* Every rank compresses its N blocks once (REL from every rank's input)
+ * and exchanges them pairwise: step s sends block r+s to rank r+s and gets
+ * block r from rank r-s. */
+zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, sizes[N], rsize = 0, m;
+  const char* what = "compressed alltoall";
+  zp_streams_t z;
+  zcclResult_t res;
+  ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n * (size_t)N, n, N + 1, N, 1, &z), res, out);
+  for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
+    for (int b = 0; b < N; b++)
+      ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, (size_t)b * n + lo, es), m, zp_stream(&z, b),
+                                z.cap, &sizes[b]),
+                    res, out);
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+    ZU_CHECK_GOTO(
+        zd_decompress(ctx->dev, zp_stream(&z, r), &sizes[r], zp_at(a->recvbuff, (size_t)r * n + lo, es), m), res,
+        out);
+    for (int s = 1; s < N; s++) {
+      int to = (r + s) % N, from = (r + N - s) % N;
+      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, to, zp_stream(&z, to), sizes[to], m * es, from, z.spare, z.cap,
+                                       &rsize, (uint32_t)s),
+                    res, out);
+      ZU_CHECK_GOTO(zd_decompress(ctx->dev, z.spare, &rsize, zp_at(a->recvbuff, (size_t)from * n + lo, es), m), res,
+                    out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* the spare is reused */
+    }
+  }
+  res = zcclSuccess;
+out:
+  zp_streams_put(ctx, &z);
   return res;
 }

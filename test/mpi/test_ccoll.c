@@ -181,6 +181,70 @@ static void test_broadcast(zcclComm_t comm, int f64, zcclErrorMode_t mode, doubl
   free(x), free(y);
 }
 
+/* Moved values: within e, special values exactly. Returns the wrong count. */
+static long moved_wrong(const void* got, const void* ref, size_t n, int f64, double e) {
+  long bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double r = get(ref, i, f64), g = get(got, i, f64);
+    int ok;
+    if (isnan(r)) ok = isnan(g);
+    else if (!isfinite(r) || r == (f64 ? -1e34 : (double)(float)-1e34)) ok = g == r;
+    else ok = fabs(g - r) <= e;
+    bad += !ok;
+  }
+  return bad;
+}
+
+static void fill_special(void* x, size_t n, int f64, int r) {
+  for (size_t i = 0; i < n; i++) {
+    double v = field(r, i);
+    if (i % 97 == 5) v = -1e34;
+    if (i % 1013 == 2) v = NAN;
+    if (i % 1999 == 7) v = INFINITY;
+    set(x, i, f64, v);
+  }
+}
+
+/* Scatter from rank 1 % N (REL from the root's input), gather to the last
+ * rank (in place there; REL from every rank's input), alltoall. */
+static void test_rooted(zcclComm_t comm, int f64, zcclErrorMode_t mode, double eb, size_t n) {
+  size_t es = f64 ? 8 : 4, N = (size_t)nranks;
+  zcclDataType_t t = f64 ? zcclFloat64 : zcclFloat32;
+  zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+  c.codec = zcclCodecHz, c.mode = mode, c.eb = eb, c.minBytes = 0, c.hasFill = 1, c.fillValue = -1e34;
+  CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
+  uint8_t* x = malloc(n * es * N);
+  uint8_t* y = malloc(n * es * N);
+  uint8_t* all = malloc(n * es * N * N);
+  int sroot = 1 % nranks, groot = nranks - 1;
+  /* Scatter: every rank makes the root's input (the same function). */
+  fill_special(x, n * N, f64, sroot);
+  memset(y, 0, n * es);
+  CHECK_RES(zcclScatter(x, y, n, t, sroot, comm, NULL), zcclSuccess);
+  long bad = moved_wrong(y, x + (size_t)rank * n * es, n, f64, eb_abs(&c, x, n * N, f64));
+  /* Gather, in place at the root. */
+  fill_special(x, n, f64, rank);
+  MPI_Allgather(x, (int)(n * es), MPI_BYTE, all, (int)(n * es), MPI_BYTE, MPI_COMM_WORLD);
+  uint8_t* gsend = x;
+  if (rank == groot) {
+    memcpy(y + (size_t)rank * n * es, x, n * es);
+    gsend = y + (size_t)rank * n * es;
+  }
+  CHECK_RES(zcclGather(gsend, y, n, t, groot, comm, NULL), zcclSuccess);
+  if (rank == groot) bad += moved_wrong(y, all, n * N, f64, eb_abs(&c, all, n * N, f64));
+  /* AlltoAll: block b of rank q's input lands in block q of rank b. */
+  fill_special(x, n * N, f64, rank);
+  MPI_Allgather(x, (int)(n * es * N), MPI_BYTE, all, (int)(n * es * N), MPI_BYTE, MPI_COMM_WORLD);
+  CHECK_RES(zcclAlltoAll(x, y, n, t, comm, NULL), zcclSuccess);
+  double e = eb_abs(&c, all, n * N * N, f64);
+  for (size_t q = 0; q < N; q++)
+    bad += moved_wrong(y + q * n * es, all + (q * N + (size_t)rank) * n * es, n, f64, e);
+  if (bad) fprintf(stderr, "rank %d: scatter/gather/alltoall f%d mode %d n %zu: %ld wrong\n", rank, f64 ? 64 : 32,
+                   (int)mode, n, bad);
+  CHECK(bad == 0);
+  free(x), free(y), free(all);
+}
+
 /* What compression does not apply to stays exact. */
 static void test_uncompressed(zcclComm_t comm) {
   zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
@@ -240,6 +304,8 @@ int main(int argc, char** argv) {
       test_allgather(comm, f64, zcclErrorAbs, 1e-5, counts[k], 1);
       test_broadcast(comm, f64, zcclErrorRel, 1e-3, counts[k]);
       test_broadcast(comm, f64, zcclErrorAbs, 1e-4, counts[k] * 7 + 1);
+      test_rooted(comm, f64, zcclErrorRel, 1e-3, counts[k]);
+      test_rooted(comm, f64, zcclErrorAbs, 1e-2, counts[k] / 3 + 1);
     }
   test_uncompressed(comm);
   CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
