@@ -8,7 +8,7 @@
  * report that they are not built rather than sending plain data. */
 static const zc_codec_info_t zc_codecs[zcclNumCodecs] = {
     {zcclCodecNone, "none", "no compression: the lossless path", 1},
-    {zcclCodecAuto, "auto", "for now hz where a collective has it; a per-call cost model comes later", 1},
+    {zcclCodecAuto, "auto", "hz where the cost model says compression pays for the link, else none", 1},
     {zcclCodecSzp, "szp", "error-bounded block codec; reductions decompress, reduce, recompress", 1},
     {zcclCodecHz, "hz", "szp's stream format with reductions on compressed data (homomorphic)", 1},
     {zcclCodecRle, "rle", "lossless run-length coding of zero runs, reduced while encoded", 1},

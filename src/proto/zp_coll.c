@@ -170,6 +170,46 @@ static const zp_algo_t* zp_default_algo(const zp_ctx_t* ctx, const zp_coll_args_
   return best;
 }
 
+/* codec=auto: compress only where the model says it pays. The codec's
+ * rates are this project's single-core figures (perf/codec_table.sh:
+ * compress and decompress about 2 GB/s, homomorphic sum about 1 GB/s),
+ * taken lower for ranks sharing cores; the ratio is assumed 4 (TEMP at REL
+ * 1e-3 gives 8-11). Only the agreed link enters, so every rank decides the
+ * same. */
+#define ZP_AUTO_COMPRESS_BPS 1.5e9
+#define ZP_AUTO_HOP_BPS 1.0e9
+#define ZP_AUTO_RATIO 4.0
+
+static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
+  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double C = ZP_AUTO_COMPRESS_BPS, H = ZP_AUTO_HOP_BPS, q = ZP_AUTO_RATIO;
+  switch (a->coll) {
+    case ZP_COLL_ALLREDUCE: /* compress, N-1 homomorphic hops of n/N, decompress; 2(N-1)/N n/q on the wire */
+      return n / C + (N - 1) / N * n / H + n / C + 2 * (N - 1) / N * n / (q * B) + 2 * (N - 1) * al_s;
+    case ZP_COLL_ALLGATHER: /* n per rank: compress once, decompress N blocks */
+      return n / C + N * n / C + (N - 1) * (al_s + n / (q * B));
+    case ZP_COLL_ALLTOALL:
+      return 2 * N * n / C + (N - 1) * (al_s + n / (q * B));
+    case ZP_COLL_SCATTER:
+    case ZP_COLL_GATHER: /* the root compresses or decompresses N blocks */
+      return 2 * N * n / C + (N - 1) * (al_s + n / (q * B));
+    default: /* broadcast: compress, a broadcast of n/q, decompress */
+      return 2 * n / C + 2 * al_s + n / (q * B);
+  }
+}
+
+static const zp_algo_t* zp_default_algo(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+
+static int zp_auto_compresses(const zp_ctx_t* ctx, const zp_coll_args_t* a, double* tc, double* tp) {
+  zp_coll_args_t plain = *a;
+  plain.compression.codec = zcclCodecNone;
+  const zp_algo_t* al = zp_default_algo(ctx, &plain);
+  *tp = al ? zp_cost(ctx, al, &plain) : 0;
+  *tc = zp_compressed_cost(ctx, a);
+  return *tc < *tp;
+}
+
 zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const char* fn = zp_coll_name(a->coll);
   const zcclCompression_t* c = &a->compression;
@@ -189,6 +229,14 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     if (a->coll == ZP_COLL_SCATTER && moves) cfn = zp_hz_scatter, cname = "compress-once, direct";
     if (a->coll == ZP_COLL_GATHER && moves) cfn = zp_hz_gather, cname = "compress-once, direct";
     if (a->coll == ZP_COLL_ALLTOALL && moves) cfn = zp_hz_alltoall, cname = "compress-once, pairwise";
+    double tc = 0, tp = 0;
+    if (cfn && c->codec == zcclCodecAuto && !zp_auto_compresses(ctx, a, &tc, &tp)) {
+      ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: codec=auto sends it uncompressed (model %.1f us, "
+              "compressed %.1f us; link %.2f GB/s)", fn, a->count, zu_dtype_name(a->datatype), ctx->nranks, tp * 1e6,
+              tc * 1e6, ctx->link ? ctx->link->bandwidth / 1e9 : 0);
+      cfn = NULL;
+      compress = 0;
+    }
     if (cfn) {
       ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: compressed, %s (codec %d, mode %d, eb %g)", fn, a->count,
               zu_dtype_name(a->datatype), ctx->nranks, cname, c->codec, c->mode, c->eb);
@@ -196,7 +244,7 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     }
     /* Said once per collective: this one moves its data uncompressed. */
     static atomic_int warned[ZP_NUM_COLLS];
-    if (!atomic_exchange(&warned[a->coll], 1))
+    if (compress && !atomic_exchange(&warned[a->coll], 1))
       ZU_WARN("%s: compression is set, but this collective has no compressed algorithm for codec %d yet in "
               "zccl %d.%d.%d: its data goes uncompressed (exact)",
               fn, c->codec, ZCCL_MAJOR, ZCCL_MINOR, ZCCL_PATCH);
