@@ -60,6 +60,8 @@ zcclResult_t zp_tree_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 /* Compressed (zp_hz.c): float32/float64, the call's compression setting. */
 zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_hz_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);

@@ -187,6 +187,13 @@ static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   switch (a->coll) {
     case ZP_COLL_ALLREDUCE: /* compress, N-1 homomorphic hops of n/N, decompress; 2(N-1)/N n/q on the wire */
       return n / C + (N - 1) / N * n / H + n / C + 2 * (N - 1) / N * n / (q * B) + 2 * (N - 1) * al_s;
+    case ZP_COLL_REDUCESCATTER: /* n per rank: compress N blocks, N-1 hops, decompress one */
+      return N * n / C + (N - 1) * n / H + n / C + (N - 1) * (al_s + n / (q * B));
+    case ZP_COLL_REDUCE: { /* compress, log2 N hops of n, one stream per tree edge */
+      double lg = 0;
+      while ((1 << (int)lg) < ctx->nranks) lg++;
+      return 2 * n / C + lg * (n / H + al_s + n / (q * B));
+    }
     case ZP_COLL_ALLGATHER: /* n per rank: compress once, decompress N blocks */
       return n / C + N * n / C + (N - 1) * (al_s + n / (q * B));
     case ZP_COLL_ALLTOALL:
@@ -222,6 +229,8 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     zp_algo_fn cfn = NULL;
     const char* cname = "";
     if (a->coll == ZP_COLL_ALLREDUCE && hz) cfn = zp_hz_ring_allreduce, cname = "homomorphic ring";
+    if (a->coll == ZP_COLL_REDUCESCATTER && hz) cfn = zp_hz_ring_reduce_scatter, cname = "homomorphic ring";
+    if (a->coll == ZP_COLL_REDUCE && hz) cfn = zp_hz_tree_reduce, cname = "homomorphic binomial tree";
     if (a->coll == ZP_COLL_ALLGATHER && (hz || c->codec == zcclCodecSzp))
       cfn = zp_hz_ring_allgather, cname = "compress-once ring";
     int moves = hz || c->codec == zcclCodecSzp; /* data movement: any stream codec */

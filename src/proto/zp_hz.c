@@ -158,24 +158,23 @@ static int zp_slice(size_t n, size_t slice, size_t lo, size_t* m) {
   return 1;
 }
 
-/* hZCCL's allreduce: compress the N blocks once; the ring reduce-scatter
- * adds each received compressed block to the local one (zd_hop, integers,
- * no decompression); the ring allgather forwards the finished streams;
- * every rank decompresses all N. */
-zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+/* hZCCL's ring: compress the N blocks (boff/blen) once; the ring
+ * reduce-scatter adds each received compressed block to the local one
+ * (zd_hop, integers, no decompression). Allreduce: a ring allgather then
+ * forwards the finished streams and every rank decompresses all N (its own
+ * too). Reduce-scatter: each rank decompresses its own block into
+ * recvbuff. */
+static zcclResult_t zp_hz_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, const size_t* boff,
+                               const size_t* blen, size_t total, int allgather) {
   int N = ctx->nranks, r = ctx->rank;
-  size_t es = zu_dtype_size(a->datatype), n = a->count;
+  size_t es = zu_dtype_size(a->datatype);
   zcclRedOp_t op = zp_reduce_op(a->op);
-  const char* what = "compressed allreduce";
-  size_t boff[N], blen[N], soff[N], slen[N], sizes[N], rsize = 0, m;
-  for (int b = 0; b < N; b++) {
-    boff[b] = zp_off(n, N, b);
-    blen[b] = zp_off(n, N, b + 1) - boff[b];
-  }
+  const char* what = allgather ? "compressed allreduce" : "compressed reduce-scatter";
+  size_t soff[N], slen[N], sizes[N], rsize = 0, m;
   size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
   zp_streams_t z;
   zcclResult_t res;
-  ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n, maxb, N + 1, N, 1, &z), res, out);
+  ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, total, maxb, N + 1, N, 1, &z), res, out);
   uint32_t k = 0;
   for (size_t lo = 0; zp_slice(maxb, z.slice, lo, &m); lo += z.slice, k++) {
     zp_slice_of(N, boff, blen, lo, lo + m, soff, slen);
@@ -194,18 +193,83 @@ zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
                     res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     }
-    for (int s = 0; s < N - 1; s++) {
+    for (int s = 0; allgather && s < N - 1; s++) {
       int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
       ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, zp_stream(&z, sb), sizes[sb], slen[sb] * es, zp_stream(&z, rb), z.cap,
                                    &sizes[rb], (k << 8) | 0x80 | (uint32_t)s),
                     res, out);
     }
     for (int b = 0; b < N; b++) {
-      uint8_t* dst = zp_at(a->recvbuff, soff[b], es);
+      if (!allgather && b != r) continue;
+      uint8_t* dst = allgather ? zp_at(a->recvbuff, soff[b], es) : zp_at(a->recvbuff, lo, es);
       ZU_CHECK_GOTO(zd_decompress(ctx->dev, zp_stream(&z, b), &sizes[b], dst, slen[b]), res, out);
       if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, dst, slen[b], a->datatype, N), res, out);
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+  }
+  res = zcclSuccess;
+out:
+  zp_streams_put(ctx, &z);
+  return res;
+}
+
+zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks;
+  size_t n = a->count, boff[N], blen[N];
+  for (int b = 0; b < N; b++) {
+    boff[b] = zp_off(n, N, b);
+    blen[b] = zp_off(n, N, b + 1) - boff[b];
+  }
+  return zp_hz_ring(ctx, a, boff, blen, n, 1);
+}
+
+zcclResult_t zp_hz_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks;
+  size_t n = a->count, boff[N], blen[N];
+  for (int b = 0; b < N; b++) boff[b] = (size_t)b * n, blen[b] = n;
+  return zp_hz_ring(ctx, a, boff, blen, n * (size_t)N, 0);
+}
+
+/* Homomorphic binomial reduce: each rank compresses its input once, adds
+ * its children's streams to it in a fixed order (nearest first) without
+ * decompressing, and sends the sum up; the root decompresses. */
+zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N), lg = 0;
+  while ((1 << lg) < N) lg++;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, sizes[lg + 1], m;
+  zcclRedOp_t op = zp_reduce_op(a->op);
+  const char* what = "compressed reduce";
+  int span = v ? v & -v : 1 << lg, nc = 0;
+  for (int c = 1; c < span && v + c < N; c <<= 1) nc++;
+  zp_xfer_t x[lg + 1];
+  zp_streams_t z;
+  zcclResult_t res;
+  ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n, n, lg + 2, nc + 1, 0, &z), res, out);
+  for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
+    ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, zp_stream(&z, 0), z.cap, &sizes[0]), res,
+                  out);
+    for (int i = 0; i < nc; i++) {
+      zp_recv_at(ctx, &x[i], (v + (1 << i) + a->root) % N, 0, zp_stream(&z, i + 1), z.cap);
+      x[i].var = 1;
+    }
+    ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nc), res, out);
+    for (int i = 0; i < nc; i++) {
+      sizes[i + 1] = x[i].req.length;
+      ZU_CHECK_GOTO(zd_hop(ctx->dev, op, zp_stream(&z, 0), &sizes[0], zp_stream(&z, i + 1), &sizes[i + 1],
+                           zp_stream(&z, 0), z.cap, &sizes[0]),
+                    res, out);
+    }
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+    if (v) {
+      int parent = (v - span + a->root) % N;
+      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, parent, zp_stream(&z, 0), sizes[0], m * es, -1, NULL, 0, NULL, 0),
+                    res, out);
+    } else {
+      uint8_t* dst = zp_at(a->recvbuff, lo, es);
+      ZU_CHECK_GOTO(zd_decompress(ctx->dev, zp_stream(&z, 0), &sizes[0], dst, m), res, out);
+      if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, dst, m, a->datatype, N), res, out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+    }
   }
   res = zcclSuccess;
 out:

@@ -1,5 +1,6 @@
 /* Compressed collectives under mpirun: the homomorphic ring allreduce and
- * the compress-once allgather and broadcast, float32 and float64, ABS, REL and target
+ * ReduceScatter and binomial Reduce, the compress-once allgather,
+ * broadcast, scatter, gather and alltoall, float32 and float64, ABS, REL and target
  * bounds, checked on every element against an exact (long double)
  * reference built from every rank's input:
  *   - allreduce SUM within N*eb, AVG within eb, MAX/MIN within eb (plus
@@ -61,30 +62,38 @@ static int same_everywhere(const void* buf, size_t bytes) {
   return all;
 }
 
-static void test_allreduce(zcclComm_t comm, int f64, zcclErrorMode_t mode, double eb, zcclRedOp_t op, size_t n) {
-  size_t es = f64 ? 8 : 4;
+/* kind 0: AllReduce, 1: ReduceScatter (n per rank, N blocks in), 2: Reduce
+ * to the last rank. */
+static void test_reduction(zcclComm_t comm, int kind, int f64, zcclErrorMode_t mode, double eb, zcclRedOp_t op,
+                           size_t n) {
+  size_t es = f64 ? 8 : 4, nin = kind == 1 ? n * (size_t)nranks : n;
+  int root = nranks - 1;
+  zcclDataType_t t = f64 ? zcclFloat64 : zcclFloat32;
   zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
   c.codec = zcclCodecHz, c.mode = mode, c.eb = eb, c.minBytes = 0;
   CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
-  void* x = malloc(n * es);
+  void* x = malloc(nin * es);
   void* y = malloc(n * es);
-  void* all = malloc(n * es * (size_t)nranks);
-  for (size_t i = 0; i < n; i++) set(x, i, f64, field(rank, i));
-  MPI_Allgather(x, (int)(n * es), MPI_BYTE, all, (int)(n * es), MPI_BYTE, MPI_COMM_WORLD);
+  void* all = malloc(nin * es * (size_t)nranks);
+  for (size_t i = 0; i < nin; i++) set(x, i, f64, field(rank, i));
+  MPI_Allgather(x, (int)(nin * es), MPI_BYTE, all, (int)(nin * es), MPI_BYTE, MPI_COMM_WORLD);
   uint64_t raw0, wire0, raw1, wire1;
   CHECK_RES(zcclCommCompressionStats(comm, &raw0, &wire0), zcclSuccess);
-  CHECK_RES(zcclAllReduce(x, y, n, f64 ? zcclFloat64 : zcclFloat32, op, comm, NULL), zcclSuccess);
+  if (kind == 0) CHECK_RES(zcclAllReduce(x, y, n, t, op, comm, NULL), zcclSuccess);
+  if (kind == 1) CHECK_RES(zcclReduceScatter(x, y, n, t, op, comm, NULL), zcclSuccess);
+  if (kind == 2) CHECK_RES(zcclReduce(x, y, n, t, op, root, comm, NULL), zcclSuccess);
   CHECK_RES(zcclCommCompressionStats(comm, &raw1, &wire1), zcclSuccess);
   /* Smooth data at these bounds compresses (the streams are counted). */
-  if (n > 1000) CHECK(raw1 - raw0 > 2 * (wire1 - wire0) && wire1 > wire0);
-  double e = eb_abs(&c, all, n * (size_t)nranks, f64);
+  if (n > 1000 && (kind != 2 || rank != root)) CHECK(raw1 - raw0 > 2 * (wire1 - wire0) && wire1 > wire0);
+  double e = eb_abs(&c, all, nin * (size_t)nranks, f64);
   double bound = op == zcclSum && mode != zcclErrorTargetAbs && mode != zcclErrorTargetRel ? nranks * e : e;
   long bad = 0;
   double worst = 0;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n && (kind != 2 || rank == root); i++) {
+    size_t j = kind == 1 ? (size_t)rank * n + i : i;
     long double ref = op == zcclMax ? -INFINITY : op == zcclMin ? INFINITY : 0;
     for (int r = 0; r < nranks; r++) {
-      long double v = get(all, (size_t)r * n + i, f64);
+      long double v = get(all, (size_t)r * nin + j, f64);
       if (op == zcclMax) ref = v > ref ? v : ref;
       else if (op == zcclMin) ref = v < ref ? v : ref;
       else ref += v;
@@ -97,12 +106,16 @@ static void test_allreduce(zcclComm_t comm, int f64, zcclErrorMode_t mode, doubl
     if (err > worst) worst = err;
   }
   if (bad)
-    fprintf(stderr, "rank %d: allreduce f%d mode %d eb %g op %d n %zu: %ld elements beyond %g (worst %g)\n", rank,
-            f64 ? 64 : 32, (int)mode, eb, (int)op, n, bad, bound, worst);
+    fprintf(stderr, "rank %d: reduction %d f%d mode %d eb %g op %d n %zu: %ld elements beyond %g (worst %g)\n", rank,
+            kind, f64 ? 64 : 32, (int)mode, eb, (int)op, n, bad, bound, worst);
   CHECK(bad == 0);
-  if (n > 1000) CHECK(worst > 0); /* it was compressed, not sent exactly */
-  CHECK(same_everywhere(y, n * es));
+  if (n > 1000 && (kind != 2 || rank == root)) CHECK(worst > 0); /* it was compressed, not sent exactly */
+  if (kind == 0) CHECK(same_everywhere(y, n * es));
   free(x), free(y), free(all);
+}
+
+static void test_allreduce(zcclComm_t comm, int f64, zcclErrorMode_t mode, double eb, zcclRedOp_t op, size_t n) {
+  test_reduction(comm, 0, f64, mode, eb, op, n);
 }
 
 static void test_allgather(zcclComm_t comm, int f64, zcclErrorMode_t mode, double eb, size_t n, int inplace) {
@@ -300,6 +313,10 @@ int main(int argc, char** argv) {
         test_allreduce(comm, f64, zcclErrorRel, 1e-4, ops[o], counts[k]);
       }
       test_allreduce(comm, f64, zcclErrorTargetRel, 1e-3, zcclSum, counts[k]);
+      for (int kind = 1; kind <= 2; kind++) {
+        test_reduction(comm, kind, f64, zcclErrorRel, 1e-4, zcclSum, counts[k]);
+        test_reduction(comm, kind, f64, zcclErrorAbs, 1e-2, kind == 1 ? zcclAvg : zcclMax, counts[k]);
+      }
       test_allgather(comm, f64, zcclErrorRel, 1e-3, counts[k], 0);
       test_allgather(comm, f64, zcclErrorAbs, 1e-5, counts[k], 1);
       test_broadcast(comm, f64, zcclErrorRel, 1e-3, counts[k]);
