@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Compressed collectives on 4 netlab hosts at RATE (default 1gbit): every
+# collective zccl compresses, zccl-perf with OpenMPI's default beside zccl
+# and zccl compressed (codec, REL bound) on a real field, plus OpenMPI's ring
+# allreduce forced. Prints one Markdown table: time, speedup against each
+# OpenMPI variant, ratio, max error / bound, PSNR. Builds nothing; rows and
+# logs go to out/ccoll/. Needs root (netlab).
+#   perf/compressed_table.sh [build dir] [rate] [sizes: -b -e -f as one string] [codec spec]
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+BUILD=$(cd "${1:-build}" && pwd) || exit 2
+RATE=${2:-1gbit}
+SIZES=${3:-"-b 4M -e 128M -f 4"}
+SPEC=${4:-codec=hz,mode=rel,eb=1e-3}
+PERF=$BUILD/perf/zccl-perf
+NETLAB=$PWD/scripts/netlab
+OUT=$PWD/out/ccoll
+[ -x "$PERF" ] || { echo "compressed_table: no $PERF (build first)" >&2; exit 2; }
+mkdir -p "$OUT"
+rm -f "$OUT"/*.json "$OUT"/*.log
+export NETLAB_PREFIX=zt$$ NETLAB_NET=10.203.87
+trap '"$NETLAB" down >/dev/null 2>&1' EXIT
+"$NETLAB" up 4 "$RATE" >"$OUT/netlab.log" 2>&1 || { echo "compressed_table: netlab up failed (root?)" >&2; exit 2; }
+run() { # run COLL TAG [ENV...]
+  local coll=$1 tag=$2
+  shift 2
+  # shellcheck disable=SC2086
+  env "$@" timeout -k 10 900 "$NETLAB" run -- "$PERF" "$coll" $SIZES -n 3 -w 1 \
+    --data levitus_climatology.cdf:TEMP --compression "$SPEC" --json "$OUT/${coll}_$tag.json" \
+    >"$OUT/${coll}_$tag.log" 2>&1 || echo "compressed_table: $coll $tag failed (see $OUT/${coll}_$tag.log)" >&2
+}
+for coll in allreduce reducescatter reduce allgather broadcast scatter gather alltoall; do
+  run "$coll" default
+done
+run allreduce mpiring OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4
+
+/usr/bin/python3 - "$OUT" "$RATE" "$SPEC" <<'EOF'
+import glob, json, os, sys
+out, rate, spec = sys.argv[1:4]
+rows = {}
+for f in sorted(glob.glob(os.path.join(out, "*.json"))):
+    coll, tag = os.path.basename(f)[:-5].split("_", 1)
+    for r in json.load(open(f)):
+        d = rows.setdefault((coll, r["bytes"]), {})
+        key = r["method"] if r["method"] != "mpi" else ("mpi" if tag == "default" else "mpi-" + tag[3:])
+        if key in ("zccl", "zccl-compressed") and tag != "default":
+            continue
+        d[key] = r
+print(f"netlab, 4 hosts at {rate}; levitus TEMP tiled; zccl-compressed {spec}; time in ms (median of 3)")
+print("| collective | size | OpenMPI default | OpenMPI ring | zccl | zccl compressed | × default | × ring | × zccl | ratio | max err / bound | PSNR | wrong |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+order = "allreduce reducescatter reduce allgather broadcast scatter gather alltoall".split()
+wrong = 0
+for (coll, b), d in sorted(rows.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1])):
+    m, ring, z, zc = d.get("mpi"), d.get("mpi-ring"), d.get("zccl"), d.get("zccl-compressed")
+    if not (m and zc):
+        continue
+    t = lambda r: f"{r['time_us'] / 1e3:.1f}" if r else "-"
+    sp = lambda r: f"{r['time_us'] / zc['time_us']:.2f}" if r else "-"
+    bound = zc["eb_abs"] * (4 if coll in ("allreduce", "reducescatter", "reduce") and zc["redop"] == "sum" else 1)
+    ratio_err = zc["max_abs_err"] / bound if bound and zc["max_abs_err"] is not None else float("nan")
+    w = sum((r["wrong"] or 0) for r in d.values() if r["wrong"] and r["wrong"] > 0)
+    wrong += w
+    print(f"| {coll} | {b >> 20} MiB | {t(m)} | {t(ring)} | {t(z)} | {t(zc)} | {sp(m)} | {sp(ring)} | {sp(z)} | "
+          f"{zc['ratio']:.2f} | {ratio_err:.3f} | {zc['psnr'] or float('inf'):.1f} | {w} |")
+print(f"\nelements outside tolerance or bound, all rows: {wrong}")
+EOF
