@@ -68,6 +68,17 @@ static int zp_tree_size(int v, int N) { /* ranks in v's subtree */
 }
 static int zp_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, int v) { return (v + a->root) % ctx->nranks; }
 
+/* v's children, nearest first: child[i] = v + 2^i, whose subtree is
+ * [child[i], end[i]). Returns how many (at most 31). */
+static int zp_tree_children(int v, int N, int* child, int* end) {
+  int span = zp_tree_span(v, N), n = 0;
+  for (int m = 1; m < span && v + m < N; m <<= 1, n++) {
+    child[n] = v + m;
+    end[n] = v + 2 * m < N ? v + 2 * m : N;
+  }
+  return n;
+}
+
 /* Direct broadcast: the root sends to every rank at once. On shared memory
  * each receiver copies from the root's buffer itself, in parallel. */
 zcclResult_t zp_direct_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
@@ -105,13 +116,10 @@ zcclResult_t zp_scatter_allgather_broadcast(const zp_ctx_t* ctx, const zp_coll_a
                          boff[v + size] - boff[v], 0));
   }
   zp_xfer_t x[32];
-  int nx = 0;
-  for (int m = span >> 1; m > 0; m >>= 1) {
-    int c = v + m;
-    if (c >= N) continue;
-    int end = c + m < N ? c + m : N;
-    zp_send_at(ctx, &x[nx++], zp_abs(ctx, a, c), 0, buf + boff[c], boff[end] - boff[c]);
-  }
+  int child[32], end[32], nx = zp_tree_children(v, N, child, end);
+  for (int i = 0; i < nx; i++) /* farthest (largest subtree) first */
+    zp_send_at(ctx, &x[i], zp_abs(ctx, a, child[nx - 1 - i]), 0, buf + boff[child[nx - 1 - i]],
+               boff[end[nx - 1 - i]] - boff[child[nx - 1 - i]]);
   /* The allgather rewrites the children's pieces (same bytes): the sends
    * finish first. */
   ZU_CHECK(zp_xfers_run(ctx, "scatter-allgather broadcast", x, nx));
@@ -197,10 +205,10 @@ zcclResult_t zp_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   void* tmp[32] = {NULL};
   zp_xfer_t x[32];
   zcclResult_t res = zcclSuccess;
-  for (int m = 1; m < span && v + m < N; m <<= 1) {
+  int child[32], end[32], nchild = zp_tree_children(v, N, child, end);
+  for (; nc < nchild; nc++) {
     ZU_CHECK_GOTO(zp_tmp_get(ctx, bytes, &tmp[nc]), res, out);
-    zp_recv_at(ctx, &x[nc], zp_abs(ctx, a, v + m), 0, tmp[nc], bytes);
-    nc++;
+    zp_recv_at(ctx, &x[nc], zp_abs(ctx, a, child[nc]), 0, tmp[nc], bytes);
   }
   ZU_CHECK_GOTO(zp_xfers_run(ctx, "tree reduce", x, nc), res, out);
   uint8_t* acc = (uint8_t*)a->sendbuff;
@@ -252,11 +260,10 @@ zcclResult_t zp_tree_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   if (buf != a->sendbuff) ZU_CHECK_GOTO(zd_copy(ctx->dev, buf, a->sendbuff, blk), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   zp_xfer_t x[32];
-  int nx = 0;
-  for (int m = 1; m < span && v + m < N; m <<= 1) {
-    int c = v + m, end = c + m < N ? c + m : N;
-    zp_recv_at(ctx, &x[nx++], zp_abs(ctx, a, c), 0, buf + (size_t)m * blk, (size_t)(end - c) * blk);
-  }
+  int child[32], end[32], nx = zp_tree_children(v, N, child, end);
+  for (int i = 0; i < nx; i++)
+    zp_recv_at(ctx, &x[i], zp_abs(ctx, a, child[i]), 0, buf + (size_t)(child[i] - v) * blk,
+               (size_t)(end[i] - child[i]) * blk);
   ZU_CHECK_GOTO(zp_xfers_run(ctx, "tree gather", x, nx), res, out);
   if (v)
     res = zp_sendrecv(ctx, "tree gather", zp_abs(ctx, a, v - span), buf, (size_t)size * blk, -1, NULL, 0, 0);
@@ -287,13 +294,10 @@ zcclResult_t zp_tree_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   else if (tmp)
     ZU_CHECK_GOTO(zp_rotate(ctx, a, tmp, (uint8_t*)a->sendbuff, blk, 0), res, out);
   zp_xfer_t x[32];
-  int nx = 0;
-  for (int m = span >> 1; m > 0; m >>= 1) {
-    int c = v + m;
-    if (c >= N) continue;
-    int end = c + m < N ? c + m : N;
-    zp_send_at(ctx, &x[nx++], zp_abs(ctx, a, c), 0, buf + (size_t)m * blk, (size_t)(end - c) * blk);
-  }
+  int child[32], end[32], nx = zp_tree_children(v, N, child, end);
+  for (int i = 0; i < nx; i++)
+    zp_send_at(ctx, &x[i], zp_abs(ctx, a, child[i]), 0, buf + (size_t)(child[i] - v) * blk,
+               (size_t)(end[i] - child[i]) * blk);
   /* The own block is copied while the children's messages travel. */
   res = zp_xfers_post(ctx, x, nx);
   if (res == zcclSuccess && buf != a->recvbuff) res = zd_copy(ctx->dev, a->recvbuff, buf, blk);
