@@ -145,7 +145,8 @@ static double zp_cost(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_ar
       return (lg + (pow2 ? 0 : 1)) * al_s + (N - 1) * n / B + N * n / G; /* bruck's final copy */
     case ZP_COLL_BROADCAST:
       if (strcmp(nm, "tree") == 0) return lg * (al_s + n / B);
-      if (strcmp(nm, "direct") == 0) return zp_direct_rounds(ctx, 1) + (N - 1) * n / B;
+      if (strcmp(nm, "direct") == 0) /* the root's N-1 copies cost the measured fan-out */
+        return zp_direct_rounds(ctx, 1) + (ctx->link && ctx->link->fanout >= 1 ? ctx->link->fanout : N - 1) * n / B;
       if (strcmp(nm, "scatter_allgather") == 0) return (lg + N - 1) * al_s + 2 * (N - 1) / N * n / B;
       return zp_chain_cost(ctx, n, 0);
     case ZP_COLL_REDUCE:

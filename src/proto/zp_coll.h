@@ -53,6 +53,7 @@ typedef struct {
 typedef struct {
   double alpha;
   double bandwidth;
+  double fanout; /* time of one message to all N-1 peers at once / to one (1 .. N-1) */
   int samples;
 } zp_link_t;
 
