@@ -9,8 +9,11 @@
 #define ZD_MAX_THREADS 256
 
 /* One parallel codec job: thread t does chunks [c0[t], c0[t+1]). Thread 0
- * writes in place; the others into their own scratch, moved into place
- * afterwards (compressed sizes are known only once compressed). */
+ * writes in place. The others write where their range would start if every
+ * range before took its bound (off[t], when out has room for the whole
+ * stream's bound), or else into scratch of their own; either way the bytes
+ * move into place afterwards (compressed sizes are known only once
+ * compressed). */
 typedef struct {
   int is_hop;
   /* compress */
@@ -27,6 +30,8 @@ typedef struct {
   size_t head, cap;
   void* values; /* decompress output */
   uint32_t c0[ZD_MAX_THREADS + 1];
+  int in_place;                       /* ranges written at off[t] in out itself */
+  size_t off[ZD_MAX_THREADS + 1];
   uint8_t* scratch[ZD_MAX_THREADS];
   size_t scratch_cap[ZD_MAX_THREADS];
   size_t bytes[ZD_MAX_THREADS];
@@ -46,8 +51,8 @@ static void zd_encode_range(void* arg, int t, int n) {
   zd_codec_job_t* j = arg;
   (void)n;
   uint32_t c0 = j->c0[t], c1 = j->c0[t + 1];
-  uint8_t* dst = t == 0 ? j->out + j->head : j->scratch[t];
-  size_t cap = t == 0 ? j->cap - j->head : j->scratch_cap[t];
+  uint8_t* dst = j->in_place ? j->out + j->off[t] : t == 0 ? j->out + j->head : j->scratch[t];
+  size_t cap = j->in_place ? j->off[t + 1] - j->off[t] : t == 0 ? j->cap - j->head : j->scratch_cap[t];
   uint8_t* index = j->out + ZC_HEADER_BYTES + 4 * (size_t)c0;
   if (j->is_hop)
     j->res[t] = zc_hop_chunks(j->op, j->ha, j->hb, c0, c1, zc_chunk_ptr(j->ha, c0), zc_chunk_ptr(j->hb, c0), dst,
@@ -87,7 +92,11 @@ static zcclResult_t zd_encode(zd_pool_t* pool, zd_codec_job_t* j, uint32_t nchun
   zcclDataType_t dtype = j->is_hop ? j->ha->dtype : j->p->dtype;
   unsigned lg = j->is_hop ? j->ha->chunk_log2 : (j->p->chunk_log2 ? j->p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT);
   zd_split(j, nchunks, n);
-  for (int t = 1; t < n; t++) {
+  size_t count = j->is_hop ? (size_t)j->ha->count : j->count;
+  j->off[0] = j->head;
+  for (int t = 0; t < n; t++) j->off[t + 1] = j->off[t] + zc_chunks_bound(count, dtype, lg, j->c0[t], j->c0[t + 1]);
+  j->in_place = n > 1 && j->off[n] <= j->cap;
+  for (int t = 1; t < n && !j->in_place; t++) {
     /* A range's bound: its chunks as a stream of their own. */
     j->scratch_cap[t] = zc_compress_bound((size_t)(j->c0[t + 1] - j->c0[t]) << lg, dtype, lg);
     j->scratch[t] = malloc(j->scratch_cap[t]);
@@ -104,7 +113,7 @@ static zcclResult_t zd_encode(zd_pool_t* pool, zd_codec_job_t* j, uint32_t nchun
       res = ZU_ERROR(zcclInvalidArgument, "%s: output buffer too small (size it with zc_compress_bound)", what);
       goto free_scratch;
     }
-    memcpy(j->out + at, j->scratch[t], j->bytes[t]);
+    memmove(j->out + at, j->in_place ? j->out + j->off[t] : j->scratch[t], j->bytes[t]);
     at += j->bytes[t];
   }
   *size = at;
