@@ -362,7 +362,8 @@ int zc_parse_block_values(zc_parse_t* p, const zc_header_t* h, const zc_grid_t* 
 }
 
 int zc_chunk_decompress_scalar(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                               size_t n, void* out) {
+                               size_t n, void* out, int stream) {
+  (void)stream;
   zc_parse_t p;
   if (zc_parse_begin(&p, chunk, bytes, n, h->dtype, h->has_fill) != 0) return -1;
   size_t esize = zc_dtype_bytes(h->dtype);
@@ -387,11 +388,14 @@ zcclResult_t zc_decompress_chunks(const zc_header_t* h, uint32_t c0, uint32_t c1
   zc_grid_init(h->eb, &g);
   const zc_kernels_t* k = zc_kernels();
   size_t esize = zc_dtype_bytes(h->dtype), csize = (size_t)1 << h->chunk_log2;
+  /* A large range is written once and read later, from memory anyway:
+   * stores that bypass the caches save reading every line in first. */
+  int stream = ((uint64_t)(c1 - c0) << h->chunk_log2) * esize >= ZC_STREAM_BYTES;
   for (uint32_t c = c0; c < c1; c++) {
     uint32_t bytes = zc_get_u32(h->index + 4 * (size_t)c);
     size_t first = (size_t)c << h->chunk_log2;
     size_t n = h->count - first < csize ? h->count - first : csize;
-    if (k->decompress(h, &g, chunk, bytes, n, (uint8_t*)out + first * esize) != 0)
+    if (k->decompress(h, &g, chunk, bytes, n, (uint8_t*)out + first * esize, stream) != 0)
       return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u is malformed or truncated", c);
     chunk += bytes;
     if (progress) progress(arg, c + 1, h->nchunks);

@@ -62,18 +62,23 @@ int zc_chunk_compress_gfni(const void* in, size_t n, zcclDataType_t dtype, const
 int zc_chunk_compress_avx512(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
                            double fill, zc_emit_t* e);
 
+/* Decompressing at least this many bytes in one call streams the output
+ * (non-temporal stores where the kernel has them). */
+#define ZC_STREAM_BYTES ((uint64_t)8 << 20)
+
 /* Chunk kernels: decompress a chunk of n values into out; 0, or -1 when
- * malformed. */
+ * malformed. stream: the output is large and not read again soon (kernels
+ * may store it around the caches). */
 typedef int (*zc_chunk_decompress_fn)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk,
-                                      size_t bytes, size_t n, void* out);
+                                      size_t bytes, size_t n, void* out, int stream);
 int zc_chunk_decompress_scalar(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                               size_t n, void* out);
+                               size_t n, void* out, int stream);
 int zc_chunk_decompress_avx2(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                             size_t n, void* out);
+                             size_t n, void* out, int stream);
 int zc_chunk_decompress_gfni(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                             size_t n, void* out);
+                             size_t n, void* out, int stream);
 int zc_chunk_decompress_avx512(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                             size_t n, void* out);
+                             size_t n, void* out, int stream);
 /* Parses the next block and writes its values at out; the values written,
  * or -1. */
 int zc_parse_block_values(zc_parse_t* p, const zc_header_t* h, const zc_grid_t* g, void* out);
