@@ -224,38 +224,6 @@ static inline void zc_x86_deltas(const __m256i q[4], zc_emit_t* e, __m256i d[4])
   e->prev = _mm256_cvtsi256_si32(carry);
 }
 
-int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
-                           double fill, zc_emit_t* e) {
-  if (dtype != zcclFloat32) return zc_chunk_compress_scalar(in, n, dtype, g, has_fill, fill, e);
-  const float* x = in;
-  size_t b = 0;
-  for (; b + ZC_BLOCK <= n; b += ZC_BLOCK) {
-    if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
-    __m256i q[4], d[4];
-    if (has_fill && zc_x86_all_equal_f32(x + b, (float)fill)) {
-      e->out[e->o++] = ZC_W_ALLFILL; /* land, missing data: one byte */
-      continue;
-    }
-#if ZC_X86_AVX512
-    /* Blocks mixing data and fill (coasts) stay on the vector path too. */
-    uint32_t fbits;
-    if (zc_x86_quant_held_f32(x + b, g, has_fill, (float)fill, q, &fbits)) {
-      if (fbits) zc_x86_deltas_held(q, fbits, e, d);
-      else zc_x86_deltas(q, e, d);
-      e->o += zc_x86_emit_clean(d, fbits, e->out + e->o);
-    } else {
-#else
-    if (zc_x86_quant_f32(x + b, g, has_fill, (float)fill, q)) {
-      zc_x86_deltas(q, e, d);
-      e->o += zc_x86_emit_clean(d, 0, e->out + e->o);
-    } else {
-#endif
-      int rc = zc_chunk_compress_scalar(x + b, ZC_BLOCK, dtype, g, has_fill, fill, e);
-      if (rc != 0) return rc;
-    }
-  }
-  return b < n ? zc_chunk_compress_scalar(x + b, n - b, dtype, g, has_fill, fill, e) : 0;
-}
 
 /* Lanes j = bit j of byte (0 or 1). */
 static inline __m256i zc_x86_bits(uint32_t byte) {
@@ -534,6 +502,22 @@ static inline __attribute__((always_inline)) size_t zc_x86_emit16(__m512i d, uin
   return o + (size_t)(sw0 + sw1 + sw2 + sw3);
 }
 
+/* Deltas of 32 integers (|q| < 2^30) against the emitter's running value,
+ * as 2 x 16 lanes; 1 when every one is below 2^15 in magnitude. */
+static inline int zc_x86_deltas_zmm(const __m256i q[4], zc_emit_t* e, __m512i d[2]) {
+  __m512i q0 = _mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1);
+  __m512i q1 = _mm512_inserti64x4(_mm512_castsi256_si512(q[2]), q[3], 1);
+  if (!e->have_prev) {
+    e->base = e->prev = _mm512_cvtsi512_si32(q0);
+    e->have_prev = 1;
+  }
+  d[0] = _mm512_sub_epi32(q0, _mm512_alignr_epi32(q0, _mm512_set1_epi32((int32_t)e->prev), 15));
+  d[1] = _mm512_sub_epi32(q1, _mm512_alignr_epi32(q1, q0, 15));
+  e->prev = _mm_extract_epi32(_mm512_extracti32x4_epi32(q1, 3), 3);
+  __m512i m = _mm512_or_si512(_mm512_abs_epi32(d[0]), _mm512_abs_epi32(d[1]));
+  return _mm512_test_epi32_mask(m, _mm512_set1_epi32((int32_t)0xffff8000u)) == 0;
+}
+
 /* Sum of 16 int32 lanes, in 64 bits. */
 static inline int64_t zc_x86_reduce32(__m512i v) {
   return _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)),
@@ -595,6 +579,51 @@ static inline int32_t zc_x86_sum(const __m256i d[4]) {
   t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
   t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
   return _mm_cvtsi128_si32(t);
+}
+
+int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
+                           double fill, zc_emit_t* e) {
+  if (dtype != zcclFloat32) return zc_chunk_compress_scalar(in, n, dtype, g, has_fill, fill, e);
+  const float* x = in;
+  size_t b = 0;
+  for (; b + ZC_BLOCK <= n; b += ZC_BLOCK) {
+    if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
+    __m256i q[4], d[4];
+    if (has_fill && zc_x86_all_equal_f32(x + b, (float)fill)) {
+      e->out[e->o++] = ZC_W_ALLFILL; /* land, missing data: one byte */
+      continue;
+    }
+#if ZC_X86_AVX512
+    /* Blocks mixing data and fill (coasts) stay on the vector path too. */
+    uint32_t fbits;
+    if (zc_x86_quant_held_f32(x + b, g, has_fill, (float)fill, q, &fbits)) {
+      __m512i dz[2];
+      if (fbits) {
+        zc_x86_deltas_held(q, fbits, e, d);
+        e->o += zc_x86_emit_clean(d, fbits, e->out + e->o);
+      } else if (zc_x86_deltas_zmm(q, e, dz)) { /* |d| < 2^15: the whole block in 16-bit lanes */
+        e->o += zc_x86_emit16(_mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(dz[0])),
+                                                 _mm512_cvtepi32_epi16(dz[1]), 1),
+                              0, e->out + e->o);
+      } else {
+        d[0] = _mm512_castsi512_si256(dz[0]);
+        d[1] = _mm512_extracti64x4_epi64(dz[0], 1);
+        d[2] = _mm512_castsi512_si256(dz[1]);
+        d[3] = _mm512_extracti64x4_epi64(dz[1], 1);
+        e->o += zc_x86_emit_clean(d, 0, e->out + e->o);
+      }
+    } else {
+#else
+    if (zc_x86_quant_f32(x + b, g, has_fill, (float)fill, q)) {
+      zc_x86_deltas(q, e, d);
+      e->o += zc_x86_emit_clean(d, 0, e->out + e->o);
+    } else {
+#endif
+      int rc = zc_chunk_compress_scalar(x + b, ZC_BLOCK, dtype, g, has_fill, fill, e);
+      if (rc != 0) return rc;
+    }
+  }
+  return b < n ? zc_chunk_compress_scalar(x + b, n - b, dtype, g, has_fill, fill, e) : 0;
 }
 
 /* A float32 chunk; nt: whole blocks stored around the caches (out 64-byte

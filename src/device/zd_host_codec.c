@@ -31,6 +31,8 @@ typedef struct {
   void* values; /* decompress output */
   uint32_t c0[ZD_MAX_THREADS + 1];
   int in_place;                       /* ranges written at off[t] in out itself */
+  int nranges;
+  size_t moved, move_total;           /* where ranges 1.. go, and their bytes */
   size_t off[ZD_MAX_THREADS + 1];
   uint8_t* scratch[ZD_MAX_THREADS];
   size_t scratch_cap[ZD_MAX_THREADS];
@@ -70,6 +72,18 @@ static void zd_decode_range(void* arg, int t, int n) {
   zd_note_error(j, t);
 }
 
+/* Thread t's share of the moves into place: bytes [t, t+1) * total / n of
+ * ranges 1.. back to back, each going to j->moved onwards. */
+static void zd_move_range(void* arg, int t, int n) {
+  zd_codec_job_t* j = arg;
+  size_t lo = j->move_total * (size_t)t / (size_t)n, hi = j->move_total * (size_t)(t + 1) / (size_t)n, at = 0;
+  for (int r = 1; r < j->nranges && at < hi; r++) {
+    size_t a = lo > at ? lo : at, b = hi < at + j->bytes[r] ? hi : at + j->bytes[r];
+    if (a < b) memcpy(j->out + j->moved + a, j->out + j->off[r] + (a - at), b - a);
+    at += j->bytes[r];
+  }
+}
+
 static int zd_threads(zd_pool_t* pool, int nthreads, uint32_t nchunks) {
   int n = zd_pool_size(pool);
   if (nthreads > 0 && nthreads < n) n = nthreads;
@@ -92,6 +106,7 @@ static zcclResult_t zd_encode(zd_pool_t* pool, zd_codec_job_t* j, uint32_t nchun
   zcclDataType_t dtype = j->is_hop ? j->ha->dtype : j->p->dtype;
   unsigned lg = j->is_hop ? j->ha->chunk_log2 : (j->p->chunk_log2 ? j->p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT);
   zd_split(j, nchunks, n);
+  j->nranges = n;
   size_t count = j->is_hop ? (size_t)j->ha->count : j->count;
   j->off[0] = j->head;
   for (int t = 0; t < n; t++) j->off[t + 1] = j->off[t] + zc_chunks_bound(count, dtype, lg, j->c0[t], j->c0[t + 1]);
@@ -108,6 +123,17 @@ static zcclResult_t zd_encode(zd_pool_t* pool, zd_codec_job_t* j, uint32_t nchun
   zd_pool_run(pool, n, zd_encode_range, j);
   ZU_CHECK_GOTO(zd_first_error(j, n, what), res, free_scratch);
   size_t at = j->head + j->bytes[0];
+  if (j->in_place) {
+    size_t end = at;
+    for (int t = 1; t < n; t++) end += j->bytes[t];
+    if (end <= j->off[1]) { /* no range lands on another's bytes: move them all at once, on every thread */
+      j->moved = at;
+      j->move_total = end - at;
+      zd_pool_run(pool, n, zd_move_range, j);
+      *size = end;
+      goto free_scratch;
+    }
+  }
   for (int t = 1; t < n; t++) {
     if (j->cap - at < j->bytes[t]) {
       res = ZU_ERROR(zcclInvalidArgument, "%s: output buffer too small (size it with zc_compress_bound)", what);
