@@ -383,14 +383,11 @@ const uint8_t* zc_chunk_ptr(const zc_header_t* h, uint32_t c) {
 }
 
 zcclResult_t zc_decompress_chunks(const zc_header_t* h, uint32_t c0, uint32_t c1, const uint8_t* chunk, void* out,
-                                  zc_progress_fn progress, void* arg) {
+                                  int stream, zc_progress_fn progress, void* arg) {
   zc_grid_t g;
   zc_grid_init(h->eb, &g);
   const zc_kernels_t* k = zc_kernels();
   size_t esize = zc_dtype_bytes(h->dtype), csize = (size_t)1 << h->chunk_log2;
-  /* A large range is written once and read later, from memory anyway:
-   * stores that bypass the caches save reading every line in first. */
-  int stream = ((uint64_t)(c1 - c0) << h->chunk_log2) * esize >= ZC_STREAM_BYTES;
   for (uint32_t c = c0; c < c1; c++) {
     uint32_t bytes = zc_get_u32(h->index + 4 * (size_t)c);
     size_t first = (size_t)c << h->chunk_log2;
@@ -418,7 +415,10 @@ zcclResult_t zc_decompress(const void* stream, size_t size, void* out, size_t ca
                            zc_progress_fn progress, void* arg) {
   zc_header_t h;
   ZU_CHECK(zc_decompress_begin(stream, size, out, cap, count, &h));
-  ZU_CHECK(zc_decompress_chunks(&h, 0, h.nchunks, h.chunks, out, progress, arg));
+  /* A large output is written once and read later, from memory anyway:
+   * stores that bypass the caches save reading every line in first. */
+  int big = h.count * zc_dtype_bytes(h.dtype) >= ZC_STREAM_BYTES;
+  ZU_CHECK(zc_decompress_chunks(&h, 0, h.nchunks, h.chunks, out, big, progress, arg));
   *count = (size_t)h.count;
   return zcclSuccess;
 }

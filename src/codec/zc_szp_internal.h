@@ -62,10 +62,6 @@ int zc_chunk_compress_gfni(const void* in, size_t n, zcclDataType_t dtype, const
 int zc_chunk_compress_avx512(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
                            double fill, zc_emit_t* e);
 
-/* Decompressing at least this many bytes in one call streams the output
- * (non-temporal stores where the kernel has them). */
-#define ZC_STREAM_BYTES ((uint64_t)8 << 20)
-
 /* Chunk kernels: decompress a chunk of n values into out; 0, or -1 when
  * malformed. stream: the output is large and not read again soon (kernels
  * may store it around the caches). */
