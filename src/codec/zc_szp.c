@@ -362,8 +362,7 @@ int zc_parse_block_values(zc_parse_t* p, const zc_header_t* h, const zc_grid_t* 
 }
 
 int zc_chunk_decompress_scalar(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                               size_t n, void* out, int stream) {
-  (void)stream;
+                               size_t n, void* out) {
   zc_parse_t p;
   if (zc_parse_begin(&p, chunk, bytes, n, h->dtype, h->has_fill) != 0) return -1;
   size_t esize = zc_dtype_bytes(h->dtype);
@@ -383,7 +382,7 @@ const uint8_t* zc_chunk_ptr(const zc_header_t* h, uint32_t c) {
 }
 
 zcclResult_t zc_decompress_chunks(const zc_header_t* h, uint32_t c0, uint32_t c1, const uint8_t* chunk, void* out,
-                                  int stream, zc_progress_fn progress, void* arg) {
+                                  zc_progress_fn progress, void* arg) {
   zc_grid_t g;
   zc_grid_init(h->eb, &g);
   const zc_kernels_t* k = zc_kernels();
@@ -392,7 +391,7 @@ zcclResult_t zc_decompress_chunks(const zc_header_t* h, uint32_t c0, uint32_t c1
     uint32_t bytes = zc_get_u32(h->index + 4 * (size_t)c);
     size_t first = (size_t)c << h->chunk_log2;
     size_t n = h->count - first < csize ? h->count - first : csize;
-    if (k->decompress(h, &g, chunk, bytes, n, (uint8_t*)out + first * esize, stream) != 0)
+    if (k->decompress(h, &g, chunk, bytes, n, (uint8_t*)out + first * esize) != 0)
       return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u is malformed or truncated", c);
     chunk += bytes;
     if (progress) progress(arg, c + 1, h->nchunks);
@@ -415,10 +414,7 @@ zcclResult_t zc_decompress(const void* stream, size_t size, void* out, size_t ca
                            zc_progress_fn progress, void* arg) {
   zc_header_t h;
   ZU_CHECK(zc_decompress_begin(stream, size, out, cap, count, &h));
-  /* A large output is written once and read later, from memory anyway:
-   * stores that bypass the caches save reading every line in first. */
-  int big = h.count * zc_dtype_bytes(h.dtype) >= ZC_STREAM_BYTES;
-  ZU_CHECK(zc_decompress_chunks(&h, 0, h.nchunks, h.chunks, out, big, progress, arg));
+  ZU_CHECK(zc_decompress_chunks(&h, 0, h.nchunks, h.chunks, out, progress, arg));
   *count = (size_t)h.count;
   return zcclSuccess;
 }

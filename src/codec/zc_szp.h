@@ -17,9 +17,6 @@ extern "C" {
 #define ZC_CHUNK_LOG2_MIN 5
 #define ZC_CHUNK_LOG2_MAX 16
 #define ZC_CHUNK_LOG2_DEFAULT 12 /* 4096 values */
-/* Decompressed outputs of this many bytes or more are streamed (written
- * with non-temporal stores where the kernels have them). */
-#define ZC_STREAM_BYTES ((uint64_t)8 << 20)
 
 typedef struct {
   zcclDataType_t dtype;  /* zcclFloat32 or zcclFloat64 */
@@ -92,11 +89,9 @@ zcclResult_t zc_compress_chunks(const zc_params_t* p, const void* in, size_t cou
 zcclResult_t zc_decompress_begin(const void* stream, size_t size, const void* out, size_t cap, const size_t* count,
                                  zc_header_t* h);
 /* Decompresses chunks [c0, c1) of a validated stream; chunk points at chunk
- * c0's bytes (zc_chunk_ptr), out is the whole output array. stream: 1 when
- * the output is large and not read again soon, so the kernels may store it
- * around the caches (zc_decompress: when it is ZC_STREAM_BYTES or more). */
+ * c0's bytes (zc_chunk_ptr), out is the whole output array. */
 zcclResult_t zc_decompress_chunks(const zc_header_t* h, uint32_t c0, uint32_t c1, const uint8_t* chunk, void* out,
-                                  int stream, zc_progress_fn progress, void* arg);
+                                  zc_progress_fn progress, void* arg);
 const uint8_t* zc_chunk_ptr(const zc_header_t* h, uint32_t c);
 /* Validates a and b and their compatibility, writes out's header. */
 zcclResult_t zc_hop_begin(zcclRedOp_t op, const void* a, size_t a_size, const void* b, size_t b_size, void* out,

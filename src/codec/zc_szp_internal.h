@@ -63,18 +63,17 @@ int zc_chunk_compress_avx512(const void* in, size_t n, zcclDataType_t dtype, con
                            double fill, zc_emit_t* e);
 
 /* Chunk kernels: decompress a chunk of n values into out; 0, or -1 when
- * malformed. stream: the output is large and not read again soon (kernels
- * may store it around the caches). */
+ * malformed. */
 typedef int (*zc_chunk_decompress_fn)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk,
-                                      size_t bytes, size_t n, void* out, int stream);
+                                      size_t bytes, size_t n, void* out);
 int zc_chunk_decompress_scalar(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                               size_t n, void* out, int stream);
+                               size_t n, void* out);
 int zc_chunk_decompress_avx2(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                             size_t n, void* out, int stream);
+                             size_t n, void* out);
 int zc_chunk_decompress_gfni(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                             size_t n, void* out, int stream);
+                             size_t n, void* out);
 int zc_chunk_decompress_avx512(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                             size_t n, void* out, int stream);
+                             size_t n, void* out);
 /* Parses the next block and writes its values at out; the values written,
  * or -1. */
 int zc_parse_block_values(zc_parse_t* p, const zc_header_t* h, const zc_grid_t* g, void* out);

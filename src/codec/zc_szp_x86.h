@@ -529,16 +529,10 @@ static inline __m512i zc_x86_signed16(__m512i mag, uint32_t neg) {
   return _mm512_mask_sub_epi16(mag, neg, _mm512_setzero_si512(), mag);
 }
 
-/* 16 floats at y; nt: around the caches (y 64-byte aligned). */
-static inline void zc_x86_store_f32(float* y, __m512 v, int nt) {
-  if (nt) _mm512_stream_ps(y, v);
-  else _mm512_storeu_ps(y, v);
-}
-
 /* Float32 values of a block parsed by zc_x86_parse16: q (|q| < 2^30) plus
  * the running sum of the deltas, as zc_x86_values_f32. */
 static inline void zc_x86_values16_f32(__m512i mag, uint32_t neg, int32_t* q, const zc_grid_t* g, float divisor,
-                                       uint32_t fbits, float fill, float* y, int nt) {
+                                       uint32_t fbits, float fill, float* y) {
   const __m512 fv = _mm512_set1_ps(fill);
   const __m512 step = _mm512_set1_ps(g->step_f), div = _mm512_set1_ps(divisor);
   const __m512i zero = _mm512_setzero_si512();
@@ -550,7 +544,7 @@ static inline void zc_x86_values16_f32(__m512i mag, uint32_t neg, int32_t* q, co
     __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(x), step);
     if (divisor != 1.0f) r = _mm512_div_ps(r, div);
     r = _mm512_mask_blend_ps((__mmask16)(fbits >> (16 * h)), r, fv); /* fill is not divided */
-    zc_x86_store_f32(y + 16 * h, r, nt);
+    _mm512_storeu_ps(y + 16 * h, r);
   }
   *q = _mm512_cvtsi512_si32(carry);
 }
@@ -626,14 +620,9 @@ int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtyp
   return b < n ? zc_chunk_compress_scalar(x + b, n - b, dtype, g, has_fill, fill, e) : 0;
 }
 
-/* A float32 chunk; nt: whole blocks stored around the caches (out 64-byte
- * aligned; whole blocks are 128 bytes, so it stays aligned). */
-static inline __attribute__((always_inline)) int zc_x86_decompress_f32(const zc_header_t* h, const zc_grid_t* g,
-                                                                       const uint8_t* chunk, size_t bytes, size_t n,
-                                                                       void* out, int nt) {
-#if !ZC_X86_AVX512
-  (void)nt;
-#endif
+int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
+                             size_t n, void* out) {
+  if (h->dtype != zcclFloat32) return zc_chunk_decompress_scalar(h, g, chunk, bytes, n, out);
   zc_parse_t p;
   if (zc_parse_begin(&p, chunk, bytes, n, h->dtype, h->has_fill) != 0) return -1;
   float* y = out;
@@ -653,8 +642,8 @@ static inline __attribute__((always_inline)) int zc_x86_decompress_f32(const zc_
     if (p.left >= ZC_BLOCK && p.o < p.size && p.in[p.o] == 0) { /* W 0, no sign plane: every value the running one */
       float r = (float)p.q * g->step_f;
       if (h->divisor > 1) r = r / divisor;
-      zc_x86_store_f32(y, _mm512_set1_ps(r), nt);
-      zc_x86_store_f32(y + 16, _mm512_set1_ps(r), nt);
+      _mm512_storeu_ps(y, _mm512_set1_ps(r));
+      _mm512_storeu_ps(y + 16, _mm512_set1_ps(r));
       p.o++;
       p.left -= ZC_BLOCK;
       y += ZC_BLOCK;
@@ -667,7 +656,7 @@ static inline __attribute__((always_inline)) int zc_x86_decompress_f32(const zc_
       if (used < 0) return -1;
       if (used > 0) {
         int32_t q = (int32_t)p.q;
-        zc_x86_values16_f32(mag, neg, &q, g, divisor, fb, (float)h->fill, y, nt);
+        zc_x86_values16_f32(mag, neg, &q, g, divisor, fb, (float)h->fill, y);
         p.o += (size_t)used;
         p.q = q;
         p.left -= ZC_BLOCK;
@@ -696,19 +685,6 @@ static inline __attribute__((always_inline)) int zc_x86_decompress_f32(const zc_
     y += nv;
   }
   return p.o == bytes ? 0 : -1;
-}
-
-int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                             size_t n, void* out, int stream) {
-  if (h->dtype != zcclFloat32) return zc_chunk_decompress_scalar(h, g, chunk, bytes, n, out, stream);
-#if ZC_X86_AVX512
-  if (stream && ((uintptr_t)out & 63) == 0) {
-    int rc = zc_x86_decompress_f32(h, g, chunk, bytes, n, out, 1);
-    _mm_sfence();
-    return rc;
-  }
-#endif
-  return zc_x86_decompress_f32(h, g, chunk, bytes, n, out, 0);
 }
 
 /* Moves a parser past a block parsed on the vector path: its running value

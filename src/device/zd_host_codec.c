@@ -30,7 +30,6 @@ typedef struct {
   /* decompress */
   const zc_header_t* h;
   void* values;
-  int stream;
   /* hop */
   zcclRedOp_t op;
   const zc_header_t *ha, *hb;
@@ -145,7 +144,7 @@ static void zd_decode_batches(void* arg, int t, int n) {
   uint32_t c0, c1;
   (void)n;
   while (zd_claim(j, t, &c0, &c1))
-    zd_note_error(j, t, zc_decompress_chunks(j->h, c0, c1, j->h->chunks + j->at_a[c0], j->values, j->stream, NULL, NULL),
+    zd_note_error(j, t, zc_decompress_chunks(j->h, c0, c1, j->h->chunks + j->at_a[c0], j->values, NULL, NULL),
                   c0);
 }
 
@@ -299,7 +298,6 @@ zcclResult_t zd_host_decompress(zd_pool_t* pool, int nthreads, const void* strea
   ZU_RETURN_ERR_IF(j == NULL, zcclSystemError, "zd_host_decompress: out of memory");
   j->h = &h;
   j->values = out;
-  j->stream = h.count * (h.dtype == zcclFloat32 ? 4 : 8) >= ZC_STREAM_BYTES;
   j->at_a = zd_chunk_offsets(&h);
   if (j->at_a == NULL) {
     res = ZU_ERROR(zcclSystemError, "zd_host_decompress: out of memory");

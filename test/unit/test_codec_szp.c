@@ -11,7 +11,6 @@
 #include "zc_szp.h"
 #include "zc_simd.h"
 #include "zc_szp_block.h"
-#include "zc_szp_internal.h"
 #include "zccl_data.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -515,41 +514,6 @@ static void test_progress(void) {
   free(s);
 }
 
-/* A decompression large enough to stream its output (non-temporal stores
- * on the AVX-512 level) gives the bytes of every other level, aligned or
- * not, with blocks of every kind (zero, narrow, wide, fill, exceptions). */
-static void test_streamed_output(void) {
-  const size_t n = (ZC_STREAM_BYTES / 4) * 5 / 4 + 77;
-  float* x = malloc(n * 4);
-  for (size_t i = 0; i < n; i++) {
-    double v = 20.0 * sin((double)i * 0.001) + (i % 5000 < 300 ? 0.0 : urand() * (i % 3000 < 100 ? 50.0 : 0.01));
-    x[i] = i % 4096 < 64 ? 0.0f : i % 100000 == 7 ? NAN : i % 9000 < 40 ? -1e34f : (float)v;
-  }
-  zc_params_t p = {zcclFloat32, 1e-3, 1, -1e34, 0};
-  size_t cap = zc_compress_bound(n, zcclFloat32, 0), size, got;
-  uint8_t* s = malloc(cap);
-  CHECK_RES(zc_compress(&p, x, n, s, cap, &size, NULL, NULL), zcclSuccess);
-  float* ref = malloc(n * 4);
-  float* y = malloc(n * 4 + 64);
-  float* ya = (float*)(((uintptr_t)y + 63) & ~(uintptr_t)63);
-  int level = zc_simd_get();
-  CHECK(zc_simd_set(ZC_SIMD_SCALAR) == 0);
-  CHECK_RES(zc_decompress(s, size, ref, n, &got, NULL, NULL), zcclSuccess);
-  for (int l = 0; l < ZC_SIMD_NUM; l++) {
-    if (zc_simd_set(l) != 0) continue;
-    for (int shift = 0; shift < 2; shift++) {
-      memset(ya, 0, n * 4);
-      CHECK_RES(zc_decompress(s, size, ya + shift, n, &got, NULL, NULL), zcclSuccess);
-      CHECK(got == n && memcmp(ya + shift, ref, n * 4) == 0);
-    }
-  }
-  zc_simd_set(level);
-  free(x);
-  free(s);
-  free(ref);
-  free(y);
-}
-
 int main(void) {
   test_block_round_trip();
   test_grid_edges();
@@ -561,7 +525,6 @@ int main(void) {
   test_hsum_chain(zcclFloat32, 1e-6); /* widths past the vector path */
   test_bad_streams();
   test_progress();
-  test_streamed_output();
   printf("%ld values checked against their bound; kernels: %s (best %s)\n", checked_values,
          zc_simd_name(zc_simd_get()), zc_simd_name(zc_simd_best()));
   TEST_DONE();
