@@ -394,7 +394,7 @@ static inline __m512i zc_x86_lanes(const int8_t b[16]) {
  * takes another), -1 when malformed. */
 static inline __attribute__((always_inline)) int zc_x86_parse16(const uint8_t* in, size_t avail, int allow_fill,
                                                                 int wmax, __m512i* mag, uint32_t* neg,
-                                                                uint32_t* fbits) {
+                                                                uint32_t* fbits, int* canon) {
   static const int8_t rev[16] = {7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8};
   static const int8_t words[16] = {0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15};
   if (avail < 1) return -1;
@@ -441,10 +441,16 @@ static inline __attribute__((always_inline)) int zc_x86_parse16(const uint8_t* i
   }
   if (avail < (size_t)(o + total)) return -1;
   __m512i p = _mm512_maskz_expand_epi8(m, _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, (unsigned)total), in + o));
+  if (canon) /* every sub-group's top plane non-zero (W <= 15: m's groups stop below bit 15) */
+    *canon = (m & ~(m >> 1) & ~_mm512_test_epi8_mask(p, p)) == 0;
   p = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64((long long)0x8040201008040201ull),
                                     _mm512_shuffle_epi8(p, zc_x86_lanes(rev)), 0);
   *mag = _mm512_shuffle_epi8(p, zc_x86_lanes(words));
   if (has_f && (_mm512_test_epi16_mask(*mag, *mag) & *fbits)) return -1; /* fill holds the track */
+  if (canon && smode == ZC_SMODE_PLANE) { /* signs on non-zero deltas only, both kinds present */
+    uint32_t nz = _mm512_test_epi16_mask(*mag, *mag);
+    *canon = *canon && (ng & ~nz) == 0 && (ng & nz) != 0 && (nz & ~ng) != 0;
+  }
   *neg = ng;
   return o + total;
 }
@@ -652,7 +658,7 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
     if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
       __m512i mag;
       uint32_t neg, fb;
-      used = zc_x86_parse16(p.in + p.o, p.size - p.o, h->has_fill, 16, &mag, &neg, &fb);
+      used = zc_x86_parse16(p.in + p.o, p.size - p.o, h->has_fill, 16, &mag, &neg, &fb, NULL);
       if (used < 0) return -1;
       if (used > 0) {
         int32_t q = (int32_t)p.q;
@@ -695,6 +701,106 @@ static inline void zc_x86_advance(zc_parse_t* p, const __m256i d[4], int used) {
   p->left -= ZC_BLOCK;
 }
 
+#if ZC_X86_AVX512
+/* SUM of block pairs on 16-bit lanes while both blocks are narrow (W <= 14:
+ * sums below 2^15) and the result is in step with the inputs (*sync; or no
+ * ordinary position yet): see zc_chunk_hop. Works on local copies of the
+ * cursors (stores of output bytes may alias anything), stops at the first
+ * pair it does not take; 0 or a ZC_RC_ error. */
+static inline __attribute__((always_inline)) int zc_x86_hop16_run(zc_parse_t* pa, zc_parse_t* pb, zc_emit_t* e,
+                                                                  __m512i* acc_a, __m512i* acc_b, int* sync) {
+  const __m512i zero = _mm512_setzero_si512(), ones = _mm512_set1_epi16(1);
+  const uint8_t *ia = pa->in, *ib = pb->in;
+  const size_t sa = pa->size, sb = pb->size, ecap = e->cap, need = ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4;
+  size_t oa = pa->o, ob = pb->o, left = pa->left, eo = e->o;
+  uint8_t* out = e->out;
+  __m512i aa = *acc_a, ab = *acc_b;
+  int rc = 0;
+  while (left >= ZC_BLOCK) {
+    if (oa < sa && ob < sb && ia[oa] == 0 && ib[ob] == 0) {
+      /* Both blocks all zero deltas (land, calm): so is the sum. */
+      if (ecap - eo < need) {
+        rc = ZC_RC_SPACE;
+        break;
+      }
+      if (!e->have_prev) {
+        e->base = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q);
+        e->have_prev = 1;
+        *sync = 1;
+      }
+      out[eo++] = 0;
+      oa++;
+      ob++;
+      left -= ZC_BLOCK;
+      continue;
+    }
+    int za = oa < sa && ia[oa] == 0, zb = ob < sb && ib[ob] == 0;
+    if ((za || zb) && e->have_prev) {
+      /* One block all zero deltas: the sum is the other block, byte for
+       * byte when that one is canonical (what the encoder writes). */
+      __m512i m;
+      uint32_t ng, f;
+      int canon = 0;
+      int u = za ? zc_x86_parse16(ib + ob, sb - ob, 0, 14, &m, &ng, &f, &canon)
+                 : zc_x86_parse16(ia + oa, sa - oa, 0, 14, &m, &ng, &f, &canon);
+      if (u < 0) {
+        rc = ZC_RC_MALFORMED;
+        break;
+      }
+      if (u > 0 && canon) {
+        if (ecap - eo < need) {
+          rc = ZC_RC_SPACE;
+          break;
+        }
+        __m512i t = _mm512_madd_epi16(zc_x86_signed16(m, ng), ones);
+        if (za) ab = _mm512_add_epi32(ab, t);
+        else aa = _mm512_add_epi32(aa, t);
+        _mm512_storeu_si512(out + eo, _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, (unsigned)u), za ? ib + ob : ia + oa));
+        eo += (size_t)u;
+        oa += za ? 1 : (size_t)u;
+        ob += za ? (size_t)u : 1;
+        left -= ZC_BLOCK;
+        continue;
+      }
+    }
+    __m512i ma, mb = zero;
+    uint32_t na, nb = 0, fa, fb;
+    int ua = zc_x86_parse16(ia + oa, sa - oa, 0, 14, &ma, &na, &fa, NULL);
+    int ub = ua > 0 ? zc_x86_parse16(ib + ob, sb - ob, 0, 14, &mb, &nb, &fb, NULL) : 0;
+    if (ua < 0 || ub < 0) {
+      rc = ZC_RC_MALFORMED;
+      break;
+    }
+    if (ua == 0 || ub == 0) break;
+    if (ecap - eo < need) {
+      rc = ZC_RC_SPACE;
+      break;
+    }
+    __m512i da = zc_x86_signed16(ma, na), db = zc_x86_signed16(mb, nb), dr = _mm512_add_epi16(da, db);
+    aa = _mm512_add_epi32(aa, _mm512_madd_epi16(da, ones));
+    ab = _mm512_add_epi32(ab, _mm512_madd_epi16(db, ones));
+    if (!e->have_prev) { /* the chunk's first ordinary position: base, delta 0 */
+      int16_t first = (int16_t)_mm_extract_epi16(_mm512_castsi512_si128(dr), 0);
+      e->base = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q + (uint64_t)(int64_t)first);
+      e->have_prev = 1;
+      dr = _mm512_mask_mov_epi16(dr, 1, zero);
+      *sync = 1;
+    }
+    eo += zc_x86_emit16(dr, 0, out + eo);
+    oa += (size_t)ua;
+    ob += (size_t)ub;
+    left -= ZC_BLOCK;
+  }
+  pa->o = oa;
+  pb->o = ob;
+  pa->left = pb->left = left;
+  e->o = eo;
+  *acc_a = aa;
+  *acc_b = ab;
+  return rc;
+}
+#endif
+
 int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
                       zc_emit_t* e) {
   if (op != zcclSum || h->dtype != zcclFloat32) return zc_chunk_hop_scalar(op, h, g, pa, pb, e);
@@ -705,7 +811,7 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
    * lane by lane with no lag to correct, and the running values are only
    * reduced when another path needs them. */
   int sync = 0;
-  const __m512i zero = _mm512_setzero_si512(), ones = _mm512_set1_epi16(1);
+  const __m512i zero = _mm512_setzero_si512();
   __m512i acc_a = zero, acc_b = zero;
 #define ZC_X86_HOP_FLUSH()                                                                 \
   do {                                                                                     \
@@ -723,45 +829,9 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
     if (pa->left >= ZC_BLOCK) {
       if (!sync && e->have_prev && (uint64_t)e->prev == (uint64_t)pa->q + (uint64_t)pb->q) sync = 1;
       if (sync || !e->have_prev) {
-        if (pa->o < pa->size && pb->o < pb->size && pa->in[pa->o] == 0 && pb->in[pb->o] == 0) {
-          /* Both blocks all zero deltas (land, calm): so is the sum. */
-          if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
-          if (!e->have_prev) {
-            e->base = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q);
-            e->have_prev = 1;
-            sync = 1;
-          }
-          e->out[e->o++] = 0;
-          pa->o++;
-          pb->o++;
-          pa->left -= ZC_BLOCK;
-          pb->left -= ZC_BLOCK;
-          continue;
-        }
-        __m512i ma, mb = zero;
-        uint32_t na, nb = 0, fa, fb;
-        int ua = zc_x86_parse16(pa->in + pa->o, pa->size - pa->o, 0, 14, &ma, &na, &fa);
-        int ub = ua > 0 ? zc_x86_parse16(pb->in + pb->o, pb->size - pb->o, 0, 14, &mb, &nb, &fb) : 0;
-        if (ua < 0 || ub < 0) return ZC_RC_MALFORMED;
-        if (ua > 0 && ub > 0) {
-          if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
-          __m512i da = zc_x86_signed16(ma, na), db = zc_x86_signed16(mb, nb), dr = _mm512_add_epi16(da, db);
-          acc_a = _mm512_add_epi32(acc_a, _mm512_madd_epi16(da, ones));
-          acc_b = _mm512_add_epi32(acc_b, _mm512_madd_epi16(db, ones));
-          if (!e->have_prev) { /* the chunk's first ordinary position: base, delta 0 */
-            int16_t first = (int16_t)_mm_extract_epi16(_mm512_castsi512_si128(dr), 0);
-            e->base = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q + (uint64_t)(int64_t)first);
-            e->have_prev = 1;
-            dr = _mm512_mask_mov_epi16(dr, 1, zero);
-            sync = 1;
-          }
-          e->o += zc_x86_emit16(dr, 0, e->out + e->o);
-          pa->o += (size_t)ua;
-          pb->o += (size_t)ub;
-          pa->left -= ZC_BLOCK;
-          pb->left -= ZC_BLOCK;
-          continue;
-        }
+        int rc = zc_x86_hop16_run(pa, pb, e, &acc_a, &acc_b, &sync);
+        if (rc != 0) return rc;
+        if (pa->left == 0) break;
       }
     }
     ZC_X86_HOP_FLUSH();
