@@ -53,6 +53,10 @@ static inline __m256i zc_x86_transpose8x8(__m256i v) {
  * (fbits, delta 0): exactly zc_block_encode's bytes for such a block. */
 static inline __attribute__((always_inline)) size_t zc_x86_emit_clean(const __m256i d[4], uint32_t fbits, uint8_t* out) {
   const __m256i zero = _mm256_setzero_si256();
+  if (fbits == 0xffffffffu) { /* every position fill (a sum's, from both inputs): their deltas are 0 */
+    out[0] = ZC_W_ALLFILL;
+    return 1;
+  }
   uint32_t neg = 0, pos = 0;
   __m256i mag[4];
   int sw[4], W = 0;
