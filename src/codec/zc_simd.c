@@ -24,7 +24,8 @@ int zc_simd_best(void) {
   int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
   int gfni = avx2 && __builtin_cpu_supports("gfni");
   if (gfni && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("popcnt"))
     return ZC_SIMD_AVX512;
   if (gfni) return ZC_SIMD_GFNI;
   if (avx2) return ZC_SIMD_AVX2;

@@ -28,6 +28,17 @@ size_t zc_compress_bound(size_t count, zcclDataType_t dtype, unsigned chunk_log2
   return ZC_HEADER_BYTES + nchunks * (4 + 8) + nblocks * (ZC_BLOCK_MAX_CODED + ZC_BLOCK * esize);
 }
 
+size_t zc_chunks_bound(size_t count, zcclDataType_t dtype, unsigned chunk_log2, uint32_t c0, uint32_t c1) {
+  if (chunk_log2 == 0) chunk_log2 = ZC_CHUNK_LOG2_DEFAULT;
+  size_t first = (size_t)c0 << chunk_log2, end = (size_t)c1 << chunk_log2, nc = c1 - c0;
+  if (end > count) end = count;
+  if (first >= end) return 0;
+  /* Ranges start on chunk, hence block, boundaries: only the last chunk of
+   * the stream has a partial block beyond its share. */
+  size_t nblocks = (end - first + ZC_BLOCK - 1) / ZC_BLOCK + nc;
+  return nc * 8 + nblocks * (ZC_BLOCK_MAX_CODED + ZC_BLOCK * zc_dtype_bytes(dtype));
+}
+
 static void zc_header_write(uint8_t* o, zcclDataType_t dtype, uint64_t count, double eb, int has_fill,
                             double fill, unsigned chunk_log2, uint32_t nchunks, uint32_t divisor) {
   memcpy(o, zc_magic, 4);

@@ -48,6 +48,12 @@ typedef void (*zc_progress_fn)(void* arg, uint32_t done, uint32_t total);
 /* Largest stream compress can produce for count values. */
 size_t zc_compress_bound(size_t count, zcclDataType_t dtype, unsigned chunk_log2);
 
+/* Largest bytes chunks [c0, c1) of a stream of count values can take: their
+ * share of zc_compress_bound (without header and index), so that the shares
+ * of consecutive ranges add up to at most the whole bound less the header
+ * and index. Also bounds a homomorphic result's chunks. */
+size_t zc_chunks_bound(size_t count, zcclDataType_t dtype, unsigned chunk_log2, uint32_t c0, uint32_t c1);
+
 /* Compresses count values into out (capacity cap); *size receives the
  * stream's bytes. zcclInvalidArgument for bad parameters or a too small out. */
 zcclResult_t zc_compress(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,

@@ -53,6 +53,10 @@ static inline __m256i zc_x86_transpose8x8(__m256i v) {
  * (fbits, delta 0): exactly zc_block_encode's bytes for such a block. */
 static inline __attribute__((always_inline)) size_t zc_x86_emit_clean(const __m256i d[4], uint32_t fbits, uint8_t* out) {
   const __m256i zero = _mm256_setzero_si256();
+  if (fbits == 0xffffffffu) { /* every position fill (a sum's, from both inputs): their deltas are 0 */
+    out[0] = ZC_W_ALLFILL;
+    return 1;
+  }
   uint32_t neg = 0, pos = 0;
   __m256i mag[4];
   int sw[4], W = 0;
@@ -224,38 +228,6 @@ static inline void zc_x86_deltas(const __m256i q[4], zc_emit_t* e, __m256i d[4])
   e->prev = _mm256_cvtsi256_si32(carry);
 }
 
-int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
-                           double fill, zc_emit_t* e) {
-  if (dtype != zcclFloat32) return zc_chunk_compress_scalar(in, n, dtype, g, has_fill, fill, e);
-  const float* x = in;
-  size_t b = 0;
-  for (; b + ZC_BLOCK <= n; b += ZC_BLOCK) {
-    if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
-    __m256i q[4], d[4];
-    if (has_fill && zc_x86_all_equal_f32(x + b, (float)fill)) {
-      e->out[e->o++] = ZC_W_ALLFILL; /* land, missing data: one byte */
-      continue;
-    }
-#if ZC_X86_AVX512
-    /* Blocks mixing data and fill (coasts) stay on the vector path too. */
-    uint32_t fbits;
-    if (zc_x86_quant_held_f32(x + b, g, has_fill, (float)fill, q, &fbits)) {
-      if (fbits) zc_x86_deltas_held(q, fbits, e, d);
-      else zc_x86_deltas(q, e, d);
-      e->o += zc_x86_emit_clean(d, fbits, e->out + e->o);
-    } else {
-#else
-    if (zc_x86_quant_f32(x + b, g, has_fill, (float)fill, q)) {
-      zc_x86_deltas(q, e, d);
-      e->o += zc_x86_emit_clean(d, 0, e->out + e->o);
-    } else {
-#endif
-      int rc = zc_chunk_compress_scalar(x + b, ZC_BLOCK, dtype, g, has_fill, fill, e);
-      if (rc != 0) return rc;
-    }
-  }
-  return b < n ? zc_chunk_compress_scalar(x + b, n - b, dtype, g, has_fill, fill, e) : 0;
-}
 
 /* Lanes j = bit j of byte (0 or 1). */
 static inline __m256i zc_x86_bits(uint32_t byte) {
@@ -281,6 +253,7 @@ static inline __m256i zc_x86_scan(__m256i x, __m256i* carry) {
  * the vector path takes (the caller goes scalar), -1 when malformed. */
 static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_t* in, size_t avail, int allow_fill, __m256i d[4],
                                      uint32_t* fbits) {
+  if (avail < 1) return -1;
   int W = in[0] & 63, smode = in[0] >> 6, o = 1, has_f = 0;
   *fbits = 0;
   if (W > 24) return 0;
@@ -406,6 +379,185 @@ static inline void zc_x86_values_f32(const __m256i d[4], int32_t* q, const zc_gr
   }
   *q = _mm512_cvtsi512_si32(carry);
 }
+
+/* ---- a whole block in one register: 32 x 16-bit lanes (VBMI2) ----------
+ * Sub-group k is 128-bit lane k. Planes <-> magnitudes go through one
+ * byte expand/compress (vpexpandb/vpcompressb: sub-group k's planes at bytes
+ * 16k...), one in-lane shuffle and one GF2P8AFFINE transpose, with no
+ * branch on the widths. */
+
+/* 16 bytes repeated in every 128-bit lane. */
+static inline __m512i zc_x86_lanes(const int8_t b[16]) {
+  return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)b));
+}
+
+/* Parses one full block of widths at most wmax (<= 16) with no exceptions
+ * (a fill bitmap only when allow_fill) into its magnitudes (32 x u16), its
+ * sign plane and fill bitmap, with the checks of zc_block_decode. Returns the
+ * block's bytes, 0 when the block is not one this path takes (the caller
+ * takes another), -1 when malformed. */
+static inline __attribute__((always_inline)) int zc_x86_parse16(const uint8_t* in, size_t avail, int allow_fill,
+                                                                int wmax, __m512i* mag, uint32_t* neg,
+                                                                uint32_t* fbits, int* canon) {
+  static const int8_t rev[16] = {7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8};
+  static const int8_t words[16] = {0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15};
+  if (avail < 1) return -1;
+  int W = in[0] & 63, smode = in[0] >> 6, o = 1, has_f = 0;
+  *fbits = 0;
+  if (W > wmax) return 0;
+  if (smode == ZC_SMODE_EXT) {
+    if (!allow_fill || avail < 2) return 0;
+    int e = in[1];
+    if ((e & 0xf0) || (e & 3) == ZC_SMODE_EXT || (e & (ZC_EXT_EXC | ZC_EXT_FILL)) != ZC_EXT_FILL) return 0;
+    smode = e & 3;
+    has_f = 1;
+    o = 2;
+  }
+  uint64_t m = 0;
+  int total = 0;
+  if (W == 0) {
+    if (smode != ZC_SMODE_POS) return -1;
+  } else {
+    if (avail < (size_t)o + 2) return -1;
+    unsigned nib = in[o] | (unsigned)in[o + 1] << 8;
+    int base = W > 15 ? W - 15 : 0, top = 0;
+    for (int k = 0; k < 4; k++) {
+      int sw = base + (int)((nib >> (4 * k)) & 15);
+      if (sw > W) return -1;
+      top = sw > top ? sw : top;
+      total += sw;
+      m |= (uint64_t)((1u << sw) - 1) << (16 * k);
+    }
+    if (top != W) return -1;
+    o += 2;
+  }
+  uint32_t ng = smode == ZC_SMODE_NEG ? 0xffffffffu : 0;
+  if (smode == ZC_SMODE_PLANE) {
+    if (avail < (size_t)o + 4) return -1;
+    memcpy(&ng, in + o, 4);
+    o += 4;
+  }
+  if (has_f) {
+    if (avail < (size_t)o + 4) return -1;
+    memcpy(fbits, in + o, 4);
+    o += 4;
+    if (*fbits == 0) return -1;
+  }
+  if (avail < (size_t)(o + total)) return -1;
+  __m512i p = _mm512_maskz_expand_epi8(m, _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, (unsigned)total), in + o));
+  if (canon) /* every sub-group's top plane non-zero (W <= 15: m's groups stop below bit 15) */
+    *canon = (m & ~(m >> 1) & ~_mm512_test_epi8_mask(p, p)) == 0;
+  p = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64((long long)0x8040201008040201ull),
+                                    _mm512_shuffle_epi8(p, zc_x86_lanes(rev)), 0);
+  *mag = _mm512_shuffle_epi8(p, zc_x86_lanes(words));
+  if (has_f && (_mm512_test_epi16_mask(*mag, *mag) & *fbits)) return -1; /* fill holds the track */
+  if (canon && smode == ZC_SMODE_PLANE) { /* signs on non-zero deltas only, both kinds present */
+    uint32_t nz = _mm512_test_epi16_mask(*mag, *mag);
+    *canon = *canon && (ng & ~nz) == 0 && (ng & nz) != 0 && (nz & ~ng) != 0;
+  }
+  *neg = ng;
+  return o + total;
+}
+
+/* Writes a block whose 32 deltas (16-bit lanes, |d| < 2^15) are ordinary
+ * or fill (fbits, delta 0): exactly zc_block_encode's bytes. Needs 64 bytes
+ * of room past the planes (the caller's ZC_BLOCK_MAX_CODED). */
+static inline __attribute__((always_inline)) size_t zc_x86_emit16(__m512i d, uint32_t fbits, uint8_t* out) {
+  static const int8_t bytes[16] = {14, 12, 10, 8, 6, 4, 2, 0, 15, 13, 11, 9, 7, 5, 3, 1};
+  if (fbits == 0xffffffffu) { /* every position fill: their deltas are 0 */
+    out[0] = ZC_W_ALLFILL;
+    return 1;
+  }
+  uint32_t neg = _mm512_movepi16_mask(d), pos = _mm512_cmpgt_epi16_mask(d, _mm512_setzero_si512());
+  /* Low bytes then high bytes of sub-group k's magnitudes (reversed, as the
+   * transpose wants) in lane k, then planes 0-7 and 8-15. */
+  __m512i p = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64((long long)0x8040201008040201ull),
+                                            _mm512_shuffle_epi8(_mm512_abs_epi16(d), zc_x86_lanes(bytes)), 0);
+  /* Planes below each sub-group's highest non-zero one. */
+  uint64_t m = _mm512_test_epi8_mask(p, p);
+  m |= (m >> 1) & 0x7fff7fff7fff7fffull;
+  m |= (m >> 2) & 0x3fff3fff3fff3fffull;
+  m |= (m >> 4) & 0x0fff0fff0fff0fffull;
+  m |= (m >> 8) & 0x00ff00ff00ff00ffull;
+  int sw0 = __builtin_popcountll(m & 0xffff), sw1 = __builtin_popcountll(m & 0xffff0000ull);
+  int sw2 = __builtin_popcountll(m & 0xffff00000000ull), sw3 = __builtin_popcountll(m >> 48);
+  int W = sw0 > sw1 ? sw0 : sw1, W23 = sw2 > sw3 ? sw2 : sw3;
+  W = W > W23 ? W : W23;
+  int smode = neg == 0 ? ZC_SMODE_POS : (pos == 0 ? ZC_SMODE_NEG : ZC_SMODE_PLANE);
+  size_t o = 0;
+  if (fbits) {
+    out[o++] = (uint8_t)(W | (ZC_SMODE_EXT << 6));
+    out[o++] = (uint8_t)(smode | ZC_EXT_FILL);
+  } else {
+    out[o++] = (uint8_t)(W | (smode << 6));
+  }
+  if (W == 0) {
+    if (fbits) {
+      memcpy(out + o, &fbits, 4);
+      o += 4;
+    }
+    return o;
+  }
+  out[o++] = (uint8_t)(sw0 | sw1 << 4);
+  out[o++] = (uint8_t)(sw2 | sw3 << 4);
+  if (smode == ZC_SMODE_PLANE) {
+    memcpy(out + o, &neg, 4);
+    o += 4;
+  }
+  if (fbits) {
+    memcpy(out + o, &fbits, 4);
+    o += 4;
+  }
+  _mm512_storeu_si512(out + o, _mm512_maskz_compress_epi8(m, p));
+  return o + (size_t)(sw0 + sw1 + sw2 + sw3);
+}
+
+/* Deltas of 32 integers (|q| < 2^30) against the emitter's running value,
+ * as 2 x 16 lanes; 1 when every one is below 2^15 in magnitude. */
+static inline int zc_x86_deltas_zmm(const __m256i q[4], zc_emit_t* e, __m512i d[2]) {
+  __m512i q0 = _mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1);
+  __m512i q1 = _mm512_inserti64x4(_mm512_castsi256_si512(q[2]), q[3], 1);
+  if (!e->have_prev) {
+    e->base = e->prev = _mm512_cvtsi512_si32(q0);
+    e->have_prev = 1;
+  }
+  d[0] = _mm512_sub_epi32(q0, _mm512_alignr_epi32(q0, _mm512_set1_epi32((int32_t)e->prev), 15));
+  d[1] = _mm512_sub_epi32(q1, _mm512_alignr_epi32(q1, q0, 15));
+  e->prev = _mm_extract_epi32(_mm512_extracti32x4_epi32(q1, 3), 3);
+  __m512i m = _mm512_or_si512(_mm512_abs_epi32(d[0]), _mm512_abs_epi32(d[1]));
+  return _mm512_test_epi32_mask(m, _mm512_set1_epi32((int32_t)0xffff8000u)) == 0;
+}
+
+/* Sum of 16 int32 lanes, in 64 bits. */
+static inline int64_t zc_x86_reduce32(__m512i v) {
+  return _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)),
+                                                  _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1))));
+}
+
+/* Signed deltas from magnitudes and a sign plane. */
+static inline __m512i zc_x86_signed16(__m512i mag, uint32_t neg) {
+  return _mm512_mask_sub_epi16(mag, neg, _mm512_setzero_si512(), mag);
+}
+
+/* Float32 values of a block parsed by zc_x86_parse16: q (|q| < 2^30) plus
+ * the running sum of the deltas, as zc_x86_values_f32. */
+static inline void zc_x86_values16_f32(__m512i mag, uint32_t neg, int32_t* q, const zc_grid_t* g, float divisor,
+                                       uint32_t fbits, float fill, float* y) {
+  const __m512 fv = _mm512_set1_ps(fill);
+  const __m512 step = _mm512_set1_ps(g->step_f), div = _mm512_set1_ps(divisor);
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i carry = _mm512_set1_epi32(*q);
+  for (int h = 0; h < 2; h++) {
+    __m512i m = _mm512_cvtepu16_epi32(h ? _mm512_extracti64x4_epi64(mag, 1) : _mm512_castsi512_si256(mag));
+    m = _mm512_mask_sub_epi32(m, (__mmask16)(neg >> (16 * h)), zero, m);
+    __m512i x = zc_x86_scan16(m, &carry);
+    __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(x), step);
+    if (divisor != 1.0f) r = _mm512_div_ps(r, div);
+    r = _mm512_mask_blend_ps((__mmask16)(fbits >> (16 * h)), r, fv); /* fill is not divided */
+    _mm512_storeu_ps(y + 16 * h, r);
+  }
+  *q = _mm512_cvtsi512_si32(carry);
+}
 #else
 /* q (|q| < 2^30) plus the running sum of d, as float32 values. */
 static inline void zc_x86_values_f32(const __m256i d[4], int32_t* q, const zc_grid_t* g, float divisor,
@@ -433,6 +585,51 @@ static inline int32_t zc_x86_sum(const __m256i d[4]) {
   return _mm_cvtsi128_si32(t);
 }
 
+int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
+                           double fill, zc_emit_t* e) {
+  if (dtype != zcclFloat32) return zc_chunk_compress_scalar(in, n, dtype, g, has_fill, fill, e);
+  const float* x = in;
+  size_t b = 0;
+  for (; b + ZC_BLOCK <= n; b += ZC_BLOCK) {
+    if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
+    __m256i q[4], d[4];
+    if (has_fill && zc_x86_all_equal_f32(x + b, (float)fill)) {
+      e->out[e->o++] = ZC_W_ALLFILL; /* land, missing data: one byte */
+      continue;
+    }
+#if ZC_X86_AVX512
+    /* Blocks mixing data and fill (coasts) stay on the vector path too. */
+    uint32_t fbits;
+    if (zc_x86_quant_held_f32(x + b, g, has_fill, (float)fill, q, &fbits)) {
+      __m512i dz[2];
+      if (fbits) {
+        zc_x86_deltas_held(q, fbits, e, d);
+        e->o += zc_x86_emit_clean(d, fbits, e->out + e->o);
+      } else if (zc_x86_deltas_zmm(q, e, dz)) { /* |d| < 2^15: the whole block in 16-bit lanes */
+        e->o += zc_x86_emit16(_mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(dz[0])),
+                                                 _mm512_cvtepi32_epi16(dz[1]), 1),
+                              0, e->out + e->o);
+      } else {
+        d[0] = _mm512_castsi512_si256(dz[0]);
+        d[1] = _mm512_extracti64x4_epi64(dz[0], 1);
+        d[2] = _mm512_castsi512_si256(dz[1]);
+        d[3] = _mm512_extracti64x4_epi64(dz[1], 1);
+        e->o += zc_x86_emit_clean(d, 0, e->out + e->o);
+      }
+    } else {
+#else
+    if (zc_x86_quant_f32(x + b, g, has_fill, (float)fill, q)) {
+      zc_x86_deltas(q, e, d);
+      e->o += zc_x86_emit_clean(d, 0, e->out + e->o);
+    } else {
+#endif
+      int rc = zc_chunk_compress_scalar(x + b, ZC_BLOCK, dtype, g, has_fill, fill, e);
+      if (rc != 0) return rc;
+    }
+  }
+  return b < n ? zc_chunk_compress_scalar(x + b, n - b, dtype, g, has_fill, fill, e) : 0;
+}
+
 int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
                              size_t n, void* out) {
   if (h->dtype != zcclFloat32) return zc_chunk_decompress_scalar(h, g, chunk, bytes, n, out);
@@ -443,7 +640,7 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
   while (p.left > 0) {
     int used = 0;
     /* |q| < 2^30 and 32 deltas below 2^24: the running sum fits 32 bits. */
-    if (p.left >= ZC_BLOCK && h->has_fill && p.in[p.o] == ZC_W_ALLFILL) {
+    if (p.left >= ZC_BLOCK && h->has_fill && p.o < p.size && p.in[p.o] == ZC_W_ALLFILL) {
       const __m256 fv = _mm256_set1_ps((float)h->fill);
       for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + 8 * k, fv);
       p.o++;
@@ -451,6 +648,33 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
       y += ZC_BLOCK;
       continue;
     }
+#if ZC_X86_AVX512
+    if (p.left >= ZC_BLOCK && p.o < p.size && p.in[p.o] == 0) { /* W 0, no sign plane: every value the running one */
+      float r = (float)p.q * g->step_f;
+      if (h->divisor > 1) r = r / divisor;
+      _mm512_storeu_ps(y, _mm512_set1_ps(r));
+      _mm512_storeu_ps(y + 16, _mm512_set1_ps(r));
+      p.o++;
+      p.left -= ZC_BLOCK;
+      y += ZC_BLOCK;
+      continue;
+    }
+    if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
+      __m512i mag;
+      uint32_t neg, fb;
+      used = zc_x86_parse16(p.in + p.o, p.size - p.o, h->has_fill, 16, &mag, &neg, &fb, NULL);
+      if (used < 0) return -1;
+      if (used > 0) {
+        int32_t q = (int32_t)p.q;
+        zc_x86_values16_f32(mag, neg, &q, g, divisor, fb, (float)h->fill, y);
+        p.o += (size_t)used;
+        p.q = q;
+        p.left -= ZC_BLOCK;
+        y += ZC_BLOCK;
+        continue;
+      }
+    }
+#endif
     if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
       __m256i d[4];
       uint32_t fb;
@@ -481,11 +705,143 @@ static inline void zc_x86_advance(zc_parse_t* p, const __m256i d[4], int used) {
   p->left -= ZC_BLOCK;
 }
 
+#if ZC_X86_AVX512
+/* SUM of block pairs on 16-bit lanes while both blocks are narrow (W <= 14:
+ * sums below 2^15) and the result is in step with the inputs (*sync; or no
+ * ordinary position yet): see zc_chunk_hop. Works on local copies of the
+ * cursors (stores of output bytes may alias anything), stops at the first
+ * pair it does not take; 0 or a ZC_RC_ error. */
+static inline __attribute__((always_inline)) int zc_x86_hop16_run(zc_parse_t* pa, zc_parse_t* pb, zc_emit_t* e,
+                                                                  __m512i* acc_a, __m512i* acc_b, int* sync) {
+  const __m512i zero = _mm512_setzero_si512(), ones = _mm512_set1_epi16(1);
+  const uint8_t *ia = pa->in, *ib = pb->in;
+  const size_t sa = pa->size, sb = pb->size, ecap = e->cap, need = ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4;
+  size_t oa = pa->o, ob = pb->o, left = pa->left, eo = e->o;
+  uint8_t* out = e->out;
+  __m512i aa = *acc_a, ab = *acc_b;
+  int rc = 0;
+  while (left >= ZC_BLOCK) {
+    if (oa < sa && ob < sb && ia[oa] == 0 && ib[ob] == 0) {
+      /* Both blocks all zero deltas (land, calm): so is the sum. */
+      if (ecap - eo < need) {
+        rc = ZC_RC_SPACE;
+        break;
+      }
+      if (!e->have_prev) {
+        e->base = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q);
+        e->have_prev = 1;
+        *sync = 1;
+      }
+      out[eo++] = 0;
+      oa++;
+      ob++;
+      left -= ZC_BLOCK;
+      continue;
+    }
+    int za = oa < sa && ia[oa] == 0, zb = ob < sb && ib[ob] == 0;
+    if ((za || zb) && e->have_prev) {
+      /* One block all zero deltas: the sum is the other block, byte for
+       * byte when that one is canonical (what the encoder writes). */
+      __m512i m;
+      uint32_t ng, f;
+      int canon = 0;
+      int u = za ? zc_x86_parse16(ib + ob, sb - ob, 0, 14, &m, &ng, &f, &canon)
+                 : zc_x86_parse16(ia + oa, sa - oa, 0, 14, &m, &ng, &f, &canon);
+      if (u < 0) {
+        rc = ZC_RC_MALFORMED;
+        break;
+      }
+      if (u > 0 && canon) {
+        if (ecap - eo < need) {
+          rc = ZC_RC_SPACE;
+          break;
+        }
+        __m512i t = _mm512_madd_epi16(zc_x86_signed16(m, ng), ones);
+        if (za) ab = _mm512_add_epi32(ab, t);
+        else aa = _mm512_add_epi32(aa, t);
+        _mm512_storeu_si512(out + eo, _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, (unsigned)u), za ? ib + ob : ia + oa));
+        eo += (size_t)u;
+        oa += za ? 1 : (size_t)u;
+        ob += za ? (size_t)u : 1;
+        left -= ZC_BLOCK;
+        continue;
+      }
+    }
+    __m512i ma, mb = zero;
+    uint32_t na, nb = 0, fa, fb;
+    int ua = zc_x86_parse16(ia + oa, sa - oa, 0, 14, &ma, &na, &fa, NULL);
+    int ub = ua > 0 ? zc_x86_parse16(ib + ob, sb - ob, 0, 14, &mb, &nb, &fb, NULL) : 0;
+    if (ua < 0 || ub < 0) {
+      rc = ZC_RC_MALFORMED;
+      break;
+    }
+    if (ua == 0 || ub == 0) break;
+    if (ecap - eo < need) {
+      rc = ZC_RC_SPACE;
+      break;
+    }
+    __m512i da = zc_x86_signed16(ma, na), db = zc_x86_signed16(mb, nb), dr = _mm512_add_epi16(da, db);
+    aa = _mm512_add_epi32(aa, _mm512_madd_epi16(da, ones));
+    ab = _mm512_add_epi32(ab, _mm512_madd_epi16(db, ones));
+    if (!e->have_prev) { /* the chunk's first ordinary position: base, delta 0 */
+      int16_t first = (int16_t)_mm_extract_epi16(_mm512_castsi512_si128(dr), 0);
+      e->base = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q + (uint64_t)(int64_t)first);
+      e->have_prev = 1;
+      dr = _mm512_mask_mov_epi16(dr, 1, zero);
+      *sync = 1;
+    }
+    eo += zc_x86_emit16(dr, 0, out + eo);
+    oa += (size_t)ua;
+    ob += (size_t)ub;
+    left -= ZC_BLOCK;
+  }
+  pa->o = oa;
+  pb->o = ob;
+  pa->left = pb->left = left;
+  e->o = eo;
+  *acc_a = aa;
+  *acc_b = ab;
+  return rc;
+}
+#endif
+
 int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
                       zc_emit_t* e) {
   if (op != zcclSum || h->dtype != zcclFloat32) return zc_chunk_hop_scalar(op, h, g, pa, pb, e);
+#if ZC_X86_AVX512
+  /* In step (sync): the result's running value is pa->q + pb->q plus the
+   * deltas summed into acc_a/acc_b since the last flush, so blocks of both
+   * inputs narrow enough for 16-bit lanes (W <= 14: sums below 2^15) add
+   * lane by lane with no lag to correct, and the running values are only
+   * reduced when another path needs them. */
+  int sync = 0;
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i acc_a = zero, acc_b = zero;
+#define ZC_X86_HOP_FLUSH()                                                                 \
+  do {                                                                                     \
+    if (sync) {                                                                            \
+      pa->q = (int64_t)((uint64_t)pa->q + (uint64_t)zc_x86_reduce32(acc_a));               \
+      pb->q = (int64_t)((uint64_t)pb->q + (uint64_t)zc_x86_reduce32(acc_b));               \
+      e->prev = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q);                              \
+      acc_a = acc_b = zero;                                                                \
+      sync = 0;                                                                            \
+    }                                                                                      \
+  } while (0)
+#endif
   while (pa->left > 0) {
+#if ZC_X86_AVX512
+    if (pa->left >= ZC_BLOCK) {
+      if (!sync && e->have_prev && (uint64_t)e->prev == (uint64_t)pa->q + (uint64_t)pb->q) sync = 1;
+      if (sync || !e->have_prev) {
+        int rc = zc_x86_hop16_run(pa, pb, e, &acc_a, &acc_b, &sync);
+        if (rc != 0) return rc;
+        if (pa->left == 0) break;
+      }
+    }
+    ZC_X86_HOP_FLUSH();
+#endif
     if (pa->left >= ZC_BLOCK && h->has_fill &&
+        pa->o < pa->size && pb->o < pb->size &&
         (pa->in[pa->o] == ZC_W_ALLFILL || pb->in[pb->o] == ZC_W_ALLFILL)) {
       /* Fill in either input is fill in the result; the other input's
        * integer track still moves by its deltas. */
@@ -559,5 +915,9 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
     int rc = zc_hop_block_scalar(op, h, g, pa, pb, e);
     if (rc != 0) return rc;
   }
+#if ZC_X86_AVX512
+  ZC_X86_HOP_FLUSH();
+#undef ZC_X86_HOP_FLUSH
+#endif
   return 0;
 }

@@ -329,6 +329,18 @@ static void test_hops(void) {
       free(b);
     }
   }
+  /* Fill in one half of every block of a, the other half of b: every block
+   * of the result is all fill (one byte), on every level. */
+  for (size_t i = 0; i < n; i++) {
+    x[i] = i % 32 < 16 ? -1e34f : 1.0f + 0.001f * (float)i;
+    y[i] = i % 32 >= 16 ? -1e34f : 2.0f - 0.001f * (float)i;
+  }
+  size_t an, bn;
+  uint8_t* a = compress_new(x, n, zcclFloat32, 1e-3, 1, -1e34, &an);
+  uint8_t* b = compress_new(y, n, zcclFloat32, 1e-3, 1, -1e34, &bn);
+  check_hop_exact(zcclSum, a, an, b, bn);
+  free(a);
+  free(b);
   free(x);
   free(y);
 }
