@@ -126,7 +126,7 @@ int main(void) {
   CHECK(reap(p[0]) == 0 && reap(p[1]) == 0);
   double waited = now() - t0;
   printf("missing rank detected after %.2f s (ZCCL_BOOTSTRAP_TIMEOUT=2)\n", waited);
-  CHECK(waited >= 1.5 && waited < 6.0);
+  CHECK(waited >= 1.5 && waited < 12.0); /* bounded, with room for sanitizers on a loaded machine */
 
   /* No root at all: a rank gives up at its own deadline. */
   t0 = now();
