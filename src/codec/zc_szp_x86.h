@@ -251,6 +251,26 @@ static inline __m256i zc_x86_scan(__m256i x, __m256i* carry) {
  * (no exceptions or fill, W <= 24) into 4 x 8 deltas, with the same checks
  * as zc_block_decode. Returns the bytes used, 0 when the block is not one
  * the vector path takes (the caller goes scalar), -1 when malformed. */
+/* A block's sign plane (or all-negative mode) and fill bitmap after its
+ * widths, at in + *o: -1 when they run past avail or the bitmap is empty. */
+static inline __attribute__((always_inline)) int zc_x86_parse_tail(const uint8_t* in, size_t avail, int* o,
+                                                                   int smode, int has_f, uint32_t* neg,
+                                                                   uint32_t* fbits) {
+  *neg = smode == ZC_SMODE_NEG ? 0xffffffffu : 0;
+  if (smode == ZC_SMODE_PLANE) {
+    if (avail < (size_t)*o + 4) return -1;
+    memcpy(neg, in + *o, 4);
+    *o += 4;
+  }
+  if (has_f) {
+    if (avail < (size_t)*o + 4) return -1;
+    memcpy(fbits, in + *o, 4);
+    *o += 4;
+    if (*fbits == 0) return -1;
+  }
+  return 0;
+}
+
 static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_t* in, size_t avail, int allow_fill, __m256i d[4],
                                      uint32_t* fbits) {
   if (avail < 1) return -1;
@@ -282,18 +302,8 @@ static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_
     if (top != W) return -1;
     o += 2;
   }
-  uint32_t neg = smode == ZC_SMODE_NEG ? 0xffffffffu : 0;
-  if (smode == ZC_SMODE_PLANE) {
-    if (avail < (size_t)o + 4) return -1;
-    memcpy(&neg, in + o, 4);
-    o += 4;
-  }
-  if (has_f) {
-    if (avail < (size_t)o + 4) return -1;
-    memcpy(fbits, in + o, 4);
-    o += 4;
-    if (*fbits == 0) return -1;
-  }
+  uint32_t neg;
+  if (zc_x86_parse_tail(in, avail, &o, smode, has_f, &neg, fbits)) return -1;
   if (avail < (size_t)(o + sw[0] + sw[1] + sw[2] + sw[3])) return -1;
   const __m256i zero = _mm256_setzero_si256();
   __m256i mag[4];
@@ -431,18 +441,8 @@ static inline __attribute__((always_inline)) int zc_x86_parse16(const uint8_t* i
     if (top != W) return -1;
     o += 2;
   }
-  uint32_t ng = smode == ZC_SMODE_NEG ? 0xffffffffu : 0;
-  if (smode == ZC_SMODE_PLANE) {
-    if (avail < (size_t)o + 4) return -1;
-    memcpy(&ng, in + o, 4);
-    o += 4;
-  }
-  if (has_f) {
-    if (avail < (size_t)o + 4) return -1;
-    memcpy(fbits, in + o, 4);
-    o += 4;
-    if (*fbits == 0) return -1;
-  }
+  uint32_t ng;
+  if (zc_x86_parse_tail(in, avail, &o, smode, has_f, &ng, fbits)) return -1;
   if (avail < (size_t)(o + total)) return -1;
   __m512i p = _mm512_maskz_expand_epi8(m, _mm512_maskz_loadu_epi8(_bzhi_u64(~0ull, (unsigned)total), in + o));
   if (canon) /* every sub-group's top plane non-zero (W <= 15: m's groups stop below bit 15) */
