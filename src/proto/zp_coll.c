@@ -207,50 +207,86 @@ static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   }
 }
 
-static const zp_algo_t* zp_default_algo(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+/* ---- compressed algorithms ---------------------------------------------------
+ * Each serves a set of codecs (one bit per zcclCodec_t). ZCCL_ALGO names
+ * one where the call's collective and codec have it; otherwise the
+ * cheapest by its cost; codec=auto then also weighs it against the
+ * uncompressed choice. */
+#define ZP_CODEC(c) (1u << (c))
+#define ZP_HZ (ZP_CODEC(zcclCodecHz) | ZP_CODEC(zcclCodecAuto))
+#define ZP_MOVES (ZP_HZ | ZP_CODEC(zcclCodecSzp)) /* data movement: any stream codec */
 
-static int zp_auto_compresses(const zp_ctx_t* ctx, const zp_coll_args_t* a, double* tc, double* tp) {
-  zp_coll_args_t plain = *a;
-  plain.compression.codec = zcclCodecNone;
-  const zp_algo_t* al = zp_default_algo(ctx, &plain);
-  *tp = al ? zp_cost(ctx, al, &plain) : 0;
-  *tc = zp_compressed_cost(ctx, a);
-  return *tc < *tp;
+typedef double (*zp_cost_fn)(const zp_ctx_t*, const zp_coll_args_t*);
+typedef struct {
+  zp_coll_id_t coll;
+  const char* name; /* as ZCCL_ALGO names it */
+  unsigned codecs;
+  const char* what; /* for the log */
+  zp_algo_fn fn;
+  zp_cost_fn cost;
+} zp_calgo_t;
+
+static const zp_calgo_t zp_calgos[] = {
+    {ZP_COLL_ALLREDUCE, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_allreduce, zp_compressed_cost},
+    {ZP_COLL_REDUCESCATTER, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_reduce_scatter, zp_compressed_cost},
+    {ZP_COLL_REDUCE, "tree", ZP_HZ, "homomorphic binomial tree", zp_hz_tree_reduce, zp_compressed_cost},
+    {ZP_COLL_ALLGATHER, "ring", ZP_MOVES, "compress-once ring", zp_hz_ring_allgather, zp_compressed_cost},
+    {ZP_COLL_BROADCAST, "tree", ZP_MOVES, "compress-once, stream broadcast", zp_hz_broadcast, zp_compressed_cost},
+    {ZP_COLL_SCATTER, "linear", ZP_MOVES, "compress-once, direct", zp_hz_scatter, zp_compressed_cost},
+    {ZP_COLL_GATHER, "linear", ZP_MOVES, "compress-once, direct", zp_hz_gather, zp_compressed_cost},
+    {ZP_COLL_ALLTOALL, "pairwise", ZP_MOVES, "compress-once, pairwise", zp_hz_alltoall, zp_compressed_cost},
+};
+#define ZP_NUM_CALGOS (sizeof zp_calgos / sizeof zp_calgos[0])
+
+/* The compressed algorithm for this call (NULL: none for its codec), its
+ * modelled time in *t. */
+static const zp_calgo_t* zp_compressed_algo(const zp_ctx_t* ctx, const zp_coll_args_t* a, const char* forced,
+                                            double* t) {
+  const zp_calgo_t* best = NULL;
+  int codec = a->compression.codec;
+  if (codec < 0 || codec >= 32) return NULL;
+  for (size_t i = 0; i < ZP_NUM_CALGOS; i++) {
+    const zp_calgo_t* al = &zp_calgos[i];
+    if (al->coll != a->coll || !(al->codecs & ZP_CODEC(codec))) continue;
+    double ti = al->cost(ctx, a);
+    if (forced[0] && strcmp(forced, al->name) == 0) {
+      *t = ti;
+      return al;
+    }
+    if (best == NULL || ti < *t) best = al, *t = ti;
+  }
+  return best;
 }
 
 zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const char* fn = zp_coll_name(a->coll);
   const zcclCompression_t* c = &a->compression;
+  const char* forced = zu_param_str(ZU_PARAM_ALGO);
   size_t bytes = a->count * zu_dtype_size(a->datatype);
   int compress = c->codec != zcclCodecNone && c->codec != ZCCL_CONFIG_UNDEF_INT && ctx->nranks > 1 &&
                  (a->datatype == zcclFloat32 || a->datatype == zcclFloat64) && bytes >= c->minBytes &&
                  !(zp_coll_reduces(a->coll) && a->op == zcclProd);
   if (compress) {
-    int hz = c->codec == zcclCodecHz || c->codec == zcclCodecAuto;
-    zp_algo_fn cfn = NULL;
-    const char* cname = "";
-    if (a->coll == ZP_COLL_ALLREDUCE && hz) cfn = zp_hz_ring_allreduce, cname = "homomorphic ring";
-    if (a->coll == ZP_COLL_REDUCESCATTER && hz) cfn = zp_hz_ring_reduce_scatter, cname = "homomorphic ring";
-    if (a->coll == ZP_COLL_REDUCE && hz) cfn = zp_hz_tree_reduce, cname = "homomorphic binomial tree";
-    if (a->coll == ZP_COLL_ALLGATHER && (hz || c->codec == zcclCodecSzp))
-      cfn = zp_hz_ring_allgather, cname = "compress-once ring";
-    int moves = hz || c->codec == zcclCodecSzp; /* data movement: any stream codec */
-    if (a->coll == ZP_COLL_BROADCAST && moves) cfn = zp_hz_broadcast, cname = "compress-once, stream broadcast";
-    if (a->coll == ZP_COLL_SCATTER && moves) cfn = zp_hz_scatter, cname = "compress-once, direct";
-    if (a->coll == ZP_COLL_GATHER && moves) cfn = zp_hz_gather, cname = "compress-once, direct";
-    if (a->coll == ZP_COLL_ALLTOALL && moves) cfn = zp_hz_alltoall, cname = "compress-once, pairwise";
-    double tc = 0, tp = 0;
-    if (cfn && c->codec == zcclCodecAuto && !zp_auto_compresses(ctx, a, &tc, &tp)) {
-      ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: codec=auto sends it uncompressed (model %.1f us, "
-              "compressed %.1f us; link %.2f GB/s)", fn, a->count, zu_dtype_name(a->datatype), ctx->nranks, tp * 1e6,
-              tc * 1e6, ctx->link ? ctx->link->bandwidth / 1e9 : 0);
-      cfn = NULL;
-      compress = 0;
+    double tc = 0;
+    const zp_calgo_t* cal = zp_compressed_algo(ctx, a, forced, &tc);
+    if (cal && c->codec == zcclCodecAuto) { /* compress only where the model says it pays */
+      zp_coll_args_t plain = *a;
+      plain.compression.codec = zcclCodecNone;
+      const zp_algo_t* al = zp_default_algo(ctx, &plain);
+      double tp = al ? zp_cost(ctx, al, &plain) : 0;
+      if (!(tc < tp)) {
+        ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: codec=auto sends it uncompressed (model %.1f us, "
+                "compressed %.1f us; link %.2f GB/s)", fn, a->count, zu_dtype_name(a->datatype), ctx->nranks,
+                tp * 1e6, tc * 1e6, ctx->link ? ctx->link->bandwidth / 1e9 : 0);
+        cal = NULL;
+        compress = 0;
+      }
     }
-    if (cfn) {
-      ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: compressed, %s (codec %d, mode %d, eb %g)", fn, a->count,
-              zu_dtype_name(a->datatype), ctx->nranks, cname, c->codec, c->mode, c->eb);
-      return cfn(ctx, a);
+    if (cal) {
+      ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: compressed, %s %s(codec %d, mode %d, eb %g; model %.1f us)",
+              fn, a->count, zu_dtype_name(a->datatype), ctx->nranks, cal->what,
+              forced[0] && strcmp(forced, cal->name) == 0 ? "(ZCCL_ALGO) " : "", c->codec, c->mode, c->eb, tc * 1e6);
+      return cal->fn(ctx, a);
     }
     /* Said once per collective: this one moves its data uncompressed. */
     static atomic_int warned[ZP_NUM_COLLS];
@@ -260,7 +296,6 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
               fn, c->codec, ZCCL_MAJOR, ZCCL_MINOR, ZCCL_PATCH);
   }
   const zp_algo_t* algo = NULL;
-  const char* forced = zu_param_str(ZU_PARAM_ALGO);
   if (forced[0]) {
     for (size_t i = 0; i < ZP_NUM_ALGOS && !algo; i++)
       if (zp_algos[i].coll == a->coll && strcmp(zp_algos[i].name, forced) == 0 && zp_usable(ctx, &zp_algos[i], a))

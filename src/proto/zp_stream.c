@@ -1,0 +1,128 @@
+/* What every compressed algorithm uses: the call's absolute bound (REL
+ * agreed over ranks), codec parameters, stream buffers from the pool in
+ * slices that fit it, and stream messages of variable length. */
+#include <math.h>
+#include <string.h>
+
+#include "zp_stream.h"
+
+/* The absolute bound for this call. ABS: as given. REL: times the range of
+ * the valid values of every rank's input (one small allreduce, so all
+ * ranks quantize onto the same grid). Target modes bound the output: a SUM
+ * of N inputs divides the bound by N. */
+zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t n, int global,
+                              double* eb) {
+  const zcclCompression_t* c = &a->compression;
+  int rel = c->mode == zcclErrorRel || c->mode == zcclErrorTargetRel;
+  double e = c->eb;
+  if (rel) {
+    double mn = 0, mx = 0;
+    size_t valid = 0;
+    ZU_CHECK(zd_value_range(ctx->dev, in, n, a->datatype, c->hasFill, c->fillValue, &mn, &mx, &valid));
+    /* (-min, max); a rank with no valid value contributes -inf. */
+    double lohi[2] = {valid ? -mn : -INFINITY, valid ? mx : -INFINITY};
+    if (global) { /* the max over ranks, in a pool temporary (device memory) */
+      double* t = NULL;
+      ZU_CHECK(zp_tmp_get(ctx, sizeof lohi, (void**)&t));
+      memcpy(t, lohi, sizeof lohi);
+      zp_coll_args_t r = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = t, .recvbuff = t, .count = 2,
+                          .datatype = zcclFloat64, .op = zcclMax};
+      zcclResult_t res = zp_rd_allreduce_sub(ctx, &r, 0x7000);
+      memcpy(lohi, t, sizeof lohi);
+      zp_tmp_put(ctx, t);
+      ZU_CHECK(res);
+    }
+    double lo = -lohi[0], hi = lohi[1], range = hi - lo;
+    /* Constant data (or none valid): any step keeps the bound; use one
+     * relative to the magnitude. */
+    if (!(range > 0) || !isfinite(range)) range = isfinite(hi) && hi != 0 ? fabs(hi) : 1.0;
+    e *= range;
+  }
+  if ((c->mode == zcclErrorTargetAbs || c->mode == zcclErrorTargetRel) && a->coll == ZP_COLL_ALLREDUCE &&
+      a->op == zcclSum)
+    e /= ctx->nranks;
+  ZU_RETURN_ERR_IF(!(e > 0) || !isfinite(e), zcclInvalidArgument, "%s: error bound %g gives an absolute bound %g",
+                   zp_coll_name(a->coll), c->eb, e);
+  *eb = e;
+  return zcclSuccess;
+}
+
+zc_params_t zp_params(const zp_coll_args_t* a, double eb) {
+  zc_params_t p = {.dtype = a->datatype, .eb = eb, .has_fill = a->compression.hasFill,
+                   .fill = a->compression.fillValue};
+  return p;
+}
+
+/* Columns [lo, hi) of blocks boff/blen, clipped to each block. */
+void zp_slice_of(int N, const size_t* boff, const size_t* blen, size_t lo, size_t hi, size_t* soff,
+                        size_t* slen) {
+  for (int b = 0; b < N; b++) {
+    size_t l = blen[b] < hi ? blen[b] : hi;
+    soff[b] = boff[b] + (lo < l ? lo : l);
+    slen[b] = l > lo ? l - lo : 0;
+  }
+}
+
+/* Elements per block slice so that `streams` compressed slices fit the pool. */
+size_t zp_stream_slice(const zp_ctx_t* ctx, size_t block, zcclDataType_t dt, int streams) {
+  size_t room = zd_buf_largest(ctx->dev) / ((size_t)streams + 1), s = block ? block : 1;
+  while (s > 1 && zd_compress_bound(s, dt) > room) s /= 2;
+  return s;
+}
+
+/* Counts raw bytes sent as wire bytes (zcclCommCompressionStats). */
+void zp_count(const zp_ctx_t* ctx, size_t raw, size_t wire) {
+  if (!ctx->stats) return;
+  ctx->stats->raw_bytes += raw;
+  ctx->stats->wire_bytes += wire;
+}
+
+/* A stream (sbuf, sbytes; standing for sraw bytes) to dst and one of up to
+ * cap bytes from src into rbuf, *rbytes its length; either peer may be -1. */
+zcclResult_t zp_stream_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const void* sbuf,
+                                       size_t sbytes, size_t sraw, int src, void* rbuf, size_t cap, size_t* rbytes,
+                                       uint32_t sub) {
+  zp_xfer_t x[2];
+  int nx = 0, ri = -1;
+  if (dst >= 0) zp_send_at(ctx, &x[nx++], dst, sub, sbuf, sbytes);
+  if (src >= 0) {
+    ri = nx;
+    zp_recv_at(ctx, &x[nx++], src, sub, rbuf, cap);
+    x[ri].var = 1;
+  }
+  ZU_CHECK(zp_xfers_run(ctx, what, x, nx));
+  if (ri >= 0) *rbytes = x[ri].req.length;
+  if (dst >= 0) zp_count(ctx, sraw, sbytes);
+  return zcclSuccess;
+}
+
+/* One ring step of streams: to the right neighbour, from the left. */
+zcclResult_t zp_stream_xchg(const zp_ctx_t* ctx, const char* what, const void* sbuf, size_t sbytes,
+                                   size_t sraw, void* rbuf, size_t cap, size_t* rbytes, uint32_t sub) {
+  int N = ctx->nranks, r = ctx->rank;
+  return zp_stream_sendrecv(ctx, what, (r + 1) % N, sbuf, sbytes, sraw, (r + N - 1) % N, rbuf, cap, rbytes, sub);
+}
+
+
+/* The bound from a->sendbuff[0, in_n) (eb_from: not at all, this rank's
+ * values, every rank's), slices of a block of `block` elements small
+ * enough that `fit` streams fit the pool (the same on every rank, so
+ * slices pair up across ranks), nbuf streams and maybe a spare. */
+zcclResult_t zp_streams_get(const zp_ctx_t* ctx, const zp_coll_args_t* a, int eb_from, size_t in_n,
+                                   size_t block, int fit, int nbuf, int spare, zp_streams_t* z) {
+  double eb = 1.0;
+  memset(z, 0, sizeof *z);
+  if (eb_from != ZP_EB_NONE) ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, in_n, eb_from == ZP_EB_GLOBAL, &eb));
+  z->p = zp_params(a, eb);
+  z->slice = zp_stream_slice(ctx, block, a->datatype, fit);
+  z->cap = zd_compress_bound(z->slice, a->datatype);
+  ZU_CHECK(zp_tmp_get(ctx, (size_t)nbuf * z->cap, (void**)&z->s));
+  if (spare) ZU_CHECK(zp_tmp_get(ctx, z->cap, (void**)&z->spare));
+  return zcclSuccess;
+}
+
+void zp_streams_put(const zp_ctx_t* ctx, zp_streams_t* z) {
+  (void)zd_sync(ctx->dev); /* nothing queued may outlive the buffers */
+  zp_tmp_put(ctx, z->s);
+  zp_tmp_put(ctx, z->spare);
+}

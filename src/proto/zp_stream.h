@@ -1,0 +1,62 @@
+/* Pieces every compressed algorithm shares (proto-internal; zp_stream.c). */
+#ifndef ZP_STREAM_H_
+#define ZP_STREAM_H_
+
+#include "zp_algo.h"
+
+/* What a compressed algorithm works with: the codec's parameters, slices
+ * of `slice` elements, and stream buffers of `cap` bytes from the pool. */
+typedef struct {
+  zc_params_t p;
+  size_t slice, cap;
+  uint8_t* s;     /* nbuf streams: stream b at s + b * cap */
+  uint8_t* spare; /* one more, or NULL */
+} zp_streams_t;
+
+/* Where the bound comes from: nowhere (the rank only receives), this
+ * rank's values, or every rank's (one small allreduce). */
+enum { ZP_EB_NONE, ZP_EB_LOCAL, ZP_EB_GLOBAL };
+
+/* The absolute bound for this call from in[0, n): ABS as given; REL times
+ * the range of the valid values (over every rank when global); target
+ * modes divide a SUM's bound by the number of contributions. */
+zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t n, int global,
+                       double* eb);
+zc_params_t zp_params(const zp_coll_args_t* a, double eb);
+
+/* The bound from a->sendbuff[0, in_n) (eb_from), slices of a block of
+ * `block` elements small enough that `fit` streams fit the pool (the same
+ * on every rank, so slices pair up across ranks), nbuf streams and maybe
+ * a spare. zp_streams_put waits for the device, then frees them. */
+zcclResult_t zp_streams_get(const zp_ctx_t* ctx, const zp_coll_args_t* a, int eb_from, size_t in_n, size_t block,
+                            int fit, int nbuf, int spare, zp_streams_t* z);
+void zp_streams_put(const zp_ctx_t* ctx, zp_streams_t* z);
+static inline uint8_t* zp_stream(const zp_streams_t* z, int b) { return z->s + (size_t)b * z->cap; }
+
+/* Elements per block slice so that `streams` compressed slices fit the pool. */
+size_t zp_stream_slice(const zp_ctx_t* ctx, size_t block, zcclDataType_t dt, int streams);
+
+/* Slice [lo, lo + *m) of n elements, for (lo = 0; zp_slice(...); lo +=
+ * slice). n = 0 makes one empty slice: its (empty) streams still travel,
+ * so every rank takes part the same way. */
+static inline int zp_slice(size_t n, size_t slice, size_t lo, size_t* m) {
+  if (lo > 0 && lo >= n) return 0;
+  *m = n - lo < slice ? n - lo : slice;
+  return 1;
+}
+
+/* Columns [lo, hi) of the N blocks boff/blen, clipped to each block. */
+void zp_slice_of(int N, const size_t* boff, const size_t* blen, size_t lo, size_t hi, size_t* soff, size_t* slen);
+
+/* raw bytes went out as wire bytes (zcclCommCompressionStats). */
+void zp_count(const zp_ctx_t* ctx, size_t raw, size_t wire);
+
+/* A stream (sbuf, sbytes; standing for sraw bytes) to dst and one of up to
+ * cap bytes from src into rbuf, *rbytes its length; either peer may be -1. */
+zcclResult_t zp_stream_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const void* sbuf, size_t sbytes,
+                                size_t sraw, int src, void* rbuf, size_t cap, size_t* rbytes, uint32_t sub);
+/* One ring step of streams: to the right neighbour, from the left. */
+zcclResult_t zp_stream_xchg(const zp_ctx_t* ctx, const char* what, const void* sbuf, size_t sbytes, size_t sraw,
+                            void* rbuf, size_t cap, size_t* rbytes, uint32_t sub);
+
+#endif /* ZP_STREAM_H_ */
