@@ -1,9 +1,12 @@
 /* Device objects: argument checks and dispatch through the per-kind ops
  * table, the host kind (runs everything at once), and the buffer pool. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "zc_rle.h"
+#include "zc_zfp.h"
 #include "zd_dev_impl.h"
 #include "zu_dtype.h"
 #include "zu_error.h"
@@ -347,6 +350,86 @@ zcclResult_t zd_hop(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* 
   ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
                    "zd_hop: op %d, expected sum, max or min", (int)op);
   zd_op_t o = {.kind = ZD_OP_HOP, .dst = out, .a = a, .b = b, .a_size = a_size, .b_size = b_size, .op = op,
+               .cap = cap, .out_size = out_size};
+  return dev->ops->submit(dev, &o);
+}
+
+/* ---- RLE and ZFP: host and sim only ------------------------------------ */
+
+int zd_has_host_codecs(const zd_dev_t* dev) { return dev != NULL && dev->kind != ZD_CUDA; }
+
+/* The cuda device has no RLE or ZFP kernels: said plainly, never queued. */
+static zcclResult_t zd_host_codecs_check(const zd_dev_t* dev, const char* what) {
+  ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "%s: NULL device", what);
+  ZU_RETURN_ERR_IF(!zd_has_host_codecs(dev), zcclInvalidUsage,
+                   "%s: the %s device has no RLE or ZFP kernels; use codec=hz or szp there", what,
+                   zd_kind_name(dev->kind));
+  return zcclSuccess;
+}
+
+static int zd_float_type(zcclDataType_t dtype) { return dtype == zcclFloat32 || dtype == zcclFloat64; }
+
+size_t zd_zfp_bound(size_t count, zcclDataType_t dtype, double tol) {
+  return zc_zfp_bound(count, dtype, ZC_ZFP_ACCURACY, tol);
+}
+
+zcclResult_t zd_zfp_compress(zd_dev_t* dev, zcclDataType_t dtype, double tol, const void* in, size_t count,
+                             void* out, size_t cap, size_t* out_size) {
+  ZU_CHECK(zd_host_codecs_check(dev, "zd_zfp_compress"));
+  ZU_RETURN_ERR_IF(!zd_float_type(dtype), zcclInvalidArgument,
+                   "zd_zfp_compress: datatype %d, expected float32 or float64", (int)dtype);
+  ZU_RETURN_ERR_IF(!(tol > 0) || tol == HUGE_VAL, zcclInvalidArgument, "zd_zfp_compress: tolerance %g", tol);
+  ZU_RETURN_ERR_IF(out == NULL || out_size == NULL || (count && in == NULL), zcclInvalidArgument,
+                   "zd_zfp_compress: NULL argument");
+  ZU_RETURN_ERR_IF(zd_overlap(in, count * zu_dtype_size(dtype), out, cap), zcclInvalidArgument,
+                   "zd_zfp_compress: input and output overlap");
+  zd_op_t o = {.kind = ZD_OP_ZFP_COMPRESS, .dst = out, .a = in, .count = count, .params = {.dtype = dtype, .eb = tol},
+               .cap = cap, .out_size = out_size};
+  return dev->ops->submit(dev, &o);
+}
+
+zcclResult_t zd_zfp_decompress(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count) {
+  ZU_CHECK(zd_host_codecs_check(dev, "zd_zfp_decompress"));
+  ZU_RETURN_ERR_IF(stream == NULL || size == NULL || (count && out == NULL), zcclInvalidArgument,
+                   "zd_zfp_decompress: NULL argument");
+  zd_op_t o = {.kind = ZD_OP_ZFP_DECOMPRESS, .dst = out, .a = stream, .a_size = size, .count = count};
+  return dev->ops->submit(dev, &o);
+}
+
+size_t zd_rle_bound(size_t count, zcclDataType_t dtype) { return zc_rle_bound(count, dtype); }
+
+zcclResult_t zd_rle_encode(zd_dev_t* dev, zcclDataType_t dtype, const void* in, size_t count, void* out, size_t cap,
+                           size_t* out_size) {
+  ZU_CHECK(zd_host_codecs_check(dev, "zd_rle_encode"));
+  ZU_RETURN_ERR_IF(!zd_float_type(dtype), zcclInvalidArgument,
+                   "zd_rle_encode: datatype %d, expected float32 or float64", (int)dtype);
+  ZU_RETURN_ERR_IF(out == NULL || out_size == NULL || (count && in == NULL), zcclInvalidArgument,
+                   "zd_rle_encode: NULL argument");
+  ZU_RETURN_ERR_IF(zd_overlap(in, count * zu_dtype_size(dtype), out, cap), zcclInvalidArgument,
+                   "zd_rle_encode: input and output overlap");
+  zd_op_t o = {.kind = ZD_OP_RLE_ENCODE, .dst = out, .a = in, .count = count, .params = {.dtype = dtype},
+               .cap = cap, .out_size = out_size};
+  return dev->ops->submit(dev, &o);
+}
+
+zcclResult_t zd_rle_decode(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count) {
+  ZU_CHECK(zd_host_codecs_check(dev, "zd_rle_decode"));
+  ZU_RETURN_ERR_IF(stream == NULL || size == NULL || (count && out == NULL), zcclInvalidArgument,
+                   "zd_rle_decode: NULL argument");
+  zd_op_t o = {.kind = ZD_OP_RLE_DECODE, .dst = out, .a = stream, .a_size = size, .count = count};
+  return dev->ops->submit(dev, &o);
+}
+
+zcclResult_t zd_rle_reduce(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* a_size, const void* b,
+                           const size_t* b_size, void* out, size_t cap, size_t* out_size) {
+  ZU_CHECK(zd_host_codecs_check(dev, "zd_rle_reduce"));
+  ZU_RETURN_ERR_IF(a == NULL || b == NULL || a_size == NULL || b_size == NULL || out == NULL || out_size == NULL,
+                   zcclInvalidArgument, "zd_rle_reduce: NULL argument");
+  ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
+                   "zd_rle_reduce: op %d, expected sum, max or min", (int)op);
+  /* The merge writes as it reads: out must be a buffer of its own. */
+  ZU_RETURN_ERR_IF(out == a || out == b, zcclInvalidArgument, "zd_rle_reduce: out may not be an input");
+  zd_op_t o = {.kind = ZD_OP_RLE_REDUCE, .dst = out, .a = a, .b = b, .a_size = a_size, .b_size = b_size, .op = op,
                .cap = cap, .out_size = out_size};
   return dev->ops->submit(dev, &o);
 }

@@ -9,7 +9,20 @@
 #include "zd_device.h"
 #include "zd_pool.h"
 
-typedef enum { ZD_OP_COPY, ZD_OP_REDUCE, ZD_OP_DIVIDE, ZD_OP_COMPRESS, ZD_OP_DECOMPRESS, ZD_OP_HOP } zd_op_kind_t;
+/* Codec operations (ZD_OP_COMPRESS and after) run in zd_codec_exec. */
+typedef enum {
+  ZD_OP_COPY,
+  ZD_OP_REDUCE,
+  ZD_OP_DIVIDE,
+  ZD_OP_COMPRESS,
+  ZD_OP_DECOMPRESS,
+  ZD_OP_HOP,
+  ZD_OP_ZFP_COMPRESS,
+  ZD_OP_ZFP_DECOMPRESS,
+  ZD_OP_RLE_ENCODE,
+  ZD_OP_RLE_DECODE,
+  ZD_OP_RLE_REDUCE
+} zd_op_kind_t;
 
 /* One operation, checked, as queued; copied by value into the sim queue. */
 typedef struct {
@@ -23,7 +36,7 @@ typedef struct {
   int n;           /* divide */
   /* codec: stream sizes are read and written through pointers when the
    * operation runs (a queued device learns them only then) */
-  zc_params_t params;  /* compress */
+  zc_params_t params;  /* compress; zfp and rle: dtype, zfp: eb is the tolerance */
   size_t cap;          /* compress, hop: room at dst */
   const size_t* a_size, *b_size;
   size_t* out_size;    /* compress, hop: the stream's bytes */

@@ -124,6 +124,30 @@ zcclResult_t zd_decompress(zd_dev_t* dev, const void* stream, const size_t* size
 zcclResult_t zd_hop(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* a_size, const void* b,
                     const size_t* b_size, void* out, size_t cap, size_t* out_size);
 
+/* The other codecs (docs/format.md, "RLE" and "ZFP"), queued like the
+ * stream codec, sizes through pointers likewise. Host and sim only: the
+ * cuda device has no kernels for them (zcclInvalidUsage), so the algorithm
+ * choice never gives it a call that needs them.
+ * - zd_zfp_compress: count finite values of dtype, ZFP fixed accuracy with
+ *   absolute tolerance tol (non-finite input: zcclInvalidArgument);
+ *   zd_zfp_bound sizes out. zd_zfp_decompress: exactly count values.
+ * - zd_rle_encode / zd_rle_decode: lossless (-0.0 comes back +0.0), at most
+ *   zd_rle_bound bytes. zd_rle_reduce: op (SUM, MAX, MIN) of two encoded
+ *   vectors of one count, encoded into out (which may not be a or b), each
+ *   value computed as op(a's, b's) in the dtype's arithmetic. */
+size_t zd_zfp_bound(size_t count, zcclDataType_t dtype, double tol);
+zcclResult_t zd_zfp_compress(zd_dev_t* dev, zcclDataType_t dtype, double tol, const void* in, size_t count,
+                             void* out, size_t cap, size_t* out_size);
+zcclResult_t zd_zfp_decompress(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count);
+size_t zd_rle_bound(size_t count, zcclDataType_t dtype);
+zcclResult_t zd_rle_encode(zd_dev_t* dev, zcclDataType_t dtype, const void* in, size_t count, void* out, size_t cap,
+                           size_t* out_size);
+zcclResult_t zd_rle_decode(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count);
+zcclResult_t zd_rle_reduce(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* a_size, const void* b,
+                           const size_t* b_size, void* out, size_t cap, size_t* out_size);
+/* Whether dev has the RLE and ZFP operations above. */
+int zd_has_host_codecs(const zd_dev_t* dev);
+
 /* Ordering and completion. zd_event_record returns a marker after everything
  * queued so far; zd_event_done says whether it has passed (non-blocking);
  * zd_event_wait blocks until it has; zd_sync waits for everything. wait and

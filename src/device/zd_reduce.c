@@ -7,6 +7,8 @@
 
 #include "zd_dev_impl.h"
 #include "zd_host_codec.h"
+#include "zc_rle.h"
+#include "zc_zfp.h"
 #include "zu_dtype.h"
 #include "zu_error.h"
 #include "zu_log.h"
@@ -282,8 +284,33 @@ static zcclResult_t zd_codec_exec(zd_dev_t* dev, const zd_op_t* op) {
           res = ZU_ERROR(zcclInvalidUsage, "zd_decompress: the stream holds %zu values, expected %zu", got, op->count);
         break;
       }
-      default:
+      case ZD_OP_HOP:
         res = zd_host_hop(pool, 0, op->op, op->a, *op->a_size, op->b, *op->b_size, op->dst, op->cap, op->out_size);
+        break;
+      /* RLE and ZFP: the codec's single-threaded functions (one stream is
+       * one sequential walk). */
+      case ZD_OP_ZFP_COMPRESS:
+        res = zc_zfp_compress(op->params.dtype, ZC_ZFP_ACCURACY, op->params.eb, op->a, op->count, op->dst, op->cap,
+                              op->out_size);
+        break;
+      case ZD_OP_RLE_ENCODE:
+        res = zc_rle_encode(op->params.dtype, op->a, op->count, op->dst, op->cap, op->out_size);
+        break;
+      case ZD_OP_ZFP_DECOMPRESS:
+      case ZD_OP_RLE_DECODE: {
+        size_t got = 0;
+        res = op->kind == ZD_OP_ZFP_DECOMPRESS ? zc_zfp_decompress(op->a, *op->a_size, op->dst, op->count, &got)
+                                               : zc_rle_decode(op->a, *op->a_size, op->dst, op->count, &got);
+        if (res == zcclSuccess && got != op->count)
+          res = ZU_ERROR(zcclInvalidUsage, "%s: the stream holds %zu values, expected %zu",
+                         op->kind == ZD_OP_ZFP_DECOMPRESS ? "zd_zfp_decompress" : "zd_rle_decode", got, op->count);
+        break;
+      }
+      case ZD_OP_RLE_REDUCE:
+        res = zc_rle_reduce_rle(op->op, op->a, *op->a_size, op->b, *op->b_size, op->dst, op->cap, op->out_size);
+        break;
+      default:
+        res = ZU_ERROR(zcclInternalError, "zd_codec_exec: operation %d is not a codec's", (int)op->kind);
         break;
     }
   pthread_mutex_unlock(&dev->run_lock);
