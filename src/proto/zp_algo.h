@@ -66,6 +66,11 @@ zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+/* CPRP2P baseline (zp_cprp2p.c): compress before every send, decompress
+ * after every receive; ZFP or the stream codec. */
+zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_cpr_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_cpr_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_pairwise_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 
 #endif /* ZP_ALGO_H_ */

@@ -1,4 +1,5 @@
 /* The collectives' table and the choice of algorithm. */
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -207,6 +208,25 @@ static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   }
 }
 
+/* CPRP2P (decompress and recompress at every hop): the codec's rates at
+ * both ends of every hop. codec=zfp has nothing else; for the stream codec
+ * it only runs when ZCCL_ALGO names it (it never wins otherwise: infinite). */
+static double zp_cpr_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  if (a->compression.codec != zcclCodecZfp && strcmp(zu_param_str(ZU_PARAM_ALGO), "cprp2p") != 0) return HUGE_VAL;
+  double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
+  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double C = ZP_AUTO_COMPRESS_BPS, q = ZP_AUTO_RATIO, lg = zp_log2(ctx->nranks);
+  if ((1 << (int)lg) < ctx->nranks) lg++;
+  switch (a->coll) {
+    case ZP_COLL_ALLREDUCE: /* 2(N-1) hops of n/N, each compressed and decompressed */
+      return 2 * (N - 1) * (al_s + n / N / (q * B) + 2 * n / N / C);
+    case ZP_COLL_ALLGATHER: /* n per rank */
+      return (N - 1) * (al_s + n / (q * B) + 2 * n / C);
+    default: /* broadcast: log2 N levels */
+      return lg * (al_s + n / (q * B) + 2 * n / C);
+  }
+}
+
 /* ---- compressed algorithms ---------------------------------------------------
  * Each serves a set of codecs (one bit per zcclCodec_t). ZCCL_ALGO names
  * one where the call's collective and codec have it; otherwise the
@@ -215,6 +235,7 @@ static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
 #define ZP_CODEC(c) (1u << (c))
 #define ZP_HZ (ZP_CODEC(zcclCodecHz) | ZP_CODEC(zcclCodecAuto))
 #define ZP_MOVES (ZP_HZ | ZP_CODEC(zcclCodecSzp)) /* data movement: any stream codec */
+#define ZP_LOSSY (ZP_MOVES | ZP_CODEC(zcclCodecZfp)) /* any lossy codec */
 
 typedef double (*zp_cost_fn)(const zp_ctx_t*, const zp_coll_args_t*);
 typedef struct {
@@ -235,6 +256,10 @@ static const zp_calgo_t zp_calgos[] = {
     {ZP_COLL_SCATTER, "linear", ZP_MOVES, "compress-once, direct", zp_hz_scatter, zp_compressed_cost},
     {ZP_COLL_GATHER, "linear", ZP_MOVES, "compress-once, direct", zp_hz_gather, zp_compressed_cost},
     {ZP_COLL_ALLTOALL, "pairwise", ZP_MOVES, "compress-once, pairwise", zp_hz_alltoall, zp_compressed_cost},
+    {ZP_COLL_ALLREDUCE, "cprp2p", ZP_LOSSY, "CPRP2P ring (recompress every hop)", zp_cpr_allreduce, zp_cpr_cost},
+    {ZP_COLL_ALLGATHER, "cprp2p", ZP_LOSSY, "CPRP2P ring (recompress every hop)", zp_cpr_allgather, zp_cpr_cost},
+    {ZP_COLL_BROADCAST, "cprp2p", ZP_LOSSY, "CPRP2P binomial tree (recompress every hop)", zp_cpr_broadcast,
+     zp_cpr_cost},
 };
 #define ZP_NUM_CALGOS (sizeof zp_calgos / sizeof zp_calgos[0])
 
@@ -245,6 +270,8 @@ static const zp_calgo_t* zp_compressed_algo(const zp_ctx_t* ctx, const zp_coll_a
   const zp_calgo_t* best = NULL;
   int codec = a->compression.codec;
   if (codec < 0 || codec >= 32) return NULL;
+  /* RLE and ZFP run on the host's codec: a cuda device has neither. */
+  if ((codec == zcclCodecRle || codec == zcclCodecZfp) && !zd_has_host_codecs(ctx->dev)) return NULL;
   for (size_t i = 0; i < ZP_NUM_CALGOS; i++) {
     const zp_calgo_t* al = &zp_calgos[i];
     if (al->coll != a->coll || !(al->codecs & ZP_CODEC(codec))) continue;
@@ -253,6 +280,7 @@ static const zp_calgo_t* zp_compressed_algo(const zp_ctx_t* ctx, const zp_coll_a
       *t = ti;
       return al;
     }
+    if (!(ti < HUGE_VAL)) continue; /* only when forced */
     if (best == NULL || ti < *t) best = al, *t = ti;
   }
   return best;

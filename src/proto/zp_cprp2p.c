@@ -1,0 +1,276 @@
+/* CPRP2P, the naive baseline the papers beat: compress before every send,
+ * decompress after every receive, compute on raw values in between. Kept so
+ * the benchmark can show what compression-aware algorithms gain. Any lossy
+ * codec: ZFP fixed accuracy (codec=zfp: these are its only compressed
+ * algorithms) or the szp/hz stream codec (only when ZCCL_ALGO=cprp2p).
+ *
+ * Bounds (eb: the call's absolute bound; every compression of a value
+ * costs at most eb, and nothing else does but float rounding):
+ *   - allreduce: each block's partial is recompressed at each of the N-1
+ *     reduce-scatter hops, then its owner compresses the total once and the
+ *     allgather forwards those bytes unchanged, every rank (the owner too)
+ *     decompressing them: SUM, MAX, MIN within N eb; AVG (the division
+ *     after decompression) within eb; bit-identical on every rank;
+ *   - allgather: every hop decompresses and recompresses what it forwards,
+ *     so rank q's block on rank r has been through d = (r - q) mod N
+ *     compressions: within d eb (the own block exact);
+ *   - broadcast, binomial tree: each rank decompresses what its parent
+ *     sent and compresses it again for its children; relative rank v is
+ *     popcount(v) hops from the root: within popcount(v) eb (<= ceil(log2 N)
+ *     eb; the root exact).
+ * Target modes divide the bound by those counts (N, 1 for AVG, N-1,
+ * ceil(log2 N)). ZFP cannot carry NaN, Inf or fill values: such input is a
+ * zcclInvalidArgument on every rank, found before anything is sent. */
+#include <math.h>
+#include <string.h>
+
+#include "zp_stream.h"
+
+/* The codec of one call: ZFP or the stream codec, its parameters, slices
+ * of `slice` elements and streams of `cap` bytes. */
+typedef struct {
+  int zfp;
+  zc_params_t p; /* dtype, eb (ZFP: the tolerance), fill */
+  size_t slice, cap;
+} zp_cpr_t;
+
+static size_t zp_cpr_bound(const zp_cpr_t* c, size_t n) {
+  return c->zfp ? zd_zfp_bound(n, c->p.dtype, c->p.eb) : zd_compress_bound(n, c->p.dtype);
+}
+
+static zcclResult_t zp_cpr_compress(const zp_ctx_t* ctx, const zp_cpr_t* c, const void* in, size_t n, void* out,
+                                    size_t* size) {
+  if (c->zfp) return zd_zfp_compress(ctx->dev, c->p.dtype, c->p.eb, in, n, out, c->cap, size);
+  return zd_compress(ctx->dev, &c->p, in, n, out, c->cap, size);
+}
+
+static zcclResult_t zp_cpr_decompress(const zp_ctx_t* ctx, const zp_cpr_t* c, const void* s, const size_t* size,
+                                      void* out, size_t n) {
+  if (c->zfp) return zd_zfp_decompress(ctx->dev, s, size, out, n);
+  return zd_decompress(ctx->dev, s, size, out, n);
+}
+
+/* Agreement on a small vector: the max over ranks (root < 0) or the root's. */
+static zcclResult_t zp_cpr_agree(const zp_ctx_t* ctx, double* v, int nv, int root) {
+  double* t = NULL;
+  ZU_CHECK(zp_tmp_get(ctx, (size_t)nv * sizeof *v, (void**)&t));
+  memcpy(t, v, (size_t)nv * sizeof *v);
+  zcclResult_t res;
+  if (root < 0) {
+    zp_coll_args_t r = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = t, .recvbuff = t, .count = (size_t)nv,
+                        .datatype = zcclFloat64, .op = zcclMax};
+    res = zp_rd_allreduce_sub(ctx, &r, 0x7100);
+  } else {
+    res = zp_tree_broadcast_sub(ctx, t, (size_t)nv * sizeof *v, root, 0x7100);
+  }
+  memcpy(v, t, (size_t)nv * sizeof *v);
+  zp_tmp_put(ctx, t);
+  return res;
+}
+
+/* The call's codec. The bound comes from in[0, in_n): every rank's values
+ * (root < 0) or the root's, which then tells everyone (intermediate ranks
+ * of a broadcast compress too). paths: compressions on the longest path
+ * (target modes divide by it). Slices of a block of `block` elements so
+ * that `streams` streams and `raws` raw slices fit the pool. Every rank
+ * returns the same result. */
+static zcclResult_t zp_cpr_setup(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t in_n, int root,
+                                 int paths, size_t block, int streams, int raws, zp_cpr_t* c) {
+  const zcclCompression_t* cm = &a->compression;
+  const char* fn = zp_coll_name(a->coll);
+  memset(c, 0, sizeof *c);
+  c->zfp = cm->codec == zcclCodecZfp;
+  /* The same setting on every rank: every rank returns here. */
+  ZU_RETURN_ERR_IF(c->zfp && cm->hasFill, zcclInvalidArgument,
+                   "%s: codec=zfp cannot keep fill values exactly (ZFP has no fill handling); use codec=hz or szp, "
+                   "or drop fill=", fn);
+  int mine = root < 0 || ctx->rank == root;
+  double v[2] = {0, 0}; /* the bound (root's: NaN if it has none), the last rank + 1 with non-finite input */
+  zcclResult_t res = zcclSuccess;
+  if (mine) {
+    /* zp_eb_abs divides an allreduce SUM's target by N; the division here
+     * is by this algorithm's path length instead. */
+    zp_coll_args_t b = *a;
+    b.op = zcclMax;
+    res = zp_eb_abs(ctx, &b, in, in_n, root < 0, &v[0]);
+    if (res != zcclSuccess && root < 0) return res; /* agreed: the same on every rank */
+    if (res != zcclSuccess) v[0] = NAN;
+    if (c->zfp) {
+      double mn = 0, mx = 0;
+      size_t valid = 0;
+      ZU_CHECK(zd_value_range(ctx->dev, in, in_n, a->datatype, 0, 0.0, &mn, &mx, &valid));
+      if (valid < in_n) v[1] = ctx->rank + 1;
+    }
+  }
+  if (root >= 0 || c->zfp) {
+    double w[2] = {v[0], v[1]};
+    /* Global: only the flag needs agreeing (the bound already is). */
+    ZU_CHECK(zp_cpr_agree(ctx, root < 0 ? &w[1] : w, root < 0 ? 1 : 2, root));
+    v[0] = root < 0 ? v[0] : w[0];
+    v[1] = w[1];
+  }
+  if (res != zcclSuccess) return res; /* the root's own error, after telling the others */
+  ZU_RETURN_ERR_IF(isnan(v[0]), zcclInvalidArgument, "%s: the root (rank %d) has no valid error bound", fn, root);
+  ZU_RETURN_ERR_IF(v[1] > 0, zcclInvalidArgument,
+                   "%s: codec=zfp cannot carry NaN or Inf, and rank %d's input has some; use codec=hz or szp", fn,
+                   (int)v[1] - 1);
+  double eb = v[0];
+  if (cm->mode == zcclErrorTargetAbs || cm->mode == zcclErrorTargetRel) eb /= paths > 1 ? paths : 1;
+  c->p = zp_params(a, eb);
+  /* Slices: each buffer gets an equal share of the largest free piece
+   * (first fit needs the slack). */
+  size_t es = zu_dtype_size(a->datatype), room = zd_buf_largest(ctx->dev) / (size_t)(streams + raws + 1);
+  size_t s = block ? block : 1;
+  while (s > 1 && (zp_cpr_bound(c, s) > room || s * es > room)) s /= 2;
+  c->slice = s;
+  c->cap = zp_cpr_bound(c, s);
+  ZU_RETURN_ERR_IF(c->cap == 0, zcclInvalidArgument, "%s: no stream size for bound %g", fn, eb);
+  return zcclSuccess;
+}
+
+/* Ring reduce-scatter with a decompress-reduce-recompress at every hop,
+ * then a ring allgather of the totals' streams, forwarded unchanged and
+ * decompressed by every rank (the owner too), in column slices of the N
+ * blocks. Works in recvbuff. */
+zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, boff[N], blen[N], soff[N], slen[N], m;
+  zcclRedOp_t op = zp_reduce_op(a->op);
+  const char* what = "cprp2p allreduce";
+  for (int b = 0; b < N; b++) {
+    boff[b] = zp_off(n, N, b);
+    blen[b] = zp_off(n, N, b + 1) - boff[b];
+  }
+  size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
+  zp_cpr_t c;
+  ZU_CHECK(zp_cpr_setup(ctx, a, a->sendbuff, n, -1, a->op == zcclAvg ? 1 : N, maxb, 2, 1, &c));
+  uint8_t* buf = a->recvbuff;
+  uint8_t *st[2] = {NULL, NULL}, *raw = NULL;
+  size_t sz[2] = {0, 0};
+  zcclResult_t res;
+  if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, n * es));
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, c.cap, (void**)&st[0]), res, out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, c.cap, (void**)&st[1]), res, out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, c.slice * es, (void**)&raw), res, out);
+  uint32_t k = 0;
+  for (size_t lo = 0; zp_slice(maxb, c.slice, lo, &m); lo += c.slice, k++) {
+    zp_slice_of(N, boff, blen, lo, lo + m, soff, slen);
+    /* Reduce-scatter: the partial of block r-s-1 leaves compressed; the
+     * one of block r-s-2 arrives, is decompressed and reduced with this
+     * rank's values. After N-1 steps block r holds the total. */
+    for (int s = 0; s < N - 1; s++) {
+      int sb = zp_mod(r - s - 1, N), rb = zp_mod(r - s - 2, N);
+      ZU_CHECK_GOTO(zp_cpr_compress(ctx, &c, zp_at(buf, soff[sb], es), slen[sb], st[0], &sz[0]), res, out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[0], sz[0], slen[sb] * es, st[1], c.cap, &sz[1],
+                                   (k << 8) | (uint32_t)s),
+                    res, out);
+      ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[1], &sz[1], raw, slen[rb]), res, out);
+      ZU_CHECK_GOTO(zd_reduce(ctx->dev, zp_at(buf, soff[rb], es), zp_at(buf, soff[rb], es), raw, slen[rb],
+                              a->datatype, op),
+                    res, out);
+    }
+    /* Allgather: the owner compresses its total once and decompresses it
+     * itself; the stream then goes round unchanged, so every rank decodes
+     * the same bytes for every block. */
+    int cur = 0;
+    ZU_CHECK_GOTO(zp_cpr_compress(ctx, &c, zp_at(buf, soff[r], es), slen[r], st[cur], &sz[cur]), res, out);
+    ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[cur], &sz[cur], zp_at(buf, soff[r], es), slen[r]), res, out);
+    for (int s = 0; s < N - 1; s++, cur ^= 1) {
+      int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* st[cur^1] was being decompressed */
+      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[cur], sz[cur], slen[sb] * es, st[cur ^ 1], c.cap, &sz[cur ^ 1],
+                                   (k << 8) | 0x80 | (uint32_t)s),
+                    res, out);
+      ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[cur ^ 1], &sz[cur ^ 1], zp_at(buf, soff[rb], es), slen[rb]), res,
+                    out);
+    }
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+  }
+  if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, buf, n, a->datatype, N), res, out);
+  res = zd_sync(ctx->dev);
+out:
+  (void)zd_sync(ctx->dev); /* nothing queued may outlive the buffers */
+  zp_tmp_put(ctx, raw);
+  zp_tmp_put(ctx, st[1]);
+  zp_tmp_put(ctx, st[0]);
+  return res;
+}
+
+/* Ring allgather that decompresses every block it receives and compresses
+ * it again to forward it; the own block stays exact. */
+zcclResult_t zp_cpr_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, m;
+  const char* what = "cprp2p allgather";
+  zp_cpr_t c;
+  ZU_CHECK(zp_cpr_setup(ctx, a, a->sendbuff, n, -1, N - 1, n, 2, 0, &c));
+  uint8_t* buf = a->recvbuff;
+  uint8_t *st[2] = {NULL, NULL};
+  size_t sz[2] = {0, 0};
+  zcclResult_t res;
+  if ((const uint8_t*)a->sendbuff != zp_at(buf, (size_t)r * n, es))
+    ZU_CHECK(zd_copy(ctx->dev, zp_at(buf, (size_t)r * n, es), a->sendbuff, n * es));
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, c.cap, (void**)&st[0]), res, out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, c.cap, (void**)&st[1]), res, out);
+  uint32_t k = 0;
+  for (size_t lo = 0; zp_slice(n, c.slice, lo, &m); lo += c.slice, k++) {
+    for (int s = 0; s < N - 1; s++) {
+      int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
+      ZU_CHECK_GOTO(zp_cpr_compress(ctx, &c, zp_at(buf, (size_t)sb * n + lo, es), m, st[0], &sz[0]), res, out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* also: st[1]'s last decompression is done */
+      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[0], sz[0], m * es, st[1], c.cap, &sz[1], (k << 8) | (uint32_t)s),
+                    res, out);
+      ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[1], &sz[1], zp_at(buf, (size_t)rb * n + lo, es), m), res, out);
+    }
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+  }
+  res = zcclSuccess;
+out:
+  (void)zd_sync(ctx->dev);
+  zp_tmp_put(ctx, st[1]);
+  zp_tmp_put(ctx, st[0]);
+  return res;
+}
+
+/* Binomial broadcast (the tree of zp_tree.c, ranks relative to the root):
+ * each rank decompresses what its parent sent into recvbuff, compresses
+ * that again once, and sends the stream to each of its children. */
+zcclResult_t zp_cpr_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N), lg = 0;
+  while ((1 << lg) < N) lg++;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, m;
+  const char* what = "cprp2p broadcast";
+  int span = v ? v & -v : 1 << lg, nc = 0, child[32];
+  for (int d = 1; d < span && v + d < N; d <<= 1) child[nc++] = (v + d + a->root) % N;
+  zp_cpr_t c;
+  ZU_CHECK(zp_cpr_setup(ctx, a, a->sendbuff, v == 0 ? n : 0, a->root, lg, n, 1, 0, &c));
+  uint8_t* st = NULL;
+  size_t sz = 0;
+  zp_xfer_t x[32];
+  zcclResult_t res;
+  if (v == 0 && a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, a->recvbuff, a->sendbuff, n * es));
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, c.cap, (void**)&st), res, out);
+  uint32_t k = 0;
+  for (size_t lo = 0; zp_slice(n, c.slice, lo, &m); lo += c.slice, k++) {
+    uint8_t* dst = zp_at(a->recvbuff, lo, es);
+    if (v) {
+      int parent = (v - (v & -v) + a->root) % N;
+      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, -1, NULL, 0, 0, parent, st, c.cap, &sz, k), res, out);
+      ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st, &sz, dst, m), res, out);
+    }
+    if (nc) {
+      ZU_CHECK_GOTO(zp_cpr_compress(ctx, &c, dst, m, st, &sz), res, out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+      for (int i = 0; i < nc; i++) zp_send_at(ctx, &x[i], child[i], k, st, sz);
+      ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nc), res, out);
+      for (int i = 0; i < nc; i++) zp_count(ctx, m * es, sz);
+    }
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+  }
+  res = zcclSuccess;
+out:
+  (void)zd_sync(ctx->dev);
+  zp_tmp_put(ctx, st);
+  return res;
+}
