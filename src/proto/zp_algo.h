@@ -71,6 +71,9 @@ zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_cpr_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_cpr_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+/* Sparse reduce (zp_sparse.c): a pipelined chain on RLE-encoded data. */
+zcclResult_t zp_sparse_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_pairwise_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 
 #endif /* ZP_ALGO_H_ */

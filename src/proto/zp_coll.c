@@ -227,6 +227,13 @@ static double zp_cpr_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   }
 }
 
+/* The sparse chain (codec=rle): a pipelined chain whose pieces shrink by
+ * the zeros they hold; an allreduce adds a chain broadcast of the result. */
+static double zp_sparse_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double n = (double)(a->count * zu_dtype_size(a->datatype));
+  return zp_chain_cost(ctx, n, 1) * (a->coll == ZP_COLL_ALLREDUCE ? 2 : 1);
+}
+
 /* ---- compressed algorithms ---------------------------------------------------
  * Each serves a set of codecs (one bit per zcclCodec_t). ZCCL_ALGO names
  * one where the call's collective and codec have it; otherwise the
@@ -236,6 +243,7 @@ static double zp_cpr_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
 #define ZP_HZ (ZP_CODEC(zcclCodecHz) | ZP_CODEC(zcclCodecAuto))
 #define ZP_MOVES (ZP_HZ | ZP_CODEC(zcclCodecSzp)) /* data movement: any stream codec */
 #define ZP_LOSSY (ZP_MOVES | ZP_CODEC(zcclCodecZfp)) /* any lossy codec */
+#define ZP_RLE ZP_CODEC(zcclCodecRle)
 
 typedef double (*zp_cost_fn)(const zp_ctx_t*, const zp_coll_args_t*);
 typedef struct {
@@ -260,6 +268,9 @@ static const zp_calgo_t zp_calgos[] = {
     {ZP_COLL_ALLGATHER, "cprp2p", ZP_LOSSY, "CPRP2P ring (recompress every hop)", zp_cpr_allgather, zp_cpr_cost},
     {ZP_COLL_BROADCAST, "cprp2p", ZP_LOSSY, "CPRP2P binomial tree (recompress every hop)", zp_cpr_broadcast,
      zp_cpr_cost},
+    {ZP_COLL_REDUCE, "sparse", ZP_RLE, "sparse RLE chain", zp_sparse_reduce, zp_sparse_cost},
+    {ZP_COLL_ALLREDUCE, "sparse", ZP_RLE, "sparse RLE chain, then its result down the chain", zp_sparse_allreduce,
+     zp_sparse_cost},
 };
 #define ZP_NUM_CALGOS (sizeof zp_calgos / sizeof zp_calgos[0])
 

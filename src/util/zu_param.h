@@ -52,7 +52,7 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "rd (recursive doubling), rabenseifner, direct, bruck, tree, chain, "                \
     "scatter_allgather, linear or pairwise; a compressed call looks the name up among "  \
     "its codec's compressed algorithms (docs/compressed.md: also cprp2p, the "            \
-    "recompress-every-hop baseline); unset: a cost model picks "                          \
+    "recompress-every-hop baseline, and sparse, the RLE chain); unset: a cost model picks " \
     "by size, ranks and the link measured at creation (ZCCL_DEBUG_SUBSYS=TUNING logs "    \
     "the choice).")                                                                       \
   X(CODEC_THREADS, INT, "0",                                                              \
