@@ -55,9 +55,9 @@ static const char* coll_names[NUM_COLLS] = {"allreduce", "allgather", "broadcast
 /* The ZCCL_ALGO names each collective has (docs/collectives.md, the table
  * in src/proto/zp_coll.c); the point-to-point modes have none. */
 static const char* coll_algos[NUM_COLLS] = {
-    [COLL_ALLREDUCE] = "ring rd rabenseifner direct", [COLL_ALLGATHER] = "ring bruck direct",
-    [COLL_BROADCAST] = "tree chain scatter_allgather direct", [COLL_REDUCESCATTER] = "ring",
-    [COLL_REDUCE] = "tree chain", [COLL_GATHER] = "tree linear", [COLL_SCATTER] = "tree linear",
+    [COLL_ALLREDUCE] = "ring rd rabenseifner direct cprp2p sparse", [COLL_ALLGATHER] = "ring bruck direct cprp2p",
+    [COLL_BROADCAST] = "tree chain scatter_allgather direct cprp2p", [COLL_REDUCESCATTER] = "ring",
+    [COLL_REDUCE] = "tree chain sparse", [COLL_GATHER] = "tree linear", [COLL_SCATTER] = "tree linear",
     [COLL_ALLTOALL] = "pairwise"};
 #define ROOT 0 /* broadcast, reduce, gather, scatter */
 static const char* op_names[zcclNumOps] = {"sum", "prod", "max", "min", "avg"}; /* zcclRedOp_t order */
@@ -130,7 +130,8 @@ static void usage(FILE* out) {
           "              rounding of the reduction order; #wrong counts elements outside (-1: not\n"
           "              checked); exit code 1 if any\n"
           "  --algo NAME  set ZCCL_ALGO=NAME for the zccl rows (ring, rd, rabenseifner, direct,\n"
-          "              bruck, tree, chain, scatter_allgather, linear, pairwise). The algo column\n"
+          "              bruck, tree, chain, scatter_allgather, linear, pairwise; compressed only:\n"
+          "              cprp2p, sparse). The algo column\n"
           "              shows NAME when the collective has it, else auto (the library's cost\n"
           "              model). A forced algorithm that cannot run a call (docs/collectives.md)\n"
           "              falls back to the model without telling the caller: ZCCL_DEBUG=INFO\n"
@@ -529,9 +530,25 @@ static double compressed_bound(const ctx_t* c, size_t count, double* eb_abs) {
     e *= hi > lo ? hi - lo : (hi == lo && hi != 0 ? fabs(hi) : 1.0);
   }
   int target = z->mode == zcclErrorTargetAbs || z->mode == zcclErrorTargetRel;
-  if (target && c->o->op == zcclSum && is_reduction(c->o->coll)) e /= c->nranks;
+  coll_t coll = c->o->coll;
+  if (z->codec == zcclCodecRle) { /* lossless: only the reduction's rounding */
+    *eb_abs = 0;
+    return 0;
+  }
+  /* CPRP2P (codec=zfp's algorithms, or forced): eb per compression on the
+   * longest path (docs/compressed.md): N (AVG 1), N-1, ceil(log2 N). */
+  if (z->codec == zcclCodecZfp || strcmp(c->algo, "cprp2p") == 0) {
+    int lg = 0;
+    while ((1 << lg) < c->nranks) lg++;
+    double hops = coll == COLL_ALLREDUCE ? (c->o->op == zcclAvg ? 1 : c->nranks)
+                  : coll == COLL_ALLGATHER ? c->nranks - 1 : lg;
+    if (target && hops > 1) e /= hops;
+    *eb_abs = e;
+    return hops * e;
+  }
+  if (target && c->o->op == zcclSum && is_reduction(coll)) e /= c->nranks;
   *eb_abs = e;
-  return is_reduction(c->o->coll) && c->o->op == zcclSum ? e * c->nranks : e;
+  return is_reduction(coll) && c->o->op == zcclSum ? e * c->nranks : e;
 }
 
 static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
@@ -572,6 +589,8 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
 /* The collectives and codecs zccl compresses (src/proto/zp_coll.c). */
 static int has_compressed(coll_t coll, int codec) {
   int hz = codec == zcclCodecHz || codec == zcclCodecAuto;
+  if (codec == zcclCodecZfp) return coll == COLL_ALLREDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST;
+  if (codec == zcclCodecRle) return coll == COLL_ALLREDUCE || coll == COLL_REDUCE;
   if (coll == COLL_ALLREDUCE || coll == COLL_REDUCESCATTER || coll == COLL_REDUCE) return hz;
   if (coll == COLL_ALLGATHER || coll == COLL_BROADCAST || coll == COLL_SCATTER || coll == COLL_GATHER ||
       coll == COLL_ALLTOALL)
