@@ -6,7 +6,8 @@
  *   x_0 op (x_1 op (... op (x_{N-2} op x_{N-1}))),  x_v: rank (root + v) mod N,
  * in the dtype's arithmetic (NaN where either operand of MAX/MIN is; a
  * zero's sign is not compared), and the uncompressed chain Reduce
- * (ZCCL_ALGO=chain, the same order). AllReduce: bit-identical on every rank.
+ * (ZCCL_ALGO=chain for the whole run: the same order). AllReduce:
+ * bit-identical on every rank.
  * The stats show the streams: far smaller than the values for sparse data,
  * never more than the values plus a 24-byte header per piece.
  *   mpirun -np N test_ccoll_sparse */
@@ -140,9 +141,7 @@ static void test_sparse(zcclComm_t comm, int all_ranks, int kind, int f64, zcclR
   if (all_ranks) CHECK(same_everywhere(y, n * es));
   if (!all_ranks && op != zcclAvg) { /* the uncompressed chain, same order: the same values */
     set_codec(comm, zcclCodecNone);
-    setenv("ZCCL_ALGO", "chain", 1);
     CHECK_RES(zcclReduce(x, z, n, t, op, root, comm, NULL), zcclSuccess);
-    unsetenv("ZCCL_ALGO");
     long diff = 0;
     if (rank == root)
       for (size_t i = 0; i < n; i++) diff += !equal(get(y, i, f64), get(z, i, f64));
@@ -173,6 +172,10 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  /* The uncompressed Reduce to compare with is the chain; no compressed
+   * algorithm has that name, so codec=rle keeps its own (sparse). Set
+   * before the library has threads reading the environment. */
+  setenv("ZCCL_ALGO", "chain", 1);
   zcclUniqueId id;
   if (rank == 0) zcclGetUniqueId(&id);
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
