@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zd_dev_impl.h"
-#include "zd_host_codec.h"
 #include "zc_rle.h"
 #include "zc_zfp.h"
+#include "zd_dev_impl.h"
+#include "zd_host_codec.h"
 #include "zu_dtype.h"
 #include "zu_error.h"
 #include "zu_log.h"

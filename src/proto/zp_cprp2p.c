@@ -20,8 +20,14 @@
  *     eb; the root exact).
  * Target modes divide the bound by those counts (N, 1 for AVG, N-1,
  * ceil(log2 N)). ZFP cannot carry NaN, Inf or fill values: such input is a
- * zcclInvalidArgument on every rank, found before anything is sent. */
+ * zcclInvalidArgument on every rank, found before anything is sent. A
+ * compression that fails on the way (finite inputs whose partial sum
+ * overflows to Inf) sends an empty message instead and the schedule runs to
+ * its end, so nobody waits for a message that never comes; a small
+ * agreement at the end (ZFP only: the stream codec stores anything) makes
+ * every rank return the error. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "zp_stream.h"
@@ -50,8 +56,32 @@ static zcclResult_t zp_cpr_decompress(const zp_ctx_t* ctx, const zp_cpr_t* c, co
   return zd_decompress(ctx->dev, s, size, out, n);
 }
 
+/* A stream to send: compressed and complete, or, once this rank has an
+ * error (*bad), empty (size 0; no stream is): the receiver learns of it. */
+static void zp_cpr_outgoing(const zp_ctx_t* ctx, const char* what, const zp_cpr_t* c, const void* in, size_t n,
+                            void* out, size_t* size, zcclResult_t* bad) {
+  if (*bad == zcclSuccess) {
+    zcclResult_t r = zp_cpr_compress(ctx, c, in, n, out, size);
+    if (r == zcclSuccess) r = zd_sync(ctx->dev);
+    if (r == zcclSuccess) return;
+    char why[256]; /* the codec's message, copied: ZU_ERROR writes where it lies */
+    snprintf(why, sizeof why, "%s", zu_error_last());
+    *bad = ZU_ERROR(r, "%s: could not compress what this rank sends: %s", what, why);
+  }
+  *size = 0;
+}
+
+/* A received stream: empty means the sender had an error, and this rank's
+ * results are void from here on. 1: decompress it. */
+static int zp_cpr_incoming(const char* what, int from, size_t size, zcclResult_t* bad) {
+  if (size == 0 && *bad == zcclSuccess)
+    *bad = ZU_ERROR(zcclInvalidArgument, "%s: rank %d could not compress what it sends here (see its log)", what,
+                    from);
+  return *bad == zcclSuccess;
+}
+
 /* Agreement on a small vector: the max over ranks (root < 0) or the root's. */
-static zcclResult_t zp_cpr_agree(const zp_ctx_t* ctx, double* v, int nv, int root) {
+static zcclResult_t zp_cpr_agree(const zp_ctx_t* ctx, double* v, int nv, int root, uint32_t sub) {
   double* t = NULL;
   ZU_CHECK(zp_tmp_get(ctx, (size_t)nv * sizeof *v, (void**)&t));
   memcpy(t, v, (size_t)nv * sizeof *v);
@@ -59,13 +89,28 @@ static zcclResult_t zp_cpr_agree(const zp_ctx_t* ctx, double* v, int nv, int roo
   if (root < 0) {
     zp_coll_args_t r = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = t, .recvbuff = t, .count = (size_t)nv,
                         .datatype = zcclFloat64, .op = zcclMax};
-    res = zp_rd_allreduce_sub(ctx, &r, 0x7100);
+    res = zp_rd_allreduce_sub(ctx, &r, sub);
   } else {
-    res = zp_tree_broadcast_sub(ctx, t, (size_t)nv * sizeof *v, root, 0x7100);
+    res = zp_tree_broadcast_sub(ctx, t, (size_t)nv * sizeof *v, root, sub);
   }
   memcpy(v, t, (size_t)nv * sizeof *v);
   zp_tmp_put(ctx, t);
   return res;
+}
+
+/* The end of a call: with ZFP, every rank learns whether any had an error
+ * (the last rank + 1 that had one travels in a max-allreduce). */
+static zcclResult_t zp_cpr_finish(const zp_ctx_t* ctx, const zp_coll_args_t* a, const zp_cpr_t* c,
+                                  zcclResult_t bad) {
+  if (!c->zfp) return bad;
+  double who = bad != zcclSuccess ? ctx->rank + 1 : 0;
+  ZU_CHECK(zp_cpr_agree(ctx, &who, 1, -1, 0x7200));
+  if (bad != zcclSuccess) return bad;
+  ZU_RETURN_ERR_IF(who > 0, zcclInvalidArgument,
+                   "%s: codec=zfp could not compress on rank %d during the collective (ZFP cannot carry the NaN "
+                   "or Inf that partial results can reach; see that rank's log)",
+                   zp_coll_name(a->coll), (int)who - 1);
+  return zcclSuccess;
 }
 
 /* The call's codec. The bound comes from in[0, in_n): every rank's values
@@ -105,7 +150,7 @@ static zcclResult_t zp_cpr_setup(const zp_ctx_t* ctx, const zp_coll_args_t* a, c
   if (root >= 0 || c->zfp) {
     double w[2] = {v[0], v[1]};
     /* Global: only the flag needs agreeing (the bound already is). */
-    ZU_CHECK(zp_cpr_agree(ctx, root < 0 ? &w[1] : w, root < 0 ? 1 : 2, root));
+    ZU_CHECK(zp_cpr_agree(ctx, root < 0 ? &w[1] : w, root < 0 ? 1 : 2, root, 0x7100));
     v[0] = root < 0 ? v[0] : w[0];
     v[1] = w[1];
   }
@@ -133,7 +178,7 @@ static zcclResult_t zp_cpr_setup(const zp_ctx_t* ctx, const zp_coll_args_t* a, c
  * decompressed by every rank (the owner too), in column slices of the N
  * blocks. Works in recvbuff. */
 zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks, r = ctx->rank;
+  int N = ctx->nranks, r = ctx->rank, left = (r + N - 1) % N;
   size_t es = zu_dtype_size(a->datatype), n = a->count, boff[N], blen[N], soff[N], slen[N], m;
   zcclRedOp_t op = zp_reduce_op(a->op);
   const char* what = "cprp2p allreduce";
@@ -147,7 +192,7 @@ zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   uint8_t* buf = a->recvbuff;
   uint8_t *st[2] = {NULL, NULL}, *raw = NULL;
   size_t sz[2] = {0, 0};
-  zcclResult_t res;
+  zcclResult_t res, bad = zcclSuccess;
   if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, n * es));
   ZU_CHECK_GOTO(zp_tmp_get(ctx, c.cap, (void**)&st[0]), res, out);
   ZU_CHECK_GOTO(zp_tmp_get(ctx, c.cap, (void**)&st[1]), res, out);
@@ -160,11 +205,11 @@ zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
      * rank's values. After N-1 steps block r holds the total. */
     for (int s = 0; s < N - 1; s++) {
       int sb = zp_mod(r - s - 1, N), rb = zp_mod(r - s - 2, N);
-      ZU_CHECK_GOTO(zp_cpr_compress(ctx, &c, zp_at(buf, soff[sb], es), slen[sb], st[0], &sz[0]), res, out);
-      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+      zp_cpr_outgoing(ctx, what, &c, zp_at(buf, soff[sb], es), slen[sb], st[0], &sz[0], &bad);
       ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[0], sz[0], slen[sb] * es, st[1], c.cap, &sz[1],
                                    (k << 8) | (uint32_t)s),
                     res, out);
+      if (!zp_cpr_incoming(what, left, sz[1], &bad)) continue;
       ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[1], &sz[1], raw, slen[rb]), res, out);
       ZU_CHECK_GOTO(zd_reduce(ctx->dev, zp_at(buf, soff[rb], es), zp_at(buf, soff[rb], es), raw, slen[rb],
                               a->datatype, op),
@@ -174,21 +219,25 @@ zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
      * itself; the stream then goes round unchanged, so every rank decodes
      * the same bytes for every block. */
     int cur = 0;
-    ZU_CHECK_GOTO(zp_cpr_compress(ctx, &c, zp_at(buf, soff[r], es), slen[r], st[cur], &sz[cur]), res, out);
-    ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[cur], &sz[cur], zp_at(buf, soff[r], es), slen[r]), res, out);
+    zp_cpr_outgoing(ctx, what, &c, zp_at(buf, soff[r], es), slen[r], st[cur], &sz[cur], &bad);
+    if (bad == zcclSuccess)
+      ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[cur], &sz[cur], zp_at(buf, soff[r], es), slen[r]), res, out);
     for (int s = 0; s < N - 1; s++, cur ^= 1) {
       int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* st[cur^1] was being decompressed */
+      if (bad != zcclSuccess) sz[cur] = 0; /* forwards only what it could read */
       ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[cur], sz[cur], slen[sb] * es, st[cur ^ 1], c.cap, &sz[cur ^ 1],
                                    (k << 8) | 0x80 | (uint32_t)s),
                     res, out);
+      if (!zp_cpr_incoming(what, left, sz[cur ^ 1], &bad)) continue;
       ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[cur ^ 1], &sz[cur ^ 1], zp_at(buf, soff[rb], es), slen[rb]), res,
                     out);
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   }
-  if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, buf, n, a->datatype, N), res, out);
-  res = zd_sync(ctx->dev);
+  if (a->op == zcclAvg && bad == zcclSuccess) ZU_CHECK_GOTO(zd_divide(ctx->dev, buf, n, a->datatype, N), res, out);
+  ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+  res = zp_cpr_finish(ctx, a, &c, bad);
 out:
   (void)zd_sync(ctx->dev); /* nothing queued may outlive the buffers */
   zp_tmp_put(ctx, raw);
@@ -200,15 +249,15 @@ out:
 /* Ring allgather that decompresses every block it receives and compresses
  * it again to forward it; the own block stays exact. */
 zcclResult_t zp_cpr_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks, r = ctx->rank;
+  int N = ctx->nranks, r = ctx->rank, left = (r + N - 1) % N;
   size_t es = zu_dtype_size(a->datatype), n = a->count, m;
   const char* what = "cprp2p allgather";
   zp_cpr_t c;
   ZU_CHECK(zp_cpr_setup(ctx, a, a->sendbuff, n, -1, N - 1, n, 2, 0, &c));
   uint8_t* buf = a->recvbuff;
-  uint8_t *st[2] = {NULL, NULL};
+  uint8_t* st[2] = {NULL, NULL};
   size_t sz[2] = {0, 0};
-  zcclResult_t res;
+  zcclResult_t res, bad = zcclSuccess;
   if ((const uint8_t*)a->sendbuff != zp_at(buf, (size_t)r * n, es))
     ZU_CHECK(zd_copy(ctx->dev, zp_at(buf, (size_t)r * n, es), a->sendbuff, n * es));
   ZU_CHECK_GOTO(zp_tmp_get(ctx, c.cap, (void**)&st[0]), res, out);
@@ -217,15 +266,17 @@ zcclResult_t zp_cpr_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   for (size_t lo = 0; zp_slice(n, c.slice, lo, &m); lo += c.slice, k++) {
     for (int s = 0; s < N - 1; s++) {
       int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
-      ZU_CHECK_GOTO(zp_cpr_compress(ctx, &c, zp_at(buf, (size_t)sb * n + lo, es), m, st[0], &sz[0]), res, out);
-      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* also: st[1]'s last decompression is done */
+      /* (its sync also ends st[1]'s last decompression) */
+      zp_cpr_outgoing(ctx, what, &c, zp_at(buf, (size_t)sb * n + lo, es), m, st[0], &sz[0], &bad);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
       ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[0], sz[0], m * es, st[1], c.cap, &sz[1], (k << 8) | (uint32_t)s),
                     res, out);
+      if (!zp_cpr_incoming(what, left, sz[1], &bad)) continue;
       ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[1], &sz[1], zp_at(buf, (size_t)rb * n + lo, es), m), res, out);
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   }
-  res = zcclSuccess;
+  res = zp_cpr_finish(ctx, a, &c, bad);
 out:
   (void)zd_sync(ctx->dev);
   zp_tmp_put(ctx, st[1]);
@@ -241,34 +292,33 @@ zcclResult_t zp_cpr_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   while ((1 << lg) < N) lg++;
   size_t es = zu_dtype_size(a->datatype), n = a->count, m;
   const char* what = "cprp2p broadcast";
-  int span = v ? v & -v : 1 << lg, nc = 0, child[32];
+  int span = v ? v & -v : 1 << lg, nc = 0, child[32], parent = (v - (v & -v) + a->root) % N;
   for (int d = 1; d < span && v + d < N; d <<= 1) child[nc++] = (v + d + a->root) % N;
   zp_cpr_t c;
   ZU_CHECK(zp_cpr_setup(ctx, a, a->sendbuff, v == 0 ? n : 0, a->root, lg, n, 1, 0, &c));
   uint8_t* st = NULL;
   size_t sz = 0;
   zp_xfer_t x[32];
-  zcclResult_t res;
+  zcclResult_t res, bad = zcclSuccess;
   if (v == 0 && a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, a->recvbuff, a->sendbuff, n * es));
   ZU_CHECK_GOTO(zp_tmp_get(ctx, c.cap, (void**)&st), res, out);
   uint32_t k = 0;
   for (size_t lo = 0; zp_slice(n, c.slice, lo, &m); lo += c.slice, k++) {
     uint8_t* dst = zp_at(a->recvbuff, lo, es);
     if (v) {
-      int parent = (v - (v & -v) + a->root) % N;
       ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, -1, NULL, 0, 0, parent, st, c.cap, &sz, k), res, out);
-      ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st, &sz, dst, m), res, out);
+      if (zp_cpr_incoming(what, parent, sz, &bad))
+        ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st, &sz, dst, m), res, out);
     }
     if (nc) {
-      ZU_CHECK_GOTO(zp_cpr_compress(ctx, &c, dst, m, st, &sz), res, out);
-      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+      zp_cpr_outgoing(ctx, what, &c, dst, m, st, &sz, &bad);
       for (int i = 0; i < nc; i++) zp_send_at(ctx, &x[i], child[i], k, st, sz);
       ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nc), res, out);
       for (int i = 0; i < nc; i++) zp_count(ctx, m * es, sz);
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   }
-  res = zcclSuccess;
+  res = zp_cpr_finish(ctx, a, &c, bad);
 out:
   (void)zd_sync(ctx->dev);
   zp_tmp_put(ctx, st);

@@ -10,8 +10,8 @@
  *     block exact; stream codecs carry NaN, +-Inf and the fill value exactly;
  *   - broadcast: relative rank v within popcount(v) eb, the root exact;
  *   - target modes: the output within the target;
- *   - codec=zfp with NaN/Inf input or a fill value: zcclInvalidArgument on
- *     every rank, nothing hangs.
+ *   - codec=zfp with NaN/Inf input or a fill value, or partial sums that
+ *     overflow: zcclInvalidArgument on every rank, nothing hangs.
  *   mpirun -np N test_ccoll_cpr */
 #include <float.h>
 #include <math.h>
@@ -215,7 +215,7 @@ static void test_zfp_bad(zcclUniqueId* id, int f64) {
   zcclDataType_t t = f64 ? zcclFloat64 : zcclFloat32;
   void* x = malloc(n * es);
   void* y = malloc(n * es * N);
-  for (int kase = 0; kase < 4; kase++) {
+  for (int kase = 0; kase < 5; kase++) {
     zcclComm_t comm = NULL;
     if (rank == 0) zcclGetUniqueId(id);
     MPI_Bcast(id, sizeof *id, MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -234,8 +234,14 @@ static void test_zfp_bad(zcclUniqueId* id, int f64) {
     } else if (kase == 2) { /* the root's Inf, found by the root alone */
       if (rank == 0) set(x, n - 1, f64, INFINITY);
       res = zcclBroadcast(x, y, n, t, 0, comm, NULL);
-    } else { /* a fill value: ZFP cannot keep it exactly */
+    } else if (kase == 3) { /* a fill value: ZFP cannot keep it exactly */
       needle = "fill";
+      res = zcclAllReduce(x, y, n, t, zcclSum, comm, NULL);
+    } else { /* finite inputs whose sums overflow on the way (ranks 0 and 1 large): the hops that meet the
+              * Inf tell the others */
+      needle = "compress";
+      if (rank < 2)
+        for (size_t i = 0; i < n; i++) set(x, i, f64, (f64 ? 0.9 * DBL_MAX : 0.9 * FLT_MAX) * (i % 2 ? 1 : -1));
       res = zcclAllReduce(x, y, n, t, zcclSum, comm, NULL);
     }
     CHECK(res == zcclInvalidArgument);
