@@ -47,8 +47,8 @@ for f in sorted(glob.glob(os.path.join(out, "*.json"))):
             continue
         d[key] = r
 print(f"netlab, 4 hosts at {rate}; levitus TEMP tiled; zccl-compressed {spec}; time in ms (median of 3)")
-print("| collective | size | OpenMPI default | OpenMPI ring | zccl | zccl compressed | × default | × ring | × zccl | ratio | max err / bound | PSNR | wrong |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| collective | size | OpenMPI default | OpenMPI ring | zccl | zccl compressed | × default | × ring | × zccl | ratio | max err / bound | RMSE | PSNR | wrong |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 order = "allreduce reducescatter reduce allgather broadcast scatter gather alltoall".split()
 wrong = 0
 for (coll, b), d in sorted(rows.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1])):
@@ -62,6 +62,6 @@ for (coll, b), d in sorted(rows.items(), key=lambda kv: (order.index(kv[0][0]), 
     w = sum((r["wrong"] or 0) for r in d.values() if r["wrong"] and r["wrong"] > 0)
     wrong += w
     print(f"| {coll} | {b >> 20} MiB | {t(m)} | {t(ring)} | {t(z)} | {t(zc)} | {sp(m)} | {sp(ring)} | {sp(z)} | "
-          f"{zc['ratio']:.2f} | {ratio_err:.3f} | {zc['psnr'] or float('inf'):.1f} | {w} |")
+          f"{zc['ratio']:.2f} | {ratio_err:.3f} | {zc.get('rmse') or 0:.3g} | {zc['psnr'] or float('inf'):.1f} | {w} |")
 print(f"\nelements outside tolerance or bound, all rows: {wrong}")
 EOF

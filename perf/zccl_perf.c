@@ -100,7 +100,7 @@ typedef struct {
   size_t bytes, count;
   double time_us, algbw, busbw, speedup;
   long wrong;
-  double ratio, max_abs_err, eb_abs, psnr;
+  double ratio, max_abs_err, eb_abs, rmse, psnr;
 } row_t;
 
 static void usage(FILE* out) {
@@ -564,6 +564,7 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
   row->wrong = wrong;
   row->max_abs_err = max_err;
   double rmse = m ? sqrt(sq / (double)m) : 0;
+  row->rmse = rmse;
   row->psnr = rmse > 0 ? 20.0 * log10((hi - lo) / rmse) : INFINITY;
   free(ref);
   free(mag);
@@ -619,6 +620,7 @@ static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* rec
   row->busbw = row->algbw * bus_factor(o->coll, c->nranks);
   row->wrong = -1;
   row->max_abs_err = NAN;
+  row->rmse = NAN;
   row->psnr = NAN;
   row->ratio = 1.0;
   if (c->comp) { /* every rank's streams together */
@@ -631,12 +633,13 @@ static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* rec
     /* Every rank checks what it received; the worst rank's numbers count. */
     check_result(c, recv, count, row);
     long w = row->wrong;
-    double e = row->max_abs_err, p = row->psnr;
+    double e[2] = {row->max_abs_err, row->rmse}, p = row->psnr;
     MPI_Allreduce(MPI_IN_PLACE, &w, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, &e, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, e, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD); /* the worst rank's */
     MPI_Allreduce(MPI_IN_PLACE, &p, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD); /* the worst rank's */
     row->wrong = w;
-    row->max_abs_err = e;
+    row->max_abs_err = e[0];
+    row->rmse = e[1];
     row->psnr = p;
   }
   return 0;
@@ -666,9 +669,9 @@ static void print_header(const ctx_t* c) {
   if (o->coll == COLL_PINGPONG)
     printf("# pingpong: rank 0 <-> rank 1; time = half a round trip (each iteration the mean of "
            "min(100, max(1, 4 MiB / size)) back-to-back round trips), algbw = busbw = size / time\n");
-  printf("# %10s %11s %6s %5s %-16s %-12s %-6s %11s %9s %9s %8s %7s %7s %10s %7s\n", "size(B)", "count",
+  printf("# %10s %11s %6s %5s %-16s %-12s %-6s %11s %9s %9s %8s %7s %7s %10s %10s %7s\n", "size(B)", "count",
          "type", "redop", "method", "algo", "codec", "time(us)", "algbw", "busbw", "speedup", "#wrong",
-         "ratio", "max_err", "psnr");
+         "ratio", "max_err", "rmse", "psnr");
 }
 
 /* A JSON number, or null for what JSON cannot hold (NaN: not measured;
@@ -685,24 +688,25 @@ static void emit_row(ctx_t* c, const row_t* r) {
   const char* op = is_reduction(o->coll) ? op_names[o->op] : "-";
   if (r->wrong > 0) c->wrong_total += r->wrong;
   if (c->rank != 0) return;
-  printf("  %10zu %11zu %6s %5s %-16s %-12s %-6s %11.1f %9.3f %9.3f %8.2f %7ld %7.2f %10.3g %7.1f\n", r->bytes,
-         r->count, type, op, r->method, r->algo, r->codec, r->time_us, r->algbw, r->busbw, r->speedup,
-         r->wrong, r->ratio, r->max_abs_err, r->psnr);
+  printf("  %10zu %11zu %6s %5s %-16s %-12s %-6s %11.1f %9.3f %9.3f %8.2f %7ld %7.2f %10.3g %10.3g %7.1f\n",
+         r->bytes, r->count, type, op, r->method, r->algo, r->codec, r->time_us, r->algbw, r->busbw, r->speedup,
+         r->wrong, r->ratio, r->max_abs_err, r->rmse, r->psnr);
   if (c->csv)
-    fprintf(c->csv, "%s,%s,%s,%s,%zu,%zu,%s,%s,%.3f,%.6f,%.6f,%.4f,%ld,%.4f,%.6g,%.6g,%.4f\n", coll_names[o->coll],
-            r->method, r->codec, r->algo, r->bytes, r->count, type, op, r->time_us, r->algbw, r->busbw,
-            r->speedup, r->wrong, r->ratio, r->max_abs_err, r->eb_abs, r->psnr);
+    fprintf(c->csv, "%s,%s,%s,%s,%zu,%zu,%s,%s,%.3f,%.6f,%.6f,%.4f,%ld,%.4f,%.6g,%.6g,%.6g,%.4f\n",
+            coll_names[o->coll], r->method, r->codec, r->algo, r->bytes, r->count, type, op, r->time_us, r->algbw,
+            r->busbw, r->speedup, r->wrong, r->ratio, r->max_abs_err, r->eb_abs, r->rmse, r->psnr);
   if (c->json) {
-    char speedup[32], err[32], psnr[32];
+    char speedup[32], err[32], rmse[32], psnr[32];
     fprintf(c->json,
             "%s\n  {\"collective\": \"%s\", \"method\": \"%s\", \"codec\": \"%s\", \"algo\": \"%s\", "
             "\"bytes\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", \"nranks\": %d, "
             "\"time_us\": %.3f, \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"speedup\": %s, "
-            "\"ratio\": %.4f, \"max_abs_err\": %s, \"eb_abs\": %.6g, \"psnr\": %s, \"wrong\": %ld}",
+            "\"ratio\": %.4f, \"max_abs_err\": %s, \"eb_abs\": %.6g, \"rmse\": %s, \"psnr\": %s, \"wrong\": %ld}",
             c->json_rows++ ? "," : "", coll_names[o->coll], r->method, r->codec, r->algo, r->bytes, r->count,
             type, op, c->nranks, r->time_us, r->algbw, r->busbw, json_num(speedup, sizeof speedup, r->speedup),
             r->ratio, json_num(err, sizeof err, r->wrong < 0 ? NAN : r->max_abs_err), r->eb_abs,
-            json_num(psnr, sizeof psnr, r->psnr), r->wrong);
+            json_num(rmse, sizeof rmse, r->wrong < 0 ? NAN : r->rmse), json_num(psnr, sizeof psnr, r->psnr),
+            r->wrong);
   }
 }
 
@@ -761,7 +765,7 @@ int main(int argc, char** argv) {
     if (!c.csv) fprintf(stderr, "zccl-perf: cannot write %s\n", o.csv_path), files_ok = 0;
     else
       fprintf(c.csv, "collective,method,codec,algo,bytes,count,type,redop,time_us,algbw_gbps,busbw_gbps,"
-                     "speedup,wrong,ratio,max_abs_err,eb_abs,psnr\n");
+                     "speedup,wrong,ratio,max_abs_err,eb_abs,rmse,psnr\n");
   }
   if (c.rank == 0 && o.json_path) {
     c.json = fopen(o.json_path, "w");
