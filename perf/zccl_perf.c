@@ -72,7 +72,9 @@ typedef struct {
   const char* data_spec;
   int fill_zero;
   int baseline_mpi;
-  const char* compression; /* NULL: no compressed method */
+#define MAX_COMP 8
+  const char* compression[MAX_COMP]; /* --compression SPEC[@ALGO], each a compressed method */
+  int ncomp;
   const char* csv_path;
   const char* json_path;
   const char* algo; /* --algo: ZCCL_ALGO for the zccl rows */
@@ -139,8 +141,10 @@ static void usage(FILE* out) {
           "  --fill keep|zero  keep fill values or set them to 0 (default zero)\n"
           "  --baseline mpi|none  also time OpenMPI on the same buffers (default mpi); speedup =\n"
           "                       mpi time / zccl time\n"
-          "  --compression SPEC   add a zccl-compressed method (ZCCL_COMPRESSION syntax;\n"
-          "                       collectives only: sendrecv and pingpong send uncompressed)\n"
+          "  --compression SPEC[@ALGO]  add a zccl-compressed method (ZCCL_COMPRESSION syntax;\n"
+          "                       collectives only: sendrecv and pingpong send uncompressed);\n"
+          "                       up to 8, each its own rows (codec and algo columns); @ALGO sets\n"
+          "                       ZCCL_ALGO for that method's calls only (e.g. @cprp2p, @rd)\n"
           "  --csv FILE, --json FILE  write the rows (docs/performance.md: the JSON fields)\n"
           "  -h, --help  this text\n");
 }
@@ -227,7 +231,10 @@ static int parse_args(int argc, char** argv, opts_t* o) {
     } else if (strcmp(a, "--data") == 0) o->data_spec = v;
     else if (strcmp(a, "--fill") == 0) o->fill_zero = strcmp(v, "zero") == 0;
     else if (strcmp(a, "--baseline") == 0) o->baseline_mpi = strcmp(v, "mpi") == 0;
-    else if (strcmp(a, "--compression") == 0) o->compression = v;
+    else if (strcmp(a, "--compression") == 0) {
+      if (o->ncomp == MAX_COMP) return perr("zccl-perf: at most %d --compression methods\n", MAX_COMP), -1;
+      o->compression[o->ncomp++] = v;
+    }
     else if (strcmp(a, "--csv") == 0) o->csv_path = v;
     else if (strcmp(a, "--json") == 0) o->json_path = v;
     else if (strcmp(a, "--algo") == 0) o->algo = v;
@@ -241,7 +248,7 @@ static int parse_args(int argc, char** argv, opts_t* o) {
     perr("zccl-perf: need 0 < -b <= -e, -f > 1, -n >= 1, -w >= 0\n");
     return -1;
   }
-  if (o->compression && (o->coll == COLL_SENDRECV || o->coll == COLL_PINGPONG)) {
+  if (o->ncomp && (o->coll == COLL_SENDRECV || o->coll == COLL_PINGPONG)) {
     perr("zccl-perf: --compression is for the collectives; %s sends uncompressed\n", coll_names[o->coll]);
     return -1;
   }
@@ -791,10 +798,23 @@ int main(int argc, char** argv) {
     }
   }
 
-  zcclCompression_t plain = ZCCL_COMPRESSION_INITIALIZER, comp = ZCCL_COMPRESSION_INITIALIZER;
-  if (o.compression && zcclCompressionFromString(o.compression, &comp) != zcclSuccess) {
-    if (c.rank == 0) fprintf(stderr, "zccl-perf: --compression: %s\n", zcclGetLastError(NULL));
-    files_ok = 0;
+  zcclCompression_t plain = ZCCL_COMPRESSION_INITIALIZER, comp[MAX_COMP];
+  char comp_algo[MAX_COMP][64];
+  for (int k = 0; k < o.ncomp && files_ok; k++) {
+    /* SPEC[@ALGO]: the algorithm is the part after the last '@'. */
+    char spec[512];
+    snprintf(spec, sizeof spec, "%s", o.compression[k]);
+    char* at = strrchr(spec, '@');
+    comp_algo[k][0] = '\0';
+    if (at) {
+      snprintf(comp_algo[k], sizeof comp_algo[k], "%s", at + 1);
+      *at = '\0';
+    }
+    comp[k] = (zcclCompression_t)ZCCL_COMPRESSION_INITIALIZER;
+    if (zcclCompressionFromString(spec, &comp[k]) != zcclSuccess) {
+      if (c.rank == 0) fprintf(stderr, "zccl-perf: --compression %s: %s\n", o.compression[k], zcclGetLastError(NULL));
+      files_ok = 0;
+    }
   }
   if (!files_ok) {
     if (c.csv) fclose(c.csv);
@@ -804,18 +824,22 @@ int main(int argc, char** argv) {
     return 2;
   }
   zccl_setup(&c);
-  int run_zccl_plain = c.comm != NULL;
-  int run_zccl_comp = c.comm != NULL && o.compression != NULL;
+  int run_zccl_plain = c.comm != NULL, run_comp[MAX_COMP];
   if (c.rank == 0) {
     print_header(&c);
     if (!c.comm) printf("# zccl: not run: %s\n", c.zccl_why);
+  }
+  for (int k = 0; k < o.ncomp; k++) {
+    run_comp[k] = c.comm != NULL && has_compressed(o.coll, comp[k].codec);
     /* Where the library would send the data uncompressed, a row named
      * compressed would be a lie. */
-    if (run_zccl_comp && !has_compressed(o.coll, comp.codec))
-      printf("# zccl-compressed: not run: zccl has no compressed %s for --compression %s yet\n", coll_names[o.coll],
-             o.compression);
+    if (c.rank == 0 && c.comm && !run_comp[k])
+      printf("# zccl-compressed: not run: zccl has no compressed %s for --compression %s yet\n",
+             coll_names[o.coll], o.compression[k]);
   }
-  if (!has_compressed(o.coll, comp.codec)) run_zccl_comp = 0;
+  const char* algo_env = getenv("ZCCL_ALGO"); /* restored after each method with its own @ALGO */
+  char algo_keep[64] = "";
+  if (algo_env) snprintf(algo_keep, sizeof algo_keep, "%s", algo_env);
 
   size_t esize = o.is_double ? 8 : 4;
   double mpi_time = NAN;
@@ -837,17 +861,26 @@ int main(int argc, char** argv) {
         emit_row(&c, &row);
       }
     }
-    for (int m = 0; m < 2; m++) {
-      if (m == 0 ? !run_zccl_plain : !run_zccl_comp) continue;
-      zcclCommSetCompression(c.comm, m == 0 ? &plain : &comp);
+    for (int m = 0; m <= o.ncomp; m++) { /* 0: uncompressed; k + 1: --compression k */
+      if (m == 0 ? !run_zccl_plain : !run_comp[m - 1]) continue;
+      const zcclCompression_t* cm = m == 0 ? &plain : &comp[m - 1];
+      const char* malgo = m > 0 && comp_algo[m - 1][0] ? comp_algo[m - 1] : NULL;
+      zcclCommSetCompression(c.comm, cm);
       static const char* codec_names[zcclNumCodecs] = {"none", "auto", "szp", "hz", "rle", "zfp"};
-      row = (row_t){.method = m == 0 ? "zccl" : "zccl-compressed",
-                    .codec = codec_names[m == 0 ? zcclCodecNone : comp.codec], .algo = c.algo};
-      c.comp = m == 0 ? NULL : &comp;
-      if (time_method(&c, run_zccl, count, send, recv, &row) != 0) {
+      row = (row_t){.method = m == 0 ? "zccl" : "zccl-compressed", .codec = codec_names[cm->codec],
+                    .algo = malgo ? malgo : c.algo};
+      c.comp = m == 0 ? NULL : cm;
+      /* The library reads ZCCL_ALGO at every call; no call is in flight here. */
+      if (malgo) setenv("ZCCL_ALGO", malgo, 1);
+      int failed = time_method(&c, run_zccl, count, send, recv, &row) != 0;
+      if (malgo) {
+        if (algo_keep[0]) setenv("ZCCL_ALGO", algo_keep, 1);
+        else unsetenv("ZCCL_ALGO");
+      }
+      if (failed) {
         if (c.rank == 0) printf("# %s: stopped: %s\n", row.method, c.zccl_why);
         if (m == 0) run_zccl_plain = 0;
-        else run_zccl_comp = 0;
+        else run_comp[m - 1] = 0;
         continue;
       }
       row.speedup = o.baseline_mpi ? mpi_time / row.time_us : NAN;
