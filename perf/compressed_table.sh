@@ -8,6 +8,7 @@
 #   perf/compressed_table.sh [build dir] [rate] [sizes: -b -e -f as one string] [specs]
 # specs: one or more zccl-perf --compression SPEC[@ALGO], space separated; each
 # is a row of its own (e.g. "codec=hz,mode=rel,eb=1e-3 codec=hz,mode=rel,eb=1e-3@rd").
+# COLLS="allreduce allgather" limits the collectives (default: all 8).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 BUILD=$(cd "${1:-build}" && pwd) || exit 2
@@ -33,10 +34,10 @@ run() { # run COLL TAG [ENV...]
     --data levitus_climatology.cdf:TEMP "${COMP[@]}" --json "$OUT/${coll}_$tag.json" \
     >"$OUT/${coll}_$tag.log" 2>&1 || echo "compressed_table: $coll $tag failed (see $OUT/${coll}_$tag.log)" >&2
 }
-for coll in allreduce reducescatter reduce allgather broadcast scatter gather alltoall; do
+for coll in ${COLLS:-allreduce reducescatter reduce allgather broadcast scatter gather alltoall}; do
   run "$coll" default
 done
-run allreduce mpiring OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4
+[[ " ${COLLS:-allreduce} " == *" allreduce "* ]] && run allreduce mpiring OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4
 
 /usr/bin/python3 - "$OUT" "$RATE" "$SPEC" <<'EOF'
 import glob, json, os, sys
