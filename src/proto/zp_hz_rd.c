@@ -26,11 +26,8 @@
 #define ZP_HZ_RD_FOLD_OUT 31
 
 zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks, r = ctx->rank, p = 1;
-  while (p * 2 <= N) p *= 2;
-  int rem = N - p;
-  /* This rank's place among the p that exchange; -1: it folds out. */
-  int v = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
+  int N = ctx->nranks, r = ctx->rank, p = zp_pow2_below(N), rem = N - p;
+  int v = zp_rd_vrank(r, rem); /* -1: this rank folds out */
   size_t es = zu_dtype_size(a->datatype), n = a->count, raw, size = 0, rsize = 0, m;
   zcclRedOp_t op = zp_reduce_op(a->op);
   const char* what = "compressed recursive doubling";
@@ -56,7 +53,7 @@ zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
         ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
       }
       for (int i = 0, mask = 1; mask < p; mask <<= 1, i++) {
-        int pv = v ^ mask, peer = pv < rem ? 2 * pv + 1 : pv + rem;
+        int peer = zp_rd_rank(v ^ mask, rem);
         ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, peer, own, size, raw, peer, z.spare, z.cap, &rsize,
                                          ZP_HZ_RD_SUB(k, 1 + i)),
                       res, out);
