@@ -72,7 +72,9 @@ typedef struct {
   const char* data_spec;
   int fill_zero;
   int baseline_mpi;
-  const char* compression; /* NULL: no compressed method */
+#define MAX_COMP 8
+  const char* compression[MAX_COMP]; /* --compression SPEC[@ALGO], each a compressed method */
+  int ncomp;
   const char* csv_path;
   const char* json_path;
   const char* algo; /* --algo: ZCCL_ALGO for the zccl rows */
@@ -100,7 +102,7 @@ typedef struct {
   size_t bytes, count;
   double time_us, algbw, busbw, speedup;
   long wrong;
-  double ratio, max_abs_err, eb_abs, psnr;
+  double ratio, max_abs_err, eb_abs, rmse, psnr;
 } row_t;
 
 static void usage(FILE* out) {
@@ -140,8 +142,10 @@ static void usage(FILE* out) {
           "  --fill keep|zero  keep fill values or set them to 0 (default zero)\n"
           "  --baseline mpi|none  also time OpenMPI on the same buffers (default mpi); speedup =\n"
           "                       mpi time / zccl time\n"
-          "  --compression SPEC   add a zccl-compressed method (ZCCL_COMPRESSION syntax;\n"
-          "                       collectives only: sendrecv and pingpong send uncompressed)\n"
+          "  --compression SPEC[@ALGO]  add a zccl-compressed method (ZCCL_COMPRESSION syntax;\n"
+          "                       collectives only: sendrecv and pingpong send uncompressed);\n"
+          "                       up to 8, each its own rows (codec and algo columns); @ALGO sets\n"
+          "                       ZCCL_ALGO for that method's calls only (e.g. @cprp2p, @rd)\n"
           "  --csv FILE, --json FILE  write the rows (docs/performance.md: the JSON fields)\n"
           "  -h, --help  this text\n");
 }
@@ -228,7 +232,10 @@ static int parse_args(int argc, char** argv, opts_t* o) {
     } else if (strcmp(a, "--data") == 0) o->data_spec = v;
     else if (strcmp(a, "--fill") == 0) o->fill_zero = strcmp(v, "zero") == 0;
     else if (strcmp(a, "--baseline") == 0) o->baseline_mpi = strcmp(v, "mpi") == 0;
-    else if (strcmp(a, "--compression") == 0) o->compression = v;
+    else if (strcmp(a, "--compression") == 0) {
+      if (o->ncomp == MAX_COMP) return perr("zccl-perf: at most %d --compression methods\n", MAX_COMP), -1;
+      o->compression[o->ncomp++] = v;
+    }
     else if (strcmp(a, "--csv") == 0) o->csv_path = v;
     else if (strcmp(a, "--json") == 0) o->json_path = v;
     else if (strcmp(a, "--algo") == 0) o->algo = v;
@@ -242,7 +249,7 @@ static int parse_args(int argc, char** argv, opts_t* o) {
     perr("zccl-perf: need 0 < -b <= -e, -f > 1, -n >= 1, -w >= 0\n");
     return -1;
   }
-  if (o->compression && (o->coll == COLL_SENDRECV || o->coll == COLL_PINGPONG)) {
+  if (o->ncomp && (o->coll == COLL_SENDRECV || o->coll == COLL_PINGPONG)) {
     perr("zccl-perf: --compression is for the collectives; %s sends uncompressed\n", coll_names[o->coll]);
     return -1;
   }
@@ -537,7 +544,9 @@ static double compressed_bound(const ctx_t* c, size_t count, double* eb_abs) {
   }
   /* CPRP2P (codec=zfp's algorithms, or forced): eb per compression on the
    * longest path (docs/compressed.md): N (AVG 1), N-1, ceil(log2 N). */
-  if (z->codec == zcclCodecZfp || strcmp(c->algo, "cprp2p") == 0) {
+  const char* forced = getenv("ZCCL_ALGO"); /* this method's, while it runs */
+  int cpr_coll = coll == COLL_ALLREDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST;
+  if (cpr_coll && (z->codec == zcclCodecZfp || (forced && strcmp(forced, "cprp2p") == 0))) {
     int lg = 0;
     while ((1 << lg) < c->nranks) lg++;
     double hops = coll == COLL_ALLREDUCE ? (c->o->op == zcclAvg ? 1 : c->nranks)
@@ -581,6 +590,7 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
   row->wrong = wrong;
   row->max_abs_err = max_err;
   double rmse = m ? sqrt(sq / (double)m) : 0;
+  row->rmse = rmse;
   row->psnr = rmse > 0 ? 20.0 * log10((hi - lo) / rmse) : INFINITY;
   free(ref);
   free(mag);
@@ -638,6 +648,7 @@ static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* rec
   row->busbw = row->algbw * bus_factor(o->coll, c->nranks);
   row->wrong = -1;
   row->max_abs_err = NAN;
+  row->rmse = NAN;
   row->psnr = NAN;
   row->ratio = 1.0;
   if (c->comp) { /* every rank's streams together */
@@ -650,12 +661,13 @@ static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* rec
     /* Every rank checks what it received; the worst rank's numbers count. */
     check_result(c, recv, count, row);
     long w = row->wrong;
-    double e = row->max_abs_err, p = row->psnr;
+    double e[2] = {row->max_abs_err, row->rmse}, p = row->psnr;
     MPI_Allreduce(MPI_IN_PLACE, &w, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, &e, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, e, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD); /* the worst rank's */
     MPI_Allreduce(MPI_IN_PLACE, &p, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD); /* the worst rank's */
     row->wrong = w;
-    row->max_abs_err = e;
+    row->max_abs_err = e[0];
+    row->rmse = e[1];
     row->psnr = p;
   }
   return 0;
@@ -685,9 +697,9 @@ static void print_header(const ctx_t* c) {
   if (o->coll == COLL_PINGPONG)
     printf("# pingpong: rank 0 <-> rank 1; time = half a round trip (each iteration the mean of "
            "min(100, max(1, 4 MiB / size)) back-to-back round trips), algbw = busbw = size / time\n");
-  printf("# %10s %11s %6s %5s %-16s %-12s %-6s %11s %9s %9s %8s %7s %7s %10s %7s\n", "size(B)", "count",
+  printf("# %10s %11s %6s %5s %-16s %-12s %-6s %11s %9s %9s %8s %7s %7s %10s %10s %7s\n", "size(B)", "count",
          "type", "redop", "method", "algo", "codec", "time(us)", "algbw", "busbw", "speedup", "#wrong",
-         "ratio", "max_err", "psnr");
+         "ratio", "max_err", "rmse", "psnr");
 }
 
 /* A JSON number, or null for what JSON cannot hold (NaN: not measured;
@@ -704,24 +716,25 @@ static void emit_row(ctx_t* c, const row_t* r) {
   const char* op = is_reduction(o->coll) ? op_names[o->op] : "-";
   if (r->wrong > 0) c->wrong_total += r->wrong;
   if (c->rank != 0) return;
-  printf("  %10zu %11zu %6s %5s %-16s %-12s %-6s %11.1f %9.3f %9.3f %8.2f %7ld %7.2f %10.3g %7.1f\n", r->bytes,
-         r->count, type, op, r->method, r->algo, r->codec, r->time_us, r->algbw, r->busbw, r->speedup,
-         r->wrong, r->ratio, r->max_abs_err, r->psnr);
+  printf("  %10zu %11zu %6s %5s %-16s %-12s %-6s %11.1f %9.3f %9.3f %8.2f %7ld %7.2f %10.3g %10.3g %7.1f\n",
+         r->bytes, r->count, type, op, r->method, r->algo, r->codec, r->time_us, r->algbw, r->busbw, r->speedup,
+         r->wrong, r->ratio, r->max_abs_err, r->rmse, r->psnr);
   if (c->csv)
-    fprintf(c->csv, "%s,%s,%s,%s,%zu,%zu,%s,%s,%.3f,%.6f,%.6f,%.4f,%ld,%.4f,%.6g,%.6g,%.4f\n", coll_names[o->coll],
-            r->method, r->codec, r->algo, r->bytes, r->count, type, op, r->time_us, r->algbw, r->busbw,
-            r->speedup, r->wrong, r->ratio, r->max_abs_err, r->eb_abs, r->psnr);
+    fprintf(c->csv, "%s,%s,%s,%s,%zu,%zu,%s,%s,%.3f,%.6f,%.6f,%.4f,%ld,%.4f,%.6g,%.6g,%.6g,%.4f\n",
+            coll_names[o->coll], r->method, r->codec, r->algo, r->bytes, r->count, type, op, r->time_us, r->algbw,
+            r->busbw, r->speedup, r->wrong, r->ratio, r->max_abs_err, r->eb_abs, r->rmse, r->psnr);
   if (c->json) {
-    char speedup[32], err[32], psnr[32];
+    char speedup[32], err[32], rmse[32], psnr[32];
     fprintf(c->json,
             "%s\n  {\"collective\": \"%s\", \"method\": \"%s\", \"codec\": \"%s\", \"algo\": \"%s\", "
             "\"bytes\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", \"nranks\": %d, "
             "\"time_us\": %.3f, \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"speedup\": %s, "
-            "\"ratio\": %.4f, \"max_abs_err\": %s, \"eb_abs\": %.6g, \"psnr\": %s, \"wrong\": %ld}",
+            "\"ratio\": %.4f, \"max_abs_err\": %s, \"eb_abs\": %.6g, \"rmse\": %s, \"psnr\": %s, \"wrong\": %ld}",
             c->json_rows++ ? "," : "", coll_names[o->coll], r->method, r->codec, r->algo, r->bytes, r->count,
             type, op, c->nranks, r->time_us, r->algbw, r->busbw, json_num(speedup, sizeof speedup, r->speedup),
             r->ratio, json_num(err, sizeof err, r->wrong < 0 ? NAN : r->max_abs_err), r->eb_abs,
-            json_num(psnr, sizeof psnr, r->psnr), r->wrong);
+            json_num(rmse, sizeof rmse, r->wrong < 0 ? NAN : r->rmse), json_num(psnr, sizeof psnr, r->psnr),
+            r->wrong);
   }
 }
 
@@ -780,7 +793,7 @@ int main(int argc, char** argv) {
     if (!c.csv) fprintf(stderr, "zccl-perf: cannot write %s\n", o.csv_path), files_ok = 0;
     else
       fprintf(c.csv, "collective,method,codec,algo,bytes,count,type,redop,time_us,algbw_gbps,busbw_gbps,"
-                     "speedup,wrong,ratio,max_abs_err,eb_abs,psnr\n");
+                     "speedup,wrong,ratio,max_abs_err,eb_abs,rmse,psnr\n");
   }
   if (c.rank == 0 && o.json_path) {
     c.json = fopen(o.json_path, "w");
@@ -806,10 +819,23 @@ int main(int argc, char** argv) {
     }
   }
 
-  zcclCompression_t plain = ZCCL_COMPRESSION_INITIALIZER, comp = ZCCL_COMPRESSION_INITIALIZER;
-  if (o.compression && zcclCompressionFromString(o.compression, &comp) != zcclSuccess) {
-    if (c.rank == 0) fprintf(stderr, "zccl-perf: --compression: %s\n", zcclGetLastError(NULL));
-    files_ok = 0;
+  zcclCompression_t plain = ZCCL_COMPRESSION_INITIALIZER, comp[MAX_COMP];
+  char comp_algo[MAX_COMP][64];
+  for (int k = 0; k < o.ncomp && files_ok; k++) {
+    /* SPEC[@ALGO]: the algorithm is the part after the last '@'. */
+    char spec[512];
+    snprintf(spec, sizeof spec, "%s", o.compression[k]);
+    char* at = strrchr(spec, '@');
+    comp_algo[k][0] = '\0';
+    if (at) {
+      snprintf(comp_algo[k], sizeof comp_algo[k], "%s", at + 1);
+      *at = '\0';
+    }
+    comp[k] = (zcclCompression_t)ZCCL_COMPRESSION_INITIALIZER;
+    if (zcclCompressionFromString(spec, &comp[k]) != zcclSuccess) {
+      if (c.rank == 0) fprintf(stderr, "zccl-perf: --compression %s: %s\n", o.compression[k], zcclGetLastError(NULL));
+      files_ok = 0;
+    }
   }
   if (!files_ok) {
     if (c.csv) fclose(c.csv);
@@ -819,18 +845,22 @@ int main(int argc, char** argv) {
     return 2;
   }
   zccl_setup(&c);
-  int run_zccl_plain = c.comm != NULL;
-  int run_zccl_comp = c.comm != NULL && o.compression != NULL;
+  int run_zccl_plain = c.comm != NULL, run_comp[MAX_COMP];
   if (c.rank == 0) {
     print_header(&c);
     if (!c.comm) printf("# zccl: not run: %s\n", c.zccl_why);
+  }
+  for (int k = 0; k < o.ncomp; k++) {
+    run_comp[k] = c.comm != NULL && has_compressed(o.coll, comp[k].codec);
     /* Where the library would send the data uncompressed, a row named
      * compressed would be a lie. */
-    if (run_zccl_comp && !has_compressed(o.coll, comp.codec))
-      printf("# zccl-compressed: not run: zccl has no compressed %s for --compression %s yet\n", coll_names[o.coll],
-             o.compression);
+    if (c.rank == 0 && c.comm && !run_comp[k])
+      printf("# zccl-compressed: not run: zccl has no compressed %s for --compression %s yet\n",
+             coll_names[o.coll], o.compression[k]);
   }
-  if (!has_compressed(o.coll, comp.codec)) run_zccl_comp = 0;
+  const char* algo_env = getenv("ZCCL_ALGO"); /* restored after each method with its own @ALGO */
+  char algo_keep[64] = "";
+  if (algo_env) snprintf(algo_keep, sizeof algo_keep, "%s", algo_env);
 
   size_t esize = o.is_double ? 8 : 4;
   double mpi_time = NAN;
@@ -852,17 +882,26 @@ int main(int argc, char** argv) {
         emit_row(&c, &row);
       }
     }
-    for (int m = 0; m < 2; m++) {
-      if (m == 0 ? !run_zccl_plain : !run_zccl_comp) continue;
-      zcclCommSetCompression(c.comm, m == 0 ? &plain : &comp);
+    for (int m = 0; m <= o.ncomp; m++) { /* 0: uncompressed; k + 1: --compression k */
+      if (m == 0 ? !run_zccl_plain : !run_comp[m - 1]) continue;
+      const zcclCompression_t* cm = m == 0 ? &plain : &comp[m - 1];
+      const char* malgo = m > 0 && comp_algo[m - 1][0] ? comp_algo[m - 1] : NULL;
+      zcclCommSetCompression(c.comm, cm);
       static const char* codec_names[zcclNumCodecs] = {"none", "auto", "szp", "hz", "rle", "zfp"};
-      row = (row_t){.method = m == 0 ? "zccl" : "zccl-compressed",
-                    .codec = codec_names[m == 0 ? zcclCodecNone : comp.codec], .algo = c.algo};
-      c.comp = m == 0 ? NULL : &comp;
-      if (time_method(&c, run_zccl, count, send, recv, &row) != 0) {
+      row = (row_t){.method = m == 0 ? "zccl" : "zccl-compressed", .codec = codec_names[cm->codec],
+                    .algo = malgo ? malgo : c.algo};
+      c.comp = m == 0 ? NULL : cm;
+      /* The library reads ZCCL_ALGO at every call; no call is in flight here. */
+      if (malgo) setenv("ZCCL_ALGO", malgo, 1);
+      int failed = time_method(&c, run_zccl, count, send, recv, &row) != 0;
+      if (malgo) {
+        if (algo_keep[0]) setenv("ZCCL_ALGO", algo_keep, 1);
+        else unsetenv("ZCCL_ALGO");
+      }
+      if (failed) {
         if (c.rank == 0) printf("# %s: stopped: %s\n", row.method, c.zccl_why);
         if (m == 0) run_zccl_plain = 0;
-        else run_zccl_comp = 0;
+        else run_comp[m - 1] = 0;
         continue;
       }
       row.speedup = o.baseline_mpi ? mpi_time / row.time_us : NAN;

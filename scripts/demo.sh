@@ -72,7 +72,7 @@ for coll in ("allreduce", "allgather", "broadcast"):
     for r in rows:
         by.setdefault(r["bytes"], {})[r["method"]] = r
     print(f"\n{coll}")
-    print(f"{'size':>9} {'OpenMPI':>9} {'zccl':>15} {'zccl-compressed':>17} {'ratio':>6} {'max err':>9} {'bound':>9} {'PSNR':>6} {'wrong':>5}")
+    print(f"{'size':>9} {'OpenMPI':>9} {'zccl':>15} {'zccl-compressed':>17} {'ratio':>6} {'max err':>9} {'bound':>9} {'RMSE':>9} {'PSNR':>6} {'wrong':>5}")
     for b in sorted(by):
         m = by[b]
         mpi, z, zc = m.get("mpi"), m.get("zccl"), m.get("zccl-compressed")
@@ -85,7 +85,7 @@ for coll in ("allreduce", "allgather", "broadcast"):
         print(f"{size:>9} {mpi['busbw_gbps'] if mpi else float('nan'):>9.3f} {col(z):>15} {col(zc):>17} "
               f"{zc['ratio'] if zc else 1:>6.2f} {zc['max_abs_err'] if zc else 0:>9.3g} "
               f"{(zc['eb_abs'] * (4 if coll == 'allreduce' else 1)) if zc else 0:>9.3g} "
-              f"{(zc['psnr'] or 0) if zc else 0:>6.1f} {wrong:>5}")
+              f"{(zc.get('rmse') or 0) if zc else 0:>9.3g} {(zc['psnr'] or 0) if zc else 0:>6.1f} {wrong:>5}")
 EOF
 echo
 /usr/bin/python3 scripts/plot "$OUT"/allreduce.json "$OUT"/allgather.json "$OUT"/broadcast.json --outdir "$OUT" --prefix demo \

@@ -273,14 +273,18 @@ zcclResult_t zb_tcp_allgather(const zcclUniqueId* id, int rank, int nranks, cons
   zb_id_secret(id, h.secret);
   zb_reply_t r;
   zcclResult_t res = zcclSuccess;
+  /* The root gives up at its own ZCCL_BOOTSTRAP_TIMEOUT and says which
+   * ranks are missing: wait a little longer than it for that answer. */
+  double reply_deadline = zu_now() + timeout + 2.0;
   if (zb_io(fd, &h, sizeof h, deadline, 1) != 0 || (len && zb_io(fd, (void*)blob, len, deadline, 1) != 0) /* only read */ ||
-      zb_io(fd, &r, sizeof r, deadline, 0) != 0) {
-    res = ZU_ERROR(zcclRemoteError, "bootstrap: rank %d of %d: no answer from the root within %.0f s", rank,
+      zb_io(fd, &r, sizeof r, reply_deadline, 0) != 0) {
+    res = ZU_ERROR(zcclRemoteError,
+                   "bootstrap: rank %d of %d: no answer from the root within ZCCL_BOOTSTRAP_TIMEOUT (%.0f s)", rank,
                    nranks, timeout);
   } else if (r.status != 0) {
     r.why[sizeof r.why - 1] = '\0';
     res = ZU_ERROR((zcclResult_t)r.status, "bootstrap: rank %d of %d refused: %s", rank, nranks, r.why);
-  } else if (zb_io(fd, table, (size_t)nranks * len, deadline, 0) != 0) {
+  } else if (zb_io(fd, table, (size_t)nranks * len, reply_deadline, 0) != 0) {
     res = ZU_ERROR(zcclRemoteError, "bootstrap: rank %d: the root's table did not arrive", rank);
   }
   close(fd);

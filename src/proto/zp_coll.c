@@ -208,6 +208,20 @@ static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   }
 }
 
+/* Homomorphic recursive doubling: compress the whole input once, log2(P)
+ * rounds each sending a whole stream and adding the received one, plus,
+ * for N not a power of two, the fold's stream in (with its add) and out;
+ * decompress once. Fewer latencies than the ring (log2 P against 2(N-1)),
+ * but every round moves and adds all n: small messages or many ranks. */
+static double zp_hz_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double n = (double)(a->count * zu_dtype_size(a->datatype));
+  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double C = ZP_AUTO_COMPRESS_BPS, H = ZP_AUTO_HOP_BPS, q = ZP_AUTO_RATIO;
+  int lg = zp_log2(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
+  double fold = pow2 ? 0 : 2 * (al_s + n / (q * B)) + n / H;
+  return n / C + lg * (al_s + n / (q * B) + n / H) + fold + n / C;
+}
+
 /* CPRP2P (decompress and recompress at every hop): the codec's rates at
  * both ends of every hop. codec=zfp has nothing else; for the stream codec
  * it only runs when ZCCL_ALGO names it (it never wins otherwise: infinite). */
@@ -257,6 +271,7 @@ typedef struct {
 
 static const zp_calgo_t zp_calgos[] = {
     {ZP_COLL_ALLREDUCE, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_allreduce, zp_compressed_cost},
+    {ZP_COLL_ALLREDUCE, "rd", ZP_HZ, "homomorphic recursive doubling", zp_hz_rd_allreduce, zp_hz_rd_cost},
     {ZP_COLL_REDUCESCATTER, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_reduce_scatter, zp_compressed_cost},
     {ZP_COLL_REDUCE, "tree", ZP_HZ, "homomorphic binomial tree", zp_hz_tree_reduce, zp_compressed_cost},
     {ZP_COLL_ALLGATHER, "ring", ZP_MOVES, "compress-once ring", zp_hz_ring_allgather, zp_compressed_cost},

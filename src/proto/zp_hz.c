@@ -135,34 +135,69 @@ out:
 
 /* ZCCL's data-movement framework for allgather: each rank compresses its
  * block once, the streams go around the ring unchanged, every rank
- * decompresses all N (its own too, so all hold the same values). */
+ * decompresses all N (its own too, so all hold the same values).
+ *
+ * Streams of real data differ in size (land, constant regions), and a ring
+ * that forwards one block per step waits each step for the largest. So the
+ * sizes are exchanged first and the streams move as one byte sequence in
+ * pieces of about the mean stream size: rank r keeps its buffer in ring
+ * order, [stream r][stream r-1]...[stream r+1], sends its prefix without
+ * stream r+1 and receives the suffix after its own. Each step sends at
+ * most one piece of what it has (its own stream, then what came from the
+ * left) and receives up to one piece, so every link carries about the same
+ * bytes per step whatever the sizes. Both ends of a link stop on the same
+ * byte count, so they agree on the number of steps. */
 zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks, r = ctx->rank;
-  size_t es = zu_dtype_size(a->datatype), n = a->count, sizes[N], m;
+  int N = ctx->nranks, r = ctx->rank, right = (r + 1) % N, left = (r + N - 1) % N;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, m;
   const char* what = "compressed allgather";
   zp_streams_t z;
+  uint64_t* sz = NULL;
+  size_t boff[N], blen[N], len[N];
+  for (int b = 0; b < N; b++) boff[b] = (size_t)b, blen[b] = 1;
   zcclResult_t res;
   ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n, n, N, N, 0, &z), res, out);
-  uint32_t k = 0;
-  for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice, k++) {
-    ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, zp_stream(&z, r), z.cap, &sizes[r]), res,
-                  out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, (size_t)N * sizeof(uint64_t), (void**)&sz), res, out);
+  for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
+    size_t own = 0;
+    ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, z.s, z.cap, &own), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    for (int s = 0; s < N - 1; s++) {
-      int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
-      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, zp_stream(&z, sb), sizes[sb], m * es, zp_stream(&z, rb), z.cap,
-                                   &sizes[rb], (k << 8) | (uint32_t)s),
-                    res, out);
+    sz[r] = own;
+    ZU_CHECK_GOTO(zp_ring_allgather_blocks(ctx, (uint8_t*)sz, sizeof(uint64_t), boff, blen, r, 0xf000), res, out);
+    size_t total = 0, cap = (size_t)N * z.cap;
+    for (int b = 0; b < N; b++) total += (size_t)sz[b];
+    if (total > cap) {
+      res = ZU_ERROR(zcclInternalError, "%s: streams of %zu bytes in all, room for %zu", what, total, cap);
+      goto out;
     }
-    for (int b = 0; b < N; b++)
-      ZU_CHECK_GOTO(
-          zd_decompress(ctx->dev, zp_stream(&z, b), &sizes[b], zp_at(a->recvbuff, (size_t)b * n + lo, es), m), res,
-          out);
+    size_t piece = (total / (size_t)N + 4095) & ~(size_t)4095;
+    size_t lout = total - (size_t)sz[right], lin = total - own, sent = 0, got = 0;
+    for (uint32_t j = 0; sent < lout || got < lin; j++) {
+      size_t avail = own + got - sent, sbytes = lout - sent;
+      if (sbytes > piece) sbytes = piece;
+      if (sbytes > avail) sbytes = avail;
+      size_t rcap = lin - got < piece ? lin - got : piece, rbytes = 0;
+      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, sent < lout ? right : -1, z.s + sent, sbytes, 0,
+                                       got < lin ? left : -1, z.s + own + got, rcap, &rbytes, j & 0x7fff),
+                    res, out);
+      sent += sent < lout ? sbytes : 0;
+      got += rbytes;
+    }
+    zp_count(ctx, (size_t)(N - 1) * m * es, 0); /* the wire bytes were counted per step */
+    size_t off = 0;
+    for (int i = 0; i < N; i++) {
+      int b = zp_mod(r - i, N);
+      len[b] = (size_t)sz[b];
+      ZU_CHECK_GOTO(zd_decompress(ctx->dev, z.s + off, &len[b], zp_at(a->recvbuff, (size_t)b * n + lo, es), m), res,
+                    out);
+      off += len[b];
+    }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   }
   res = zcclSuccess;
 out:
   zp_streams_put(ctx, &z);
+  zp_tmp_put(ctx, sz);
   return res;
 }
 

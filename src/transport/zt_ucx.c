@@ -110,6 +110,7 @@ struct zt_worker {
   size_t* peer_len;
   zt_reg_t* regs;
   int nregs, capregs;
+  int tearing_down; /* zt_worker_destroy runs: peers closing first is normal */
 };
 
 /* The worker's own allocations (not UCX's). */
@@ -203,7 +204,13 @@ static void zt_ep_error(void* arg, ucp_ep_h ep, ucs_status_t status) {
   int peer = ((zt_ep_arg_t*)arg)->peer;
   if (w->failed[peer] == UCS_OK) {
     w->failed[peer] = status;
-    ZU_WARN("transport: lost rank %d: %s", peer, ucs_status_string(status));
+    /* At teardown a peer that finished first has closed its side already:
+     * not news worth a warning. */
+    if (w->tearing_down)
+      ZU_INFO(ZU_LOG_NET, "transport: rank %d closed before this rank's close finished: %s", peer,
+              ucs_status_string(status));
+    else
+      ZU_WARN("transport: lost rank %d: %s", peer, ucs_status_string(status));
   }
 }
 
@@ -403,6 +410,7 @@ zcclResult_t zt_mem_register(zt_worker_t* w, void* buf, size_t len, void** memh)
 /* ---- teardown ---------------------------------------------------------------------- */
 void zt_worker_destroy(zt_worker_t* w, double deadline_s, int force) {
   if (w == NULL) return;
+  w->tearing_down = 1;
   double deadline = zu_now() + deadline_s;
   /* Close every endpoint together (flushing, unless forced or the peer is
    * gone: a dead peer can't acknowledge a flush), then progress until all

@@ -118,7 +118,10 @@ static void test_allreduce(zcclComm_t comm, int f64, zcclErrorMode_t mode, doubl
   test_reduction(comm, 0, f64, mode, eb, op, n);
 }
 
-static void test_allgather(zcclComm_t comm, int f64, zcclErrorMode_t mode, double eb, size_t n, int inplace) {
+/* uneven: rank 0's block is constant (a stream of a few bytes), rank 1's is
+ * noise (the largest stream), so the streams' pieces cross block bounds. */
+static void test_allgather(zcclComm_t comm, int f64, zcclErrorMode_t mode, double eb, size_t n, int inplace,
+                           int uneven) {
   size_t es = f64 ? 8 : 4, N = (size_t)nranks;
   zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
   c.codec = zcclCodecHz, c.mode = mode, c.eb = eb, c.minBytes = 0, c.hasFill = 1, c.fillValue = -1e34;
@@ -128,6 +131,8 @@ static void test_allgather(zcclComm_t comm, int f64, zcclErrorMode_t mode, doubl
   void* all = malloc(n * es * N);
   for (size_t i = 0; i < n; i++) {
     double v = field(rank, i);
+    if (uneven && rank == 0) v = 3.5;
+    if (uneven && rank == 1) v += 40.0 * (double)((i * 2654435761u) % 1009) / 1009.0;
     if (i % 101 == 7) v = -1e34;     /* land points */
     if (i % 997 == 3) v = NAN;
     if (i % 1499 == 5) v = (i & 1) ? INFINITY : -INFINITY;
@@ -317,8 +322,9 @@ int main(int argc, char** argv) {
         test_reduction(comm, kind, f64, zcclErrorRel, 1e-4, zcclSum, counts[k]);
         test_reduction(comm, kind, f64, zcclErrorAbs, 1e-2, kind == 1 ? zcclAvg : zcclMax, counts[k]);
       }
-      test_allgather(comm, f64, zcclErrorRel, 1e-3, counts[k], 0);
-      test_allgather(comm, f64, zcclErrorAbs, 1e-5, counts[k], 1);
+      test_allgather(comm, f64, zcclErrorRel, 1e-3, counts[k], 0, 0);
+      test_allgather(comm, f64, zcclErrorAbs, 1e-5, counts[k], 1, 0);
+      test_allgather(comm, f64, zcclErrorRel, 1e-4, counts[k] * 3, k & 1, 1);
       test_broadcast(comm, f64, zcclErrorRel, 1e-3, counts[k]);
       test_broadcast(comm, f64, zcclErrorAbs, 1e-4, counts[k] * 7 + 1);
       test_rooted(comm, f64, zcclErrorRel, 1e-3, counts[k]);
