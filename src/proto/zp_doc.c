@@ -173,6 +173,8 @@ static zcclResult_t zp_doc_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, co
   ZU_CHECK_GOTO(zp_tmp_get(ctx, 2 * kmax * d->capr + tb, (void**)&mem), res, out);
   d->st[0] = mem, d->st[1] = mem + kmax * d->capr, d->T = mem + 2 * kmax * d->capr;
   size_t slice = kmax * c;
+  ZU_TRACE(ZU_LOG_COLL, "%s: eb %g, chunks of %zu values (streams of up to %zu bytes), %zu per block and round, "
+           "%zu round(s)", d->what, eb, c, d->cap, kmax, maxb ? (maxb + slice - 1) / slice : 1);
   for (size_t lo = 0; zp_slice(maxb, slice, lo, &m); lo += slice) {
     zp_slice_of(N, boff, blen, lo, lo + m, soff, slen);
     d->lo = lo, d->K = m ? (int)((m + c - 1) / c) : 1, d->out = 0;
