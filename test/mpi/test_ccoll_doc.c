@@ -51,8 +51,13 @@ static double input(int r, size_t i, int special) {
 }
 
 /* The absolute bound as the library derives it: REL over the valid values
- * (finite, not the fill) of every rank's input. */
-static double eb_abs(zcclErrorMode_t mode, double eb, const void* all, size_t total, int f64, int has_fill) {
+ * (finite, not the fill) of every rank's input; target modes bound the
+ * output, so a SUM of N inputs compresses with a bound N times smaller. */
+static double eb_abs(zcclErrorMode_t mode, double eb, zcclRedOp_t op, const void* all, size_t total, int f64,
+                     int has_fill) {
+  if (mode == zcclErrorTargetAbs || mode == zcclErrorTargetRel)
+    return eb_abs(mode == zcclErrorTargetAbs ? zcclErrorAbs : zcclErrorRel, eb, op, all, total, f64, has_fill) /
+           (op == zcclSum ? nranks : 1);
   if (mode == zcclErrorAbs) return eb;
   double mn = INFINITY, mx = -INFINITY;
   for (size_t i = 0; i < total; i++) {
@@ -102,7 +107,7 @@ static void test_doc(zcclComm_t comm, int kind, int f64, zcclErrorMode_t mode, d
   if (kind == 1) CHECK_RES(zcclReduceScatter(send, recv, n, t, op, comm, NULL), zcclSuccess);
   CHECK_RES(zcclCommCompressionStats(comm, &raw1, &wire1), zcclSuccess);
   if (n > 1000) CHECK(raw1 - raw0 > 2 * (wire1 - wire0) && wire1 > wire0); /* smooth data compresses */
-  double e = eb_abs(mode, eb, all, nin * N, f64, special);
+  double e = eb_abs(mode, eb, op, all, nin * N, f64, special);
   /* Each compression within e; SUM carries one per hop (N-1), AllReduce
    * one more for its allgather; MAX/MIN keep e (docs/compressed.md). */
   double hops = kind == 0 ? (double)N : (double)N - 1;
@@ -178,6 +183,11 @@ int main(int argc, char** argv) {
             test_doc(comm, kind, f64, zcclErrorAbs, ebs[e], ops[o], counts[k], inplace, special);
             test_doc(comm, kind, f64, zcclErrorRel, ebs[e], ops[o], counts[k], !inplace, !special);
           }
+  /* Target bounds: the SUM's output within the bound given. */
+  for (int kind = 0; kind < 2; kind++) {
+    test_doc(comm, kind, 0, zcclErrorTargetRel, 1e-3, zcclSum, 100003, 0, 0);
+    test_doc(comm, kind, 1, zcclErrorTargetAbs, 1e-2, zcclSum, 100003, 1, 1);
+  }
   /* A few MB: many chunks and, with a small pool, many rounds. */
   for (int f64 = 0; f64 < 2; f64++) {
     size_t big = ((size_t)3 << 20) / (f64 ? 8 : 4) + 17;
