@@ -69,6 +69,7 @@ zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 /* Compressed, codec szp (zp_doc.c): the DOC ring (decompress, reduce, compress per hop). */
 zcclResult_t zp_doc_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_doc_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_pairwise_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 
 #endif /* ZP_ALGO_H_ */

@@ -90,6 +90,19 @@ static zcclResult_t zp_doc_chunk(zp_doc_t* d, int how, int rb, int k) {
   return zd_compress(dev, &d->p, d->T, n, s, d->cap, sz);
 }
 
+/* Ends a step, also after an error (res): receives not matched (rx, nrx)
+ * are cancelled, as their buffers go back to the pool; the device is
+ * drained; sends posted (sx, nsx) are waited for (bounded), as cancelling
+ * one would close the endpoint to a peer that did no wrong. Returns the
+ * first error. */
+static zcclResult_t zp_doc_drain(zp_doc_t* d, zcclResult_t res, zp_xfer_t* rx, int nrx, zp_xfer_t* sx, int nsx) {
+  if (nrx > 0) zp_xfers_cancel_what(d->ctx, d->what, rx, nrx);
+  zcclResult_t w = zd_sync(d->ctx->dev);
+  if (res == zcclSuccess) res = w;
+  w = zp_xfers_wait(d->ctx, d->what, sx, nsx);
+  return res == zcclSuccess ? w : res;
+}
+
 /* One ring step of this round: the streams of block sb go right (first:
  * compressed here from sendbuff, each chunk sent as soon as it is ready),
  * those of block rb come from the left, each handled (how) on arrival while
@@ -126,16 +139,37 @@ static zcclResult_t zp_doc_step(zp_doc_t* d, uint32_t tag, int sb, int rb, int h
     rsz[k] = rx[k].req.length;
     res = zp_doc_chunk(d, how, rb, k); /* runs (queued devices) while the next chunks travel */
   }
-  /* On an error, receives not yet matched are cancelled (their buffers go
-   * back to the pool); sends already posted are waited for (bounded), as
-   * cancelling one would close the endpoint to a peer that did no wrong. */
-  if (got < K) zp_xfers_cancel_what(ctx, d->what, &rx[got], K - got);
-  zcclResult_t w = zd_sync(ctx->dev);
-  if (res == zcclSuccess) res = w;
-  w = zp_xfers_wait(ctx, d->what, sx, sent);
-  if (res == zcclSuccess) res = w;
+  res = zp_doc_drain(d, res, &rx[got], K - got, sx, sent);
   for (int j = 0; res == zcclSuccess && j < K; j++) zp_count(ctx, zp_doc_len(d, sb, j) * d->es, ssz[j]);
   return res;
+}
+
+/* Chunk size and chunks per round (*kmax) for blocks of maxb values and
+ * `sets` sets of chunk streams, from the pool as it is now (the same on
+ * every rank): a chunk small enough that one stream of each set and the
+ * decompressed chunk fill at most half of it. Takes the streams and the
+ * chunk buffer from the pool as one piece (*mem). */
+static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, int sets, uint8_t** mem, size_t* kmax) {
+  size_t room = zd_buf_largest(d->ctx->dev), S = (size_t)sets, tb;
+  size_t c = maxb < ZP_DOC_CHUNK ? (maxb ? maxb : 1) : ZP_DOC_CHUNK;
+  for (;;) {
+    d->cap = zd_compress_bound(c, d->a->datatype);
+    d->capr = (d->cap + 63) / 64 * 64;
+    tb = (c * d->es + 63) / 64 * 64;
+    if (c == 1 || 2 * (S * d->capr + tb) <= room) break;
+    c = (c + 1) / 2;
+  }
+  d->c = c;
+  size_t k = room / 4 * 3 > tb ? (room / 4 * 3 - tb) / (S * d->capr) : 1, need = (maxb + c - 1) / c;
+  if (k > need) k = need;
+  if (k > ZP_DOC_MAX_CHUNKS) k = ZP_DOC_MAX_CHUNKS;
+  if (k < 1) k = 1;
+  *kmax = k;
+  ZU_CHECK(zp_tmp_get(d->ctx, S * k * d->capr + tb, (void**)mem));
+  d->st[0] = *mem, d->st[1] = *mem + (S - 1) * k * d->capr, d->T = *mem + S * k * d->capr;
+  ZU_TRACE(ZU_LOG_COLL, "%s: eb %g, chunks of %zu values (streams of up to %zu bytes), %zu per round, %zu round(s)",
+           d->what, d->p.eb, c, d->cap, k, maxb ? (maxb + k * c - 1) / (k * c) : 1);
+  return zcclSuccess;
 }
 
 /* The DOC ring over blocks boff/blen (total values in sendbuff, for REL);
@@ -152,32 +186,14 @@ static zcclResult_t zp_doc_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, co
   ZU_RETURN_ERR_IF(d == NULL, zcclSystemError, "DOC ring: out of memory");
   d->ctx = ctx, d->a = a, d->es = es, d->p = zp_params(a, eb), d->soff = soff, d->slen = slen;
   d->what = allreduce ? "compressed allreduce (DOC ring)" : "compressed reduce-scatter (DOC ring)";
-  /* Chunks and chunks per round from the pool as it is now (the same on
-   * every rank): a chunk small enough that two sets of one stream and the
-   * decompressed chunk fill at most half of it. */
-  size_t room = zd_buf_largest(ctx->dev), c = maxb < ZP_DOC_CHUNK ? (maxb ? maxb : 1) : ZP_DOC_CHUNK, tb;
-  for (;;) {
-    d->cap = zd_compress_bound(c, a->datatype);
-    d->capr = (d->cap + 63) / 64 * 64;
-    tb = (c * es + 63) / 64 * 64;
-    if (c == 1 || 2 * (2 * d->capr + tb) <= room) break;
-    c = (c + 1) / 2;
-  }
-  d->c = c;
-  size_t kmax = room / 4 * 3 > tb ? (room / 4 * 3 - tb) / (2 * d->capr) : 1, need = (maxb + c - 1) / c;
-  if (kmax > need) kmax = need;
-  if (kmax > ZP_DOC_MAX_CHUNKS) kmax = ZP_DOC_MAX_CHUNKS;
-  if (kmax < 1) kmax = 1;
   uint8_t* mem = NULL;
   zcclResult_t res;
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, 2 * kmax * d->capr + tb, (void**)&mem), res, out);
-  d->st[0] = mem, d->st[1] = mem + kmax * d->capr, d->T = mem + 2 * kmax * d->capr;
-  size_t slice = kmax * c;
-  ZU_TRACE(ZU_LOG_COLL, "%s: eb %g, chunks of %zu values (streams of up to %zu bytes), %zu per block and round, "
-           "%zu round(s)", d->what, eb, c, d->cap, kmax, maxb ? (maxb + slice - 1) / slice : 1);
+  size_t kmax = 0, slice = 0;
+  ZU_CHECK_GOTO(zp_doc_plan(d, maxb, 2, &mem, &kmax), res, out);
+  slice = kmax * d->c;
   for (size_t lo = 0; zp_slice(maxb, slice, lo, &m); lo += slice) {
     zp_slice_of(N, boff, blen, lo, lo + m, soff, slen);
-    d->lo = lo, d->K = m ? (int)((m + c - 1) / c) : 1, d->out = 0;
+    d->lo = lo, d->K = m ? (int)((m + d->c - 1) / d->c) : 1, d->out = 0;
     for (int s = 0; s < N - 1; s++) {
       int how = s == N - 2 && !allreduce ? ZP_DOC_RESULT : ZP_DOC_REDUCE;
       ZU_CHECK_GOTO(zp_doc_step(d, 0x8000u | (uint32_t)(s & 0x3f) << 8, zp_mod(r - s - 1, N), zp_mod(r - s - 2, N),
@@ -233,4 +249,75 @@ zcclResult_t zp_doc_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_
   size_t n = a->count, boff[N], blen[N];
   for (int b = 0; b < N; b++) boff[b] = (size_t)b * n, blen[b] = n;
   return zp_doc_ring(ctx, a, boff, blen, n * (size_t)N, 0);
+}
+
+/* Reduce along a chain (v = rank - root: N-1, N-2, ..., 0): the first rank
+ * compresses its piece, every rank on the way decompresses what arrives,
+ * adds its own and compresses the result for the next, and the root adds
+ * its own to the last and keeps the sum raw. Each chunk goes on as soon as
+ * it is done, so the ranks work as a pipeline. The bounds are
+ * ReduceScatter's: the root's result has passed N-1 compressions. */
+zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N);
+  int to = v > 0 ? (ctx->rank + N - 1) % N : -1, from = v < N - 1 ? (ctx->rank + 1) % N : -1;
+  size_t n = a->count, soff[1], slen[1], m;
+  double eb = 0;
+  ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, n, 1, &eb));
+  zp_doc_t* d = calloc(1, sizeof *d);
+  ZU_RETURN_ERR_IF(d == NULL, zcclSystemError, "DOC chain: out of memory");
+  d->ctx = ctx, d->a = a, d->es = zu_dtype_size(a->datatype), d->p = zp_params(a, eb), d->soff = soff;
+  d->slen = slen, d->what = "compressed reduce (DOC chain)";
+  uint8_t* mem = NULL;
+  zcclResult_t res;
+  size_t kmax = 0, slice = 0;
+  ZU_CHECK_GOTO(zp_doc_plan(d, n, 1, &mem, &kmax), res, out);
+  slice = kmax * d->c;
+  /* One set: a chunk arrives in st[1], is reduced there and goes on. */
+  for (size_t lo = 0; zp_slice(n, slice, lo, &m); lo += slice) {
+    soff[0] = lo, slen[0] = m;
+    d->lo = lo, d->K = m ? (int)((m + d->c - 1) / d->c) : 1, d->out = 0;
+    int K = d->K, sent = 0, got = 0;
+    zp_xfer_t *rx = d->x, *sx = d->x + K;
+    uint8_t* st = d->st[1];
+    size_t* sz = d->sz[1];
+    res = zcclSuccess;
+    if (from >= 0) {
+      for (int k = 0; k < K; k++) {
+        zp_recv_at(ctx, &rx[k], from, 0x8000u | (uint32_t)k, st + (size_t)k * d->capr, d->cap);
+        rx[k].var = 1;
+      }
+      res = zp_xfers_post(ctx, rx, K);
+    }
+    for (int k = 0; res == zcclSuccess && k < K; k++) {
+      if (from >= 0) {
+        res = zp_xfers_wait(ctx, d->what, &rx[k], 1);
+        got = k + 1;
+        if (res != zcclSuccess) break;
+        sz[k] = rx[k].req.length;
+        res = zp_doc_chunk(d, to >= 0 ? ZP_DOC_REDUCE : ZP_DOC_RESULT, 0, k);
+      } else {
+        res = zd_compress(ctx->dev, &d->p, zp_at(a->sendbuff, lo + (size_t)k * d->c, d->es), zp_doc_len(d, 0, k),
+                          st + (size_t)k * d->capr, d->cap, &sz[k]);
+      }
+      if (res == zcclSuccess && to >= 0) { /* on as soon as it is done: its size is known then */
+        res = zd_event_wait(ctx->dev, zd_event_record(ctx->dev));
+        if (res == zcclSuccess) zp_send_at(ctx, &sx[k], to, 0x8000u | (uint32_t)k, st + (size_t)k * d->capr, sz[k]);
+        if (res == zcclSuccess) res = zp_xfers_post(ctx, &sx[k], 1);
+        if (res == zcclSuccess) sent++;
+      }
+    }
+    res = zp_doc_drain(d, res, from >= 0 ? &rx[got] : rx, from >= 0 ? K - got : 0, sx, sent);
+    for (int k = 0; res == zcclSuccess && to >= 0 && k < K; k++) zp_count(ctx, zp_doc_len(d, 0, k) * d->es, sz[k]);
+    if (res == zcclSuccess && to < 0 && a->op == zcclAvg)
+      res = zd_divide_fill(ctx->dev, zp_at(a->recvbuff, lo, d->es), m, a->datatype, N, a->compression.hasFill,
+                           a->compression.fillValue);
+    if (res == zcclSuccess) res = zd_sync(ctx->dev);
+    if (res != zcclSuccess) goto out;
+  }
+  res = zcclSuccess;
+out:
+  (void)zd_sync(ctx->dev); /* nothing queued may outlive the buffers */
+  zp_tmp_put(ctx, mem);
+  free(d);
+  return res;
 }

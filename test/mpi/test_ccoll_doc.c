@@ -1,11 +1,11 @@
-/* The DOC ring (codec=szp: decompress, reduce, recompress per hop) under
- * mpirun: AllReduce and ReduceScatter, float32 and float64, SUM, AVG, MAX,
- * MIN, ABS and REL at 1e-2 and 1e-4, counts 0, 1, 33, 100003 and a few MB,
- * in place and not; every element checked against an exact long double
- * reference built from every rank's input, within the bound of
- * docs/compressed.md:
- *   - SUM: AllReduce N eb, ReduceScatter (N-1) eb; AVG: those over N;
- *     MAX/MIN: eb; plus the float roundings of the N-1 additions;
+/* The DOC ring and chain (codec=szp: decompress, reduce, recompress per
+ * hop) under mpirun: AllReduce, ReduceScatter and Reduce, float32 and
+ * float64, SUM, AVG, MAX, MIN, ABS and REL at 1e-2 and 1e-4, target SUMs,
+ * counts 0, 1, 33, 100003 and a few MB, in place and not; every element
+ * checked against an exact long double reference built from every rank's
+ * input, within the bound of docs/compressed.md:
+ *   - SUM: AllReduce N eb, ReduceScatter and Reduce (N-1) eb; AVG: those
+ *     over N; MAX/MIN: eb; plus the float roundings of the N-1 additions;
  *   - the fill value absorbs (fill on any rank: fill), NaN and +-Inf as
  *     IEEE arithmetic gives them, exactly;
  *   - AllReduce outputs bit-identical on every rank.
@@ -79,10 +79,12 @@ static int same_everywhere(const void* buf, size_t bytes) {
   return all;
 }
 
-/* kind 0: AllReduce of n; 1: ReduceScatter, n per rank (N blocks in). */
+/* kind 0: AllReduce of n; 1: ReduceScatter, n per rank (N blocks in);
+ * 2: Reduce to rank root. */
 static void test_doc(zcclComm_t comm, int kind, int f64, zcclErrorMode_t mode, double eb, zcclRedOp_t op, size_t n,
-                     int inplace, int special) {
+                     int inplace, int special, int root) {
   size_t es = f64 ? 8 : 4, N = (size_t)nranks, nin = kind == 1 ? n * N : n;
+  int out = kind != 2 || rank == root; /* this rank has a result */
   zcclDataType_t t = f64 ? zcclFloat64 : zcclFloat32;
   zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
   c.codec = zcclCodecSzp, c.mode = mode, c.eb = eb, c.minBytes = 0, c.hasFill = special, c.fillValue = FILLV;
@@ -94,8 +96,8 @@ static void test_doc(zcclComm_t comm, int kind, int f64, zcclErrorMode_t mode, d
   MPI_Allgather(x, (int)(nin * es), MPI_BYTE, all, (int)(nin * es), MPI_BYTE, MPI_COMM_WORLD);
   uint64_t raw0, wire0, raw1, wire1;
   CHECK_RES(zcclCommCompressionStats(comm, &raw0, &wire0), zcclSuccess);
-  /* In place: AllReduce on one buffer; ReduceScatter's output is this
-   * rank's block of its input. */
+  /* In place: AllReduce and Reduce on one buffer; ReduceScatter's output
+   * is this rank's block of its input. */
   const uint8_t* send = x;
   uint8_t* recv = y;
   if (inplace) {
@@ -105,17 +107,19 @@ static void test_doc(zcclComm_t comm, int kind, int f64, zcclErrorMode_t mode, d
   }
   if (kind == 0) CHECK_RES(zcclAllReduce(send, recv, n, t, op, comm, NULL), zcclSuccess);
   if (kind == 1) CHECK_RES(zcclReduceScatter(send, recv, n, t, op, comm, NULL), zcclSuccess);
+  if (kind == 2) CHECK_RES(zcclReduce(send, recv, n, t, op, root, comm, NULL), zcclSuccess);
   CHECK_RES(zcclCommCompressionStats(comm, &raw1, &wire1), zcclSuccess);
-  if (n > 1000) CHECK(raw1 - raw0 > 2 * (wire1 - wire0) && wire1 > wire0); /* smooth data compresses */
+  /* Smooth data compresses (the root of a Reduce sends nothing). */
+  if (n > 1000 && (kind != 2 || rank != root)) CHECK(raw1 - raw0 > 2 * (wire1 - wire0) && wire1 > wire0);
   double e = eb_abs(mode, eb, op, all, nin * N, f64, special);
   /* Each compression within e; SUM carries one per hop (N-1), AllReduce
    * one more for its allgather; MAX/MIN keep e (docs/compressed.md). */
-  double hops = kind == 0 ? (double)N : (double)N - 1;
+  double hops = kind == 0 ? (double)N : (double)N - 1; /* Reduce: as ReduceScatter */
   double bound = op == zcclSum ? hops * e : op == zcclAvg ? hops * e / (double)N : e;
   double eps = f64 ? DBL_EPSILON : FLT_EPSILON;
   long bad = 0;
   double worst = 0;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n && out; i++) {
     size_t j = kind == 1 ? (size_t)rank * n + i : i;
     int fill = 0, nan = 0;
     long double ref = op == zcclMax ? -INFINITY : op == zcclMin ? INFINITY : 0, mag = 0;
@@ -149,10 +153,10 @@ static void test_doc(zcclComm_t comm, int kind, int f64, zcclErrorMode_t mode, d
   }
   if (bad)
     fprintf(stderr, "rank %d: DOC %s f%d mode %d eb %g op %d n %zu inplace %d special %d: %ld elements wrong "
-            "(bound %g, worst %g)\n", rank, kind ? "reduce-scatter" : "allreduce", f64 ? 64 : 32, (int)mode, eb,
+            "(bound %g, worst %g)\n", rank, kind == 2 ? "reduce" : kind ? "reduce-scatter" : "allreduce", f64 ? 64 : 32, (int)mode, eb,
             (int)op, n, inplace, special, bad, bound, worst);
   CHECK(bad == 0);
-  if (n > 1000) CHECK(worst > 0); /* it was compressed, not sent exactly */
+  if (n > 1000 && out) CHECK(worst > 0); /* it was compressed, not sent exactly */
   if (kind == 0) CHECK(same_everywhere(recv, n * es));
   free(x), free(y), free(all);
 }
@@ -174,26 +178,31 @@ int main(int argc, char** argv) {
   const zcclRedOp_t ops[] = {zcclSum, zcclAvg, zcclMax, zcclMin};
   const double ebs[] = {1e-2, 1e-4};
   for (int f64 = 0; f64 < 2; f64++)
-    for (int kind = 0; kind < 2; kind++)
+    for (int kind = 0; kind < 3; kind++)
       for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
         for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
           for (size_t e = 0; e < 2; e++) {
+            /* Large counts take one bound per op (alternating), to keep
+             * the test short. */
+            if (counts[k] > 1000 && e != (o + (size_t)kind) % 2) continue;
             /* Each op once in place, and each with special values. */
             int inplace = (int)((o + e) % 2), special = (int)((o + e + k) % 2);
-            test_doc(comm, kind, f64, zcclErrorAbs, ebs[e], ops[o], counts[k], inplace, special);
-            test_doc(comm, kind, f64, zcclErrorRel, ebs[e], ops[o], counts[k], !inplace, !special);
+            int root = (int)(o + k) % nranks;
+            test_doc(comm, kind, f64, zcclErrorAbs, ebs[e], ops[o], counts[k], inplace, special, root);
+            test_doc(comm, kind, f64, zcclErrorRel, ebs[e], ops[o], counts[k], !inplace, !special, root);
           }
   /* Target bounds: the SUM's output within the bound given. */
-  for (int kind = 0; kind < 2; kind++) {
-    test_doc(comm, kind, 0, zcclErrorTargetRel, 1e-3, zcclSum, 100003, 0, 0);
-    test_doc(comm, kind, 1, zcclErrorTargetAbs, 1e-2, zcclSum, 100003, 1, 1);
+  for (int kind = 0; kind < 3; kind++) {
+    test_doc(comm, kind, 0, zcclErrorTargetRel, 1e-3, zcclSum, 100003, 0, 0, nranks - 1);
+    test_doc(comm, kind, 1, zcclErrorTargetAbs, 1e-2, zcclSum, 100003, 1, 1, 0);
   }
   /* A few MB: many chunks and, with a small pool, many rounds. */
   for (int f64 = 0; f64 < 2; f64++) {
     size_t big = ((size_t)3 << 20) / (f64 ? 8 : 4) + 17;
-    test_doc(comm, 0, f64, zcclErrorRel, 1e-4, zcclSum, big, 0, 1);
-    test_doc(comm, 0, f64, zcclErrorAbs, 1e-2, zcclMax, big, 1, 0);
-    test_doc(comm, 1, f64, zcclErrorRel, 1e-4, zcclAvg, big / (size_t)nranks, 1, 1);
+    test_doc(comm, 0, f64, zcclErrorRel, 1e-4, zcclSum, big, 0, 1, 0);
+    test_doc(comm, 0, f64, zcclErrorAbs, 1e-2, zcclMax, big, 1, 0, 0);
+    test_doc(comm, 1, f64, zcclErrorRel, 1e-4, zcclAvg, big / (size_t)nranks, 1, 1, 0);
+    test_doc(comm, 2, f64, zcclErrorRel, 1e-4, zcclSum, big, f64, 1, 1 % nranks);
   }
   CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
   MPI_Finalize();
