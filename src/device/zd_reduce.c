@@ -317,7 +317,15 @@ static zcclResult_t zd_codec_exec(zd_dev_t* dev, const zd_op_t* op) {
         res = zd_host_compress(pool, 0, &op->params, op->a, op->count, op->dst, op->cap, op->out_size);
         break;
       case ZD_OP_DECOMPRESS: {
+        /* A stream of another count (more values as well as fewer) is the
+         * caller's mismatch, not a corrupt stream: zcclInvalidUsage. */
+        zc_header_t h;
         size_t got = 0;
+        if (zc_header_read(op->a, *op->a_size, &h) == zcclSuccess && h.count != op->count) {
+          res = ZU_ERROR(zcclInvalidUsage, "zd_decompress: the stream holds %llu values, expected %zu",
+                         (unsigned long long)h.count, op->count);
+          break;
+        }
         res = zd_host_decompress(pool, 0, op->a, *op->a_size, op->dst, op->count, &got);
         if (res == zcclSuccess && got != op->count)
           res = ZU_ERROR(zcclInvalidUsage, "zd_decompress: the stream holds %zu values, expected %zu", got, op->count);
