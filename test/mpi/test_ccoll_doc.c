@@ -161,6 +161,34 @@ static void test_doc(zcclComm_t comm, int kind, int f64, zcclErrorMode_t mode, d
   free(x), free(y), free(all);
 }
 
+/* Counts that differ across ranks: an error on every rank (a stream of
+ * the wrong count is zcclInvalidUsage where it is decompressed; a rank
+ * left waiting times out), nothing written past the buffer, no hang. */
+static void test_mismatch(zcclUniqueId* id) {
+  setenv("ZCCL_TIMEOUT", "5", 1);
+  zcclComm_t c2 = NULL;
+  if (rank == 0) zcclGetUniqueId(id);
+  MPI_Bcast(id, sizeof *id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  CHECK_RES(zcclCommInitRank(&c2, nranks, *id, rank), zcclSuccess);
+  if (c2 == NULL) return;
+  zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+  c.codec = zcclCodecSzp, c.mode = zcclErrorAbs, c.eb = 1e-3, c.minBytes = 0;
+  CHECK_RES(zcclCommSetCompression(c2, &c), zcclSuccess);
+  size_t n = rank == 0 ? 50000 : 40000;
+  float* x = calloc(n + 64, sizeof(float));
+  float* y = calloc(n + 64, sizeof(float));
+  for (size_t i = 0; i < n; i++) x[i] = (float)field(rank, i);
+  y[n] = 123.0f;
+  zcclResult_t res = zcclAllReduce(x, y, n, zcclFloat32, zcclSum, c2, NULL);
+  CHECK(res == zcclInvalidUsage || res == zcclRemoteError);
+  CHECK(y[n] == 123.0f);
+  int bad = res == zcclInvalidUsage, anybad = 0;
+  MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  CHECK(anybad > 0); /* someone saw the mismatch itself */
+  zcclCommAbort(c2);
+  free(x), free(y);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -205,6 +233,7 @@ int main(int argc, char** argv) {
     test_doc(comm, 2, f64, zcclErrorRel, 1e-4, zcclSum, big, f64, 1, 1 % nranks);
   }
   CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
+  test_mismatch(&id);
   MPI_Finalize();
   TEST_DONE();
 }
