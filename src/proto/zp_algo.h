@@ -66,7 +66,8 @@ zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-/* Compressed, codec szp (zp_doc.c): the DOC ring (decompress, reduce, compress per hop). */
+/* Compressed, codec szp (zp_doc.c): the DOC ring and chain (decompress,
+ * reduce, compress per hop). */
 zcclResult_t zp_doc_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_doc_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);

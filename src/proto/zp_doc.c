@@ -1,5 +1,6 @@
 /* ZCCL's computation framework with the szp codec: the DOC
- * (decompress-operate-compress) ring reduce-scatter and allreduce.
+ * (decompress-operate-compress) ring reduce-scatter and allreduce, and the
+ * DOC chain for reduce (at the end of this file).
  *
  * Ring reduce-scatter over N blocks: at step s rank r sends the partial
  * result of block r-s-1 to the right and gets that of block r-s-2 from the
