@@ -580,7 +580,8 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
 /* The collectives and codecs zccl compresses (src/proto/zp_coll.c). */
 static int has_compressed(coll_t coll, int codec) {
   int hz = codec == zcclCodecHz || codec == zcclCodecAuto;
-  if (coll == COLL_ALLREDUCE || coll == COLL_REDUCESCATTER || coll == COLL_REDUCE) return hz;
+  /* Reductions: homomorphic (hz, auto) or DOC (szp). */
+  if (coll == COLL_ALLREDUCE || coll == COLL_REDUCESCATTER || coll == COLL_REDUCE) return hz || codec == zcclCodecSzp;
   if (coll == COLL_ALLGATHER || coll == COLL_BROADCAST || coll == COLL_SCATTER || coll == COLL_GATHER ||
       coll == COLL_ALLTOALL)
     return hz || codec == zcclCodecSzp;
