@@ -213,7 +213,7 @@ static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
  * slower of the two, not their sum). AllReduce then forwards the streams
  * with each received chunk's decompression overlapped likewise, and
  * decompresses its own block. The chain (Reduce) is a pipeline of chunks
- * of c bytes: N-2+k stages for k chunks. */
+ * (zp_doc.c's, 16384 values): N-2+k stages for k chunks. */
 static double zp_doc_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
   double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
