@@ -14,6 +14,17 @@ static inline int zp_mod(int a, int n) { return ((a % n) + n) % n; }
 static inline uint8_t* zp_at(const void* base, size_t elems, size_t esize) {
   return (uint8_t*)base + elems * esize;
 }
+/* Recursive doubling over p, the largest power of two <= n ranks
+ * (MPICH's fold): of the first 2 rem ranks (rem = n - p) the even ones
+ * hand their data to the odd neighbour and sit out. zp_rd_vrank: a rank's
+ * place among the p (-1: it sits out); zp_rd_rank: the rank at place v. */
+static inline int zp_pow2_below(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+static inline int zp_rd_vrank(int r, int rem) { return r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem; }
+static inline int zp_rd_rank(int v, int rem) { return v < rem ? 2 * v + 1 : v + rem; }
 /* The op the device reduces with: AVG sums, then divides at the end. */
 static inline zcclRedOp_t zp_reduce_op(zcclRedOp_t op) { return op == zcclAvg ? zcclSum : op; }
 
@@ -66,6 +77,8 @@ zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+/* Compressed (zp_hz_rd.c): homomorphic recursive doubling, any N. */
+zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 /* Compressed, codec szp (zp_doc.c): the DOC ring and chain (decompress,
  * reduce, compress per hop). */
 zcclResult_t zp_doc_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);

@@ -207,6 +207,20 @@ static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   }
 }
 
+/* Homomorphic recursive doubling: compress the whole input once, log2(P)
+ * rounds each sending a whole stream and adding the received one, plus,
+ * for N not a power of two, the fold's stream in (with its add) and out;
+ * decompress once. Fewer latencies than the ring (log2 P against 2(N-1)),
+ * but every round moves and adds all n: small messages or many ranks. */
+static double zp_hz_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double n = (double)(a->count * zu_dtype_size(a->datatype));
+  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double C = ZP_AUTO_COMPRESS_BPS, H = ZP_AUTO_HOP_BPS, q = ZP_AUTO_RATIO;
+  int lg = zp_log2(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
+  double fold = pow2 ? 0 : 2 * (al_s + n / (q * B)) + n / H;
+  return n / C + lg * (al_s + n / (q * B) + n / H) + fold + n / C;
+}
+
 /* The DOC ring and chain (codec szp): the first compression, then per hop
  * the decompression, reduction and compression of a block of b bytes,
  * chunk by chunk overlapped with the transfer of its b/q stream bytes (the
@@ -251,6 +265,7 @@ typedef struct {
 
 static const zp_calgo_t zp_calgos[] = {
     {ZP_COLL_ALLREDUCE, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_allreduce, zp_compressed_cost},
+    {ZP_COLL_ALLREDUCE, "rd", ZP_HZ, "homomorphic recursive doubling", zp_hz_rd_allreduce, zp_hz_rd_cost},
     {ZP_COLL_REDUCESCATTER, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_reduce_scatter, zp_compressed_cost},
     {ZP_COLL_ALLREDUCE, "ring", ZP_CODEC(zcclCodecSzp), "DOC ring", zp_doc_ring_allreduce, zp_doc_cost},
     {ZP_COLL_REDUCESCATTER, "ring", ZP_CODEC(zcclCodecSzp), "DOC ring", zp_doc_ring_reduce_scatter, zp_doc_cost},

@@ -13,7 +13,7 @@ static zcclResult_t zp_fold_in(const zp_ctx_t* ctx, const zp_coll_args_t* a, uin
                                uint32_t sub, const char* what, int* newr) {
   int r = ctx->rank, rem = ctx->nranks - p;
   size_t n = a->count, bytes = n * zu_dtype_size(a->datatype);
-  *newr = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
+  *newr = zp_rd_vrank(r, rem);
   if (r >= 2 * rem) return zcclSuccess;
   if (r % 2 == 0) return zp_sendrecv(ctx, what, r + 1, buf, bytes, -1, NULL, 0, sub);
   ZU_CHECK(zp_sendrecv(ctx, what, -1, NULL, 0, r - 1, tmp, bytes, sub));
@@ -28,12 +28,6 @@ static zcclResult_t zp_fold_out(const zp_ctx_t* ctx, uint8_t* buf, size_t bytes,
   if (r >= 2 * rem) return zcclSuccess;
   if (r % 2 == 0) return zp_sendrecv(ctx, what, -1, NULL, 0, r + 1, buf, bytes, sub);
   return zp_sendrecv(ctx, what, r - 1, buf, bytes, -1, NULL, 0, sub);
-}
-
-static int zp_pow2_below(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
 }
 
 zcclResult_t zp_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) { return zp_rd_allreduce_sub(ctx, a, 0); }
@@ -53,7 +47,7 @@ zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, u
   if (newr >= 0) {
     uint32_t step = sub0 + 1;
     for (int mask = 1; mask < p; mask <<= 1, step++) {
-      int np = newr ^ mask, peer = np < rem ? 2 * np + 1 : np + rem;
+      int peer = zp_rd_rank(newr ^ mask, rem);
       ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", peer, buf, bytes, peer, tmp, bytes, step), res, out);
       if (peer < r)
         ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf, tmp, buf, n, a->datatype, op), res, out);
@@ -87,12 +81,11 @@ zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
   zcclResult_t res;
   ZU_CHECK(zp_tmp_get(ctx, (r < 2 * rem ? bytes : (bytes + 1) / 2 + es * (size_t)p), &tmp));
   ZU_CHECK_GOTO(zp_fold_in(ctx, a, buf, tmp, p, 0, "rabenseifner", &newr), res, out);
-#define ZP_REAL(v) ((v) < rem ? 2 * (v) + 1 : (v) + rem)
   if (newr >= 0) {
     int blo = 0, bhi = p; /* blocks this rank still reduces: [blo, bhi) of p */
     uint32_t step = 1;
     for (int mask = p / 2; mask > 0; mask >>= 1, step++) {
-      int peer = ZP_REAL(newr ^ mask), mid = (blo + bhi) / 2;
+      int peer = zp_rd_rank(newr ^ mask, rem), mid = (blo + bhi) / 2;
       int keep_lo = (newr & mask) == 0;
       int klo = keep_lo ? blo : mid, khi = keep_lo ? mid : bhi, slo = keep_lo ? mid : blo, shi = keep_lo ? bhi : mid;
       size_t ko = zp_off(n, p, klo), kn = zp_off(n, p, khi) - ko, so = zp_off(n, p, slo), sn = zp_off(n, p, shi) - so;
@@ -108,7 +101,7 @@ zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     }
     for (int mask = 1; mask < p; mask <<= 1, step++) {
-      int peer = ZP_REAL(newr ^ mask);
+      int peer = zp_rd_rank(newr ^ mask, rem);
       /* Owned: the aligned run of `mask` blocks holding newr; the peer's is next to it. */
       int mlo = newr & ~(mask - 1), plo = (newr ^ mask) & ~(mask - 1);
       size_t mo = zp_off(n, p, mlo), mn = zp_off(n, p, mlo + mask) - mo;
@@ -117,7 +110,6 @@ zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
                     res, out);
     }
   }
-#undef ZP_REAL
   ZU_CHECK_GOTO(zp_fold_out(ctx, buf, bytes, p, 0xff, "rabenseifner"), res, out);
   res = zd_sync(ctx->dev);
 out:
