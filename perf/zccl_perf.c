@@ -601,7 +601,8 @@ static int has_compressed(coll_t coll, int codec) {
   int hz = codec == zcclCodecHz || codec == zcclCodecAuto;
   if (codec == zcclCodecZfp) return coll == COLL_ALLREDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST;
   if (codec == zcclCodecRle) return coll == COLL_ALLREDUCE || coll == COLL_REDUCE;
-  if (coll == COLL_ALLREDUCE || coll == COLL_REDUCESCATTER || coll == COLL_REDUCE) return hz;
+  /* Reductions: homomorphic (hz, auto) or DOC (szp). */
+  if (coll == COLL_ALLREDUCE || coll == COLL_REDUCESCATTER || coll == COLL_REDUCE) return hz || codec == zcclCodecSzp;
   if (coll == COLL_ALLGATHER || coll == COLL_BROADCAST || coll == COLL_SCATTER || coll == COLL_GATHER ||
       coll == COLL_ALLTOALL)
     return hz || codec == zcclCodecSzp;

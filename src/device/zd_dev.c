@@ -280,6 +280,20 @@ zcclResult_t zd_copy(zd_dev_t* dev, void* dst, const void* src, size_t bytes) {
 
 zcclResult_t zd_reduce(zd_dev_t* dev, void* dst, const void* a, const void* b, size_t count, zcclDataType_t dtype,
                        zcclRedOp_t op) {
+  return zd_reduce_fill(dev, dst, a, b, count, dtype, op, 0, 0.0);
+}
+
+/* A fill value is only meaningful for the two dtypes the codec carries. */
+static zcclResult_t zd_fill_check(const char* fn, zcclDataType_t dtype, int has_fill, double fill) {
+  if (!has_fill) return zcclSuccess;
+  ZU_RETURN_ERR_IF(dtype != zcclFloat32 && dtype != zcclFloat64, zcclInvalidArgument,
+                   "%s: a fill value needs float32 or float64, not datatype %d", fn, (int)dtype);
+  ZU_RETURN_ERR_IF(!isfinite(fill), zcclInvalidArgument, "%s: the fill value must be finite", fn);
+  return zcclSuccess;
+}
+
+zcclResult_t zd_reduce_fill(zd_dev_t* dev, void* dst, const void* a, const void* b, size_t count,
+                            zcclDataType_t dtype, zcclRedOp_t op, int has_fill, double fill) {
   ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_reduce: NULL device");
   ZU_RETURN_ERR_IF((int)dtype < 0 || dtype >= zcclNumTypes, zcclInvalidArgument, "zd_reduce: datatype %d invalid",
                    (int)dtype);
@@ -293,11 +307,19 @@ zcclResult_t zd_reduce(zd_dev_t* dev, void* dst, const void* a, const void* b, s
   ZU_RETURN_ERR_IF((dst != a && zd_overlap(dst, bytes, a, bytes)) || (dst != b && zd_overlap(dst, bytes, b, bytes)),
                    zcclInvalidArgument, "zd_reduce: dst %p overlaps a %p or b %p other than exactly (%zu bytes)",
                    dst, a, b, bytes);
+  ZU_CHECK(zd_fill_check("zd_reduce", dtype, has_fill, fill));
   zd_op_t o = {.kind = ZD_OP_REDUCE, .dst = dst, .a = a, .b = b, .count = count, .dtype = dtype, .op = op};
+  o.params.has_fill = has_fill != 0;
+  o.params.fill = fill;
   return dev->ops->submit(dev, &o);
 }
 
 zcclResult_t zd_divide(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dtype, int n) {
+  return zd_divide_fill(dev, buf, count, dtype, n, 0, 0.0);
+}
+
+zcclResult_t zd_divide_fill(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dtype, int n, int has_fill,
+                            double fill) {
   ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_divide: NULL device");
   ZU_RETURN_ERR_IF((int)dtype < 0 || dtype >= zcclNumTypes, zcclInvalidArgument, "zd_divide: datatype %d invalid",
                    (int)dtype);
@@ -306,7 +328,10 @@ zcclResult_t zd_divide(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dt
   ZU_RETURN_ERR_IF(buf == NULL, zcclInvalidArgument, "zd_divide: NULL buffer");
   ZU_RETURN_ERR_IF(count > SIZE_MAX / zu_dtype_size(dtype), zcclInvalidArgument, "zd_divide: count %zu overflows",
                    count);
+  ZU_CHECK(zd_fill_check("zd_divide", dtype, has_fill, fill));
   zd_op_t o = {.kind = ZD_OP_DIVIDE, .dst = buf, .count = count, .dtype = dtype, .n = n};
+  o.params.has_fill = has_fill != 0;
+  o.params.fill = fill;
   return dev->ops->submit(dev, &o);
 }
 

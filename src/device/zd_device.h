@@ -98,9 +98,19 @@ zcclResult_t zd_copy(zd_dev_t* dev, void* dst, const void* src, size_t bytes);
  *   reductions use): overflow and +-inf become +-max finite (448, 57344). */
 zcclResult_t zd_reduce(zd_dev_t* dev, void* dst, const void* a, const void* b, size_t count,
                        zcclDataType_t dtype, zcclRedOp_t op);
+/* zd_reduce for float32/float64 data with a declared fill value (NetCDF
+ * _FillValue, has_fill): the fill passes through as in the codec's
+ * homomorphic operations: dst[i] is the fill where a[i] or b[i] equals it
+ * (compared in the dtype), a[i] op b[i] otherwise. has_fill 0: zd_reduce. */
+zcclResult_t zd_reduce_fill(zd_dev_t* dev, void* dst, const void* a, const void* b, size_t count,
+                            zcclDataType_t dtype, zcclRedOp_t op, int has_fill, double fill);
 /* buf[i] /= n, n >= 1 (zcclAvg's last step): floats divide (fp16/bf16/fp8 in
  * float32, rounded as above), integers truncate toward zero as C does. */
 zcclResult_t zd_divide(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dtype, int n);
+/* zd_divide leaving values equal to a declared fill value as they are
+ * (float32/float64; has_fill 0: zd_divide). */
+zcclResult_t zd_divide_fill(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dtype, int n, int has_fill,
+                            double fill);
 
 /* The stream codec (docs/format.md), queued like the rest. Stream sizes
  * travel through pointers read and written when the operation runs: a

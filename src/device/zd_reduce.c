@@ -200,6 +200,37 @@ void zd_divide_kernel(void* buf, size_t count, zcclDataType_t dtype, int n) {
   zd_dividers[dtype](buf, count, n);
 }
 
+/* ---- with a fill value ------------------------------------------------------
+ * The fill absorbs: a position that is the fill in either input is the fill
+ * in the result, as in the codec's homomorphic operations (docs/format.md),
+ * and AVG's division leaves it alone. One loop per dtype x op; dst may equal
+ * a or b (each element is read before it is written). */
+#define ZD_FILL_REDUCE(tag, S, OP)                                                                  \
+  static void zd_fill_##tag(S* d, const S* a, const S* b, size_t n, S f) {                         \
+    for (size_t i = 0; i < n; i++) {                                                                \
+      S x = a[i], y = b[i];                                                                         \
+      d[i] = ((int)(x == f) | (int)(y == f)) ? f : OP(x, y);                                        \
+    }                                                                                               \
+  }
+#define ZD_FILL_KERNELS(tag, S)                                                                     \
+  ZD_FILL_REDUCE(sum_##tag, S, ZD_ADD)                                                              \
+  ZD_FILL_REDUCE(prod_##tag, S, ZD_MUL)                                                             \
+  ZD_FILL_REDUCE(max_##tag, S, ZD_MAXF)                                                             \
+  ZD_FILL_REDUCE(min_##tag, S, ZD_MINF)                                                             \
+  static void zd_fill_reduce_##tag(void* d, const void* a, const void* b, size_t n, zcclRedOp_t op, double f) { \
+    static void (*const k[4])(S*, const S*, const S*, size_t, S) = {zd_fill_sum_##tag, zd_fill_prod_##tag, \
+                                                                     zd_fill_max_##tag, zd_fill_min_##tag}; \
+    k[op](d, a, b, n, (S)f);                                                                        \
+  }                                                                                                 \
+  static void zd_fill_divide_##tag(void* buf, size_t n, int by, double f) {                         \
+    S* d = buf;                                                                                     \
+    const S q = (S)by, fs = (S)f;                                                                   \
+    for (size_t i = 0; i < n; i++) d[i] = d[i] == fs ? fs : d[i] / q;                               \
+  }
+
+ZD_FILL_KERNELS(f32, float)
+ZD_FILL_KERNELS(f64, double)
+
 /* ---- one operation, split over the thread pool when large ------------------ */
 
 typedef struct {
@@ -216,10 +247,20 @@ static void zd_op_range(const zd_op_t* op, size_t esize, size_t lo, size_t hi) {
       break;
     case ZD_OP_REDUCE:
       /* In-place stays in place: offsets are applied to equal pointers alike. */
-      zd_reduce_kernel(d, (const char*)op->a + off, (const char*)op->b + off, n, op->dtype, op->op);
+      if (!op->params.has_fill)
+        zd_reduce_kernel(d, (const char*)op->a + off, (const char*)op->b + off, n, op->dtype, op->op);
+      else if (op->dtype == zcclFloat32)
+        zd_fill_reduce_f32(d, (const char*)op->a + off, (const char*)op->b + off, n, op->op, op->params.fill);
+      else
+        zd_fill_reduce_f64(d, (const char*)op->a + off, (const char*)op->b + off, n, op->op, op->params.fill);
       break;
     case ZD_OP_DIVIDE:
-      zd_divide_kernel(d, n, op->dtype, op->n);
+      if (!op->params.has_fill)
+        zd_divide_kernel(d, n, op->dtype, op->n);
+      else if (op->dtype == zcclFloat32)
+        zd_fill_divide_f32(d, n, op->n, op->params.fill);
+      else
+        zd_fill_divide_f64(d, n, op->n, op->params.fill);
       break;
     default: break; /* codec operations never split here */
   }
@@ -278,7 +319,15 @@ static zcclResult_t zd_codec_exec(zd_dev_t* dev, const zd_op_t* op) {
         res = zd_host_compress(pool, 0, &op->params, op->a, op->count, op->dst, op->cap, op->out_size);
         break;
       case ZD_OP_DECOMPRESS: {
+        /* A stream of another count (more values as well as fewer) is the
+         * caller's mismatch, not a corrupt stream: zcclInvalidUsage. */
+        zc_header_t h;
         size_t got = 0;
+        if (zc_header_read(op->a, *op->a_size, &h) == zcclSuccess && h.count != op->count) {
+          res = ZU_ERROR(zcclInvalidUsage, "zd_decompress: the stream holds %llu values, expected %zu",
+                         (unsigned long long)h.count, op->count);
+          break;
+        }
         res = zd_host_decompress(pool, 0, op->a, *op->a_size, op->dst, op->count, &got);
         if (res == zcclSuccess && got != op->count)
           res = ZU_ERROR(zcclInvalidUsage, "zd_decompress: the stream holds %zu values, expected %zu", got, op->count);

@@ -79,6 +79,11 @@ zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 /* Compressed (zp_hz_rd.c): homomorphic recursive doubling, any N. */
 zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+/* Compressed, codec szp (zp_doc.c): the DOC ring and chain (decompress,
+ * reduce, compress per hop). */
+zcclResult_t zp_doc_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_doc_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 /* CPRP2P baseline (zp_cprp2p.c): compress before every send, decompress
  * after every receive; ZFP or the stream codec. */
 zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);

@@ -222,6 +222,29 @@ static double zp_hz_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   return n / C + lg * (al_s + n / (q * B) + n / H) + fold + n / C;
 }
 
+/* The DOC ring and chain (codec szp): the first compression, then per hop
+ * the decompression, reduction and compression of a block of b bytes,
+ * chunk by chunk overlapped with the transfer of its b/q stream bytes (the
+ * slower of the two, not their sum). AllReduce then forwards the streams
+ * with each received chunk's decompression overlapped likewise, and
+ * decompresses its own block. The chain (Reduce) is a pipeline of chunks
+ * (zp_doc.c's, 16384 values): N-2+k stages for k chunks. */
+static double zp_doc_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
+  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double C = ZP_AUTO_COMPRESS_BPS, G = ZP_REDUCE_BYTES_PER_S, q = ZP_AUTO_RATIO;
+  if (a->coll == ZP_COLL_REDUCE) {
+    double c = 16384.0 * (double)zu_dtype_size(a->datatype), k = n > c ? n / c : 1;
+    c = n / k;
+    double hop = 2 * c / C + c / G, wire = c / (q * B);
+    return c / C + (N - 2 + k) * (al_s + (hop > wire ? hop : wire));
+  }
+  double b = a->coll == ZP_COLL_ALLREDUCE ? n / N : n, wire = b / (q * B);
+  double hop = 2 * b / C + b / G, t = b / C + (N - 1) * (al_s + (hop > wire ? hop : wire));
+  if (a->coll == ZP_COLL_ALLREDUCE) t += b / C + (N - 1) * (al_s + (b / C > wire ? b / C : wire));
+  return t;
+}
+
 /* CPRP2P (decompress and recompress at every hop): the codec's rates at
  * both ends of every hop. codec=zfp has nothing else; for the stream codec
  * it only runs when ZCCL_ALGO names it (it never wins otherwise: infinite). */
@@ -273,6 +296,9 @@ static const zp_calgo_t zp_calgos[] = {
     {ZP_COLL_ALLREDUCE, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_allreduce, zp_compressed_cost},
     {ZP_COLL_ALLREDUCE, "rd", ZP_HZ, "homomorphic recursive doubling", zp_hz_rd_allreduce, zp_hz_rd_cost},
     {ZP_COLL_REDUCESCATTER, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_reduce_scatter, zp_compressed_cost},
+    {ZP_COLL_ALLREDUCE, "ring", ZP_CODEC(zcclCodecSzp), "DOC ring", zp_doc_ring_allreduce, zp_doc_cost},
+    {ZP_COLL_REDUCESCATTER, "ring", ZP_CODEC(zcclCodecSzp), "DOC ring", zp_doc_ring_reduce_scatter, zp_doc_cost},
+    {ZP_COLL_REDUCE, "chain", ZP_CODEC(zcclCodecSzp), "DOC chain", zp_doc_chain_reduce, zp_doc_cost},
     {ZP_COLL_REDUCE, "tree", ZP_HZ, "homomorphic binomial tree", zp_hz_tree_reduce, zp_compressed_cost},
     {ZP_COLL_ALLGATHER, "ring", ZP_MOVES, "compress-once ring", zp_hz_ring_allgather, zp_compressed_cost},
     {ZP_COLL_BROADCAST, "tree", ZP_MOVES, "compress-once, stream broadcast", zp_hz_broadcast, zp_compressed_cost},

@@ -6,7 +6,8 @@
  *
  * Bounds (eb: the call's absolute bound; every compression of a value
  * costs at most eb, and nothing else does but float rounding):
- *   - allreduce: each block's partial is recompressed at each of the N-1
+ *   - allreduce (a fill value absorbs, as in the homomorphic and DOC
+ *     reductions): each block's partial is recompressed at each of the N-1
  *     reduce-scatter hops, then its owner compresses the total once and the
  *     allgather forwards those bytes unchanged, every rank (the owner too)
  *     decompressing them: SUM, MAX, MIN within N eb; AVG (the division
@@ -211,8 +212,8 @@ zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
                     res, out);
       if (!zp_cpr_incoming(what, left, sz[1], &bad)) continue;
       ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[1], &sz[1], raw, slen[rb]), res, out);
-      ZU_CHECK_GOTO(zd_reduce(ctx->dev, zp_at(buf, soff[rb], es), zp_at(buf, soff[rb], es), raw, slen[rb],
-                              a->datatype, op),
+      ZU_CHECK_GOTO(zd_reduce_fill(ctx->dev, zp_at(buf, soff[rb], es), zp_at(buf, soff[rb], es), raw, slen[rb],
+                                   a->datatype, op, c.p.has_fill, c.p.fill),
                     res, out);
     }
     /* Allgather: the owner compresses its total once and decompresses it
@@ -235,7 +236,8 @@ zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   }
-  if (a->op == zcclAvg && bad == zcclSuccess) ZU_CHECK_GOTO(zd_divide(ctx->dev, buf, n, a->datatype, N), res, out);
+  if (a->op == zcclAvg && bad == zcclSuccess)
+    ZU_CHECK_GOTO(zd_divide_fill(ctx->dev, buf, n, a->datatype, N, c.p.has_fill, c.p.fill), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   res = zp_cpr_finish(ctx, a, &c, bad);
 out:

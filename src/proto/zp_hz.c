@@ -59,7 +59,10 @@ static zcclResult_t zp_hz_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, con
       if (!allgather && b != r) continue;
       uint8_t* dst = allgather ? zp_at(a->recvbuff, soff[b], es) : zp_at(a->recvbuff, lo, es);
       ZU_CHECK_GOTO(zd_decompress(ctx->dev, zp_stream(&z, b), &sizes[b], dst, slen[b]), res, out);
-      if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, dst, slen[b], a->datatype, N), res, out);
+      if (a->op == zcclAvg)
+        ZU_CHECK_GOTO(zd_divide_fill(ctx->dev, dst, slen[b], a->datatype, N, a->compression.hasFill,
+                                     a->compression.fillValue),
+                      res, out);
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   }
@@ -123,7 +126,10 @@ zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     } else {
       uint8_t* dst = zp_at(a->recvbuff, lo, es);
       ZU_CHECK_GOTO(zd_decompress(ctx->dev, zp_stream(&z, 0), &sizes[0], dst, m), res, out);
-      if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, dst, m, a->datatype, N), res, out);
+      if (a->op == zcclAvg)
+        ZU_CHECK_GOTO(zd_divide_fill(ctx->dev, dst, m, a->datatype, N, a->compression.hasFill,
+                                     a->compression.fillValue),
+                      res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     }
   }

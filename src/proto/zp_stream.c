@@ -38,7 +38,9 @@ zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void*
     if (!(range > 0) || !isfinite(range)) range = isfinite(hi) && hi != 0 ? fabs(hi) : 1.0;
     e *= range;
   }
-  if ((c->mode == zcclErrorTargetAbs || c->mode == zcclErrorTargetRel) && a->coll == ZP_COLL_ALLREDUCE &&
+  /* Every reduction's SUM carries up to N quantizations (AllReduce,
+   * ReduceScatter, Reduce; homomorphic or DOC). */
+  if ((c->mode == zcclErrorTargetAbs || c->mode == zcclErrorTargetRel) && zp_coll_reduces(a->coll) &&
       a->op == zcclSum)
     e /= ctx->nranks;
   ZU_RETURN_ERR_IF(!(e > 0) || !isfinite(e), zcclInvalidArgument, "%s: error bound %g gives an absolute bound %g",

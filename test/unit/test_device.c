@@ -393,6 +393,64 @@ static void test_args(zd_dev_t* dev) {
   CHECK(out[0] == 2 && out[1] == 4 && out[2] == 6 && out[3] == 8);
 }
 
+/* ---- a fill value that absorbs (the DOC ring's reduction) ------------------ */
+
+/* Where a or b is the fill, the result is the fill (as the codec's
+ * homomorphic ops); elsewhere the plain op, NaN included; AVG's division
+ * leaves the fill. Large enough to take the thread-pool split. */
+static void test_fill(zd_dev_t* dev) {
+  const double fill = -1e34;
+  const size_t n = 50000;
+  double* a = malloc(n * 8);
+  double* b = malloc(n * 8);
+  double* d = malloc(n * 8);
+  float* af = malloc(n * 4);
+  float* bf = malloc(n * 4);
+  for (size_t i = 0; i < n; i++) {
+    a[i] = i % 7 == 1 ? fill : i % 11 == 2 ? NAN : (double)i * 0.5;
+    b[i] = i % 5 == 3 ? fill : -(double)(i % 13);
+    af[i] = (float)a[i], bf[i] = (float)b[i];
+  }
+  for (int op = zcclSum; op <= zcclMin; op++) {
+    CHECK_RES(zd_reduce_fill(dev, d, a, b, n, zcclFloat64, (zcclRedOp_t)op, 1, fill), zcclSuccess);
+    CHECK_RES(zd_reduce_fill(dev, bf, af, bf, n, zcclFloat32, (zcclRedOp_t)op, 1, fill), zcclSuccess); /* dst == b */
+    CHECK_RES(zd_sync(dev), zcclSuccess);
+    long bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      int isfill = i % 7 == 1 || i % 5 == 3;
+      double want = isfill ? fill
+                    : op == zcclSum ? a[i] + b[i]
+                    : op == zcclProd ? a[i] * b[i]
+                    : isnan(a[i]) ? a[i]
+                    : op == zcclMax ? (a[i] > b[i] ? a[i] : b[i])
+                                    : (a[i] < b[i] ? a[i] : b[i]);
+      float wantf = isfill ? (float)fill : (float)want;
+      bad += !(d[i] == want || (isnan(want) && isnan(d[i])));
+      bad += !(bf[i] == wantf || (isnan(wantf) && isnan(bf[i])));
+      bf[i] = (float)b[i];
+    }
+    if (bad) fprintf(stderr, "reduce_fill op %d: %ld wrong\n", op, bad);
+    CHECK(bad == 0);
+  }
+  CHECK_RES(zd_divide_fill(dev, a, n, zcclFloat64, 4, 1, fill), zcclSuccess);
+  CHECK_RES(zd_sync(dev), zcclSuccess);
+  long bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += i % 7 == 1 ? a[i] != fill : i % 11 == 2 ? !isnan(a[i]) : a[i] != (double)i * 0.5 / 4;
+  CHECK(bad == 0);
+  /* Without a fill: the plain operations; a fill on other dtypes, or not finite: refused. */
+  float one[2] = {1, 2}, two[2] = {3, 4};
+  CHECK_RES(zd_reduce_fill(dev, one, one, two, 2, zcclFloat32, zcclSum, 0, 1.0), zcclSuccess);
+  CHECK_RES(zd_divide_fill(dev, one, 2, zcclFloat32, 2, 0, 2.0), zcclSuccess);
+  CHECK_RES(zd_sync(dev), zcclSuccess);
+  CHECK(one[0] == 2 && one[1] == 3);
+  int32_t iv[2] = {1, 2};
+  CHECK_RES(zd_reduce_fill(dev, iv, iv, iv, 2, zcclInt32, zcclSum, 1, 1.0), zcclInvalidArgument);
+  CHECK_RES(zd_divide_fill(dev, iv, 2, zcclInt32, 2, 1, 1.0), zcclInvalidArgument);
+  CHECK_RES(zd_reduce_fill(dev, one, one, two, 2, zcclFloat32, zcclSum, 1, NAN), zcclInvalidArgument);
+  free(a), free(b), free(d), free(af), free(bf);
+}
+
 /* ---- buffer pool ----------------------------------------------------------- */
 
 static void test_pool(zd_kind_t kind) {
@@ -576,6 +634,7 @@ int main(void) {
     CHECK(zd_dev_kind(devs[k]) == kinds[k]);
     test_args(devs[k]);
     test_divide(devs[k]);
+    test_fill(devs[k]);
     test_narrow_exhaustive(devs[k]);
     test_pool(kinds[k]);
   }
