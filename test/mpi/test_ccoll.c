@@ -18,49 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_ccoll_util.h"
 #include "test_util.h"
 
 static int rank, nranks;
-
-static double field(int r, size_t i) { /* smooth, different on every rank, mixed signs */
-  return 20.0 * sin(i * 0.001 + r) + 3.0 * cos(i * 0.037) + 0.25 * r - 5.0 + 1e-3 * (double)((i * 2654435761u) % 97);
-}
-
-static double get(const void* b, size_t i, int f64) { return f64 ? ((const double*)b)[i] : ((const float*)b)[i]; }
-static void set(void* b, size_t i, int f64, double v) {
-  if (f64)
-    ((double*)b)[i] = v;
-  else
-    ((float*)b)[i] = (float)v;
-}
-/* One rounding of the output value: half an ulp of its type. */
-static double half_ulp(double v, int f64) {
-  double a = fabs(v);
-  return f64 ? a * DBL_EPSILON : a * FLT_EPSILON;
-}
-
-/* eb as the library derives it: REL over the valid values of all ranks. */
-static double eb_abs(const zcclCompression_t* c, const void* all, size_t total, int f64) {
-  if (c->mode == zcclErrorAbs || c->mode == zcclErrorTargetAbs) return c->eb;
-  double mn = INFINITY, mx = -INFINITY;
-  for (size_t i = 0; i < total; i++) {
-    double v = get(all, i, f64);
-    if (!isfinite(v) || (c->hasFill && v == (f64 ? c->fillValue : (double)(float)c->fillValue))) continue;
-    mn = v < mn ? v : mn;
-    mx = v > mx ? v : mx;
-  }
-  return c->eb * (mx - mn);
-}
-
-static int same_everywhere(const void* buf, size_t bytes) {
-  void* r0 = malloc(bytes);
-  memcpy(r0, buf, bytes);
-  MPI_Bcast(r0, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-  int same = memcmp(r0, buf, bytes) == 0, all = 0;
-  MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  free(r0);
-  return all;
-}
 
 /* kind 0: AllReduce, 1: ReduceScatter (n per rank, N blocks in), 2: Reduce
  * to the last rank. */

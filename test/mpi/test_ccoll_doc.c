@@ -19,23 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_ccoll_util.h"
 #include "test_util.h"
 
 #define FILLV -1e34
 
 static int rank, nranks;
 
-static double field(int r, size_t i) { /* smooth, different on every rank, mixed signs */
-  return 20.0 * sin(i * 0.001 + r) + 3.0 * cos(i * 0.037) + 0.25 * r - 5.0 + 1e-3 * (double)((i * 2654435761u) % 97);
-}
-
-static double get(const void* b, size_t i, int f64) { return f64 ? ((const double*)b)[i] : ((const float*)b)[i]; }
-static void set(void* b, size_t i, int f64, double v) {
-  if (f64)
-    ((double*)b)[i] = v;
-  else
-    ((float*)b)[i] = (float)v;
-}
 static double fillv(int f64) { return f64 ? FILLV : (double)(float)FILLV; }
 
 /* Rank r's input value i: the field, with (special) the fill value, NaN
@@ -50,33 +40,15 @@ static double input(int r, size_t i, int special) {
   return field(r, i);
 }
 
-/* The absolute bound as the library derives it: REL over the valid values
- * (finite, not the fill) of every rank's input; target modes bound the
- * output, so a SUM of N inputs compresses with a bound N times smaller. */
-static double eb_abs(zcclErrorMode_t mode, double eb, zcclRedOp_t op, const void* all, size_t total, int f64,
+/* The absolute bound as the library derives it (eb_abs); target modes
+ * bound the output, so a SUM of N inputs compresses with a bound N times
+ * smaller. */
+static double doc_eb(zcclErrorMode_t mode, double eb, zcclRedOp_t op, const void* all, size_t total, int f64,
                      int has_fill) {
-  if (mode == zcclErrorTargetAbs || mode == zcclErrorTargetRel)
-    return eb_abs(mode == zcclErrorTargetAbs ? zcclErrorAbs : zcclErrorRel, eb, op, all, total, f64, has_fill) /
-           (op == zcclSum ? nranks : 1);
-  if (mode == zcclErrorAbs) return eb;
-  double mn = INFINITY, mx = -INFINITY;
-  for (size_t i = 0; i < total; i++) {
-    double v = get(all, i, f64);
-    if (!isfinite(v) || (has_fill && v == fillv(f64))) continue;
-    mn = v < mn ? v : mn;
-    mx = v > mx ? v : mx;
-  }
-  return eb * (mx - mn);
-}
-
-static int same_everywhere(const void* buf, size_t bytes) {
-  void* r0 = malloc(bytes ? bytes : 1);
-  memcpy(r0, buf, bytes);
-  MPI_Bcast(r0, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-  int same = memcmp(r0, buf, bytes) == 0, all = 0;
-  MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  free(r0);
-  return all;
+  zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+  c.mode = mode, c.eb = eb, c.hasFill = has_fill, c.fillValue = FILLV;
+  int target = mode == zcclErrorTargetAbs || mode == zcclErrorTargetRel;
+  return eb_abs(&c, all, total, f64) / (target && op == zcclSum ? nranks : 1);
 }
 
 /* kind 0: AllReduce of n; 1: ReduceScatter, n per rank (N blocks in);
@@ -111,7 +83,7 @@ static void test_doc(zcclComm_t comm, int kind, int f64, zcclErrorMode_t mode, d
   CHECK_RES(zcclCommCompressionStats(comm, &raw1, &wire1), zcclSuccess);
   /* Smooth data compresses (the root of a Reduce sends nothing). */
   if (n > 1000 && (kind != 2 || rank != root)) CHECK(raw1 - raw0 > 2 * (wire1 - wire0) && wire1 > wire0);
-  double e = eb_abs(mode, eb, op, all, nin * N, f64, special);
+  double e = doc_eb(mode, eb, op, all, nin * N, f64, special);
   /* Each compression within e; SUM carries one per hop (N-1), AllReduce
    * one more for its allgather; MAX/MIN keep e (docs/compressed.md). */
   double hops = kind == 0 ? (double)N : (double)N - 1; /* Reduce: as ReduceScatter */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_ccoll_util.h"
 #include "test_util.h"
 
 static int rank, nranks;
@@ -44,14 +45,6 @@ static double value(int kind, int r, size_t i) {
     if (s == 2) return -INFINITY;
   }
   return v;
-}
-
-static double get(const void* b, size_t i, int f64) { return f64 ? ((const double*)b)[i] : ((const float*)b)[i]; }
-static void set(void* b, size_t i, int f64, double v) {
-  if (f64)
-    ((double*)b)[i] = v;
-  else
-    ((float*)b)[i] = (float)v;
 }
 
 /* op(a, b) in the dtype, as the chain computes it. */
@@ -82,16 +75,6 @@ static double reference(const void* all, size_t n, size_t i, int f64, zcclRedOp_
 }
 
 static int equal(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
-
-static int same_everywhere(const void* buf, size_t bytes) {
-  void* r0 = malloc(bytes ? bytes : 1);
-  memcpy(r0, buf, bytes);
-  MPI_Bcast(r0, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-  int same = memcmp(r0, buf, bytes) == 0, all = 0;
-  MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  free(r0);
-  return all;
-}
 
 static void set_codec(zcclComm_t comm, int codec) {
   zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
