@@ -423,6 +423,17 @@ zcclResult_t zd_zfp_decompress(zd_dev_t* dev, const void* stream, const size_t* 
 
 size_t zd_rle_bound(size_t count, zcclDataType_t dtype) { return zc_rle_bound(count, dtype); }
 
+zcclResult_t zd_zero_fraction(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, size_t samples,
+                              double* frac) {
+  ZU_CHECK(zd_host_codecs_check(dev, "zd_zero_fraction"));
+  ZU_RETURN_ERR_IF(frac == NULL || (count && in == NULL), zcclInvalidArgument, "zd_zero_fraction: NULL argument");
+  ZU_RETURN_ERR_IF(!zd_float_type(dtype), zcclInvalidArgument,
+                   "zd_zero_fraction: datatype %d, expected float32 or float64", (int)dtype);
+  ZU_CHECK(zd_sync(dev)); /* host and sim memory: read once what is queued has run */
+  *frac = count ? zc_rle_zero_fraction(in, count, dtype, samples) : 0.0;
+  return zcclSuccess;
+}
+
 zcclResult_t zd_rle_encode(zd_dev_t* dev, zcclDataType_t dtype, const void* in, size_t count, void* out, size_t cap,
                            size_t* out_size) {
   ZU_CHECK(zd_host_codecs_check(dev, "zd_rle_encode"));

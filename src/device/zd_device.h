@@ -155,6 +155,11 @@ zcclResult_t zd_rle_encode(zd_dev_t* dev, zcclDataType_t dtype, const void* in, 
 zcclResult_t zd_rle_decode(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count);
 zcclResult_t zd_rle_reduce(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* a_size, const void* b,
                            const size_t* b_size, void* out, size_t cap, size_t* out_size);
+/* Fraction of zeros among about `samples` evenly spaced values of in,
+ * after everything queued so far (host codecs only): how codec=auto tells
+ * sparse data. */
+zcclResult_t zd_zero_fraction(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, size_t samples,
+                              double* frac);
 /* Whether dev has the RLE and ZFP operations above. */
 int zd_has_host_codecs(const zd_dev_t* dev);
 

@@ -338,6 +338,36 @@ static const zp_calgo_t* zp_compressed_algo(const zp_ctx_t* ctx, const zp_coll_a
   return best;
 }
 
+/* codec=auto on sparse data: Reduce and AllReduce of at least
+ * ZP_AUTO_SPARSE_MIN_BYTES whose every rank's sample is at least
+ * ZP_AUTO_SPARSE_ZEROS zeros may take the sparse chain (lossless, so within
+ * any bound) when the model prices it below the alternatives: the chain
+ * carries only the nonzeros (1 - zeros of the bytes), and encoding and
+ * decoding run at about ZP_AUTO_RLE_BPS. */
+#define ZP_AUTO_SPARSE_MIN_BYTES ((size_t)1 << 20)
+#define ZP_AUTO_SPARSE_ZEROS 0.9
+#define ZP_AUTO_SPARSE_SAMPLES 4096
+#define ZP_AUTO_RLE_BPS 2e9
+
+/* The smallest zero fraction of any rank's input (one small allreduce). */
+static zcclResult_t zp_agreed_zeros(const zp_ctx_t* ctx, const zp_coll_args_t* a, double* zeros) {
+  double z = 0, *t = NULL;
+  ZU_CHECK(zd_zero_fraction(ctx->dev, a->sendbuff, a->count, a->datatype, ZP_AUTO_SPARSE_SAMPLES, &z));
+  ZU_CHECK(zp_tmp_get(ctx, sizeof(double), (void**)&t));
+  *t = -z; /* the max of -z: minus the min */
+  zp_coll_args_t r = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = t, .recvbuff = t, .count = 1, .datatype = zcclFloat64,
+                      .op = zcclMax};
+  zcclResult_t res = zp_rd_allreduce_sub(ctx, &r, 0x7300);
+  *zeros = -*t;
+  zp_tmp_put(ctx, t);
+  return res;
+}
+
+static double zp_sparse_auto_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a, double zeros) {
+  double n = (double)(a->count * zu_dtype_size(a->datatype)), keep = 1.0 - zeros;
+  return zp_sparse_cost(ctx, a) * (keep > 0.02 ? keep : 0.02) + 2 * n / ZP_AUTO_RLE_BPS;
+}
+
 zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const char* fn = zp_coll_name(a->coll);
   const zcclCompression_t* c = &a->compression;
@@ -349,12 +379,30 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   if (compress) {
     double tc = 0;
     const zp_calgo_t* cal = zp_compressed_algo(ctx, a, forced, &tc);
-    if (cal && c->codec == zcclCodecAuto) { /* compress only where the model says it pays */
-      zp_coll_args_t plain = *a;
+    if (c->codec == zcclCodecAuto) { /* compress only where the model says it pays */
+      zp_coll_args_t plain = *a, rle = *a;
       plain.compression.codec = zcclCodecNone;
+      rle.compression.codec = zcclCodecRle;
       const zp_algo_t* al = zp_default_algo(ctx, &plain);
-      double tp = al ? zp_cost(ctx, al, &plain) : 0;
-      if (!(tc < tp)) {
+      double tp = al ? zp_cost(ctx, al, &plain) : 0, ts = HUGE_VAL, zeros = 0;
+      /* Sampled (one small allreduce) only where even all-zero data could
+       * make the sparse chain pay: the same answer on every rank. */
+      if ((a->coll == ZP_COLL_ALLREDUCE || a->coll == ZP_COLL_REDUCE) && bytes >= ZP_AUTO_SPARSE_MIN_BYTES &&
+          zd_has_host_codecs(ctx->dev) && zp_sparse_auto_cost(ctx, a, 1.0) < tp) {
+        ZU_CHECK(zp_agreed_zeros(ctx, a, &zeros));
+        if (zeros >= ZP_AUTO_SPARSE_ZEROS) ts = zp_sparse_auto_cost(ctx, a, zeros);
+      }
+      if (ts < tp && (!cal || ts < tc)) {
+        double t2 = 0;
+        const zp_calgo_t* sp = zp_compressed_algo(ctx, &rle, "", &t2);
+        if (sp) {
+          ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: codec=auto, %.0f%% zeros: %s (model %.1f us; "
+                  "uncompressed %.1f us, hz %.1f us)", fn, a->count, zu_dtype_name(a->datatype), ctx->nranks,
+                  zeros * 100, sp->what, ts * 1e6, tp * 1e6, cal ? tc * 1e6 : 0);
+          return sp->fn(ctx, &rle);
+        }
+      }
+      if (cal && !(tc < tp)) {
         ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: codec=auto sends it uncompressed (model %.1f us, "
                 "compressed %.1f us; link %.2f GB/s)", fn, a->count, zu_dtype_name(a->datatype), ctx->nranks,
                 tp * 1e6, tc * 1e6, ctx->link ? ctx->link->bandwidth / 1e9 : 0);
