@@ -11,6 +11,17 @@ static inline size_t zp_off(size_t n, int nb, int b) {
   return (size_t)(((unsigned __int128)n * (unsigned)b) / (unsigned)nb);
 }
 static inline int zp_mod(int a, int n) { return ((a % n) + n) % n; }
+/* The blocks of a ring over n elements: n split in N (allreduce), or N
+ * blocks of n (reduce-scatter's input, allgather's output). */
+static inline void zp_split_blocks(size_t n, int N, size_t* boff, size_t* blen) {
+  for (int b = 0; b < N; b++) {
+    boff[b] = zp_off(n, N, b);
+    blen[b] = zp_off(n, N, b + 1) - boff[b];
+  }
+}
+static inline void zp_whole_blocks(size_t n, int N, size_t* boff, size_t* blen) {
+  for (int b = 0; b < N; b++) boff[b] = (size_t)b * n, blen[b] = n;
+}
 static inline uint8_t* zp_at(const void* base, size_t elems, size_t esize) {
   return (uint8_t*)base + elems * esize;
 }

@@ -183,10 +183,7 @@ zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   size_t es = zu_dtype_size(a->datatype), n = a->count, boff[N], blen[N], soff[N], slen[N], m;
   zcclRedOp_t op = zp_reduce_op(a->op);
   const char* what = "cprp2p allreduce";
-  for (int b = 0; b < N; b++) {
-    boff[b] = zp_off(n, N, b);
-    blen[b] = zp_off(n, N, b + 1) - boff[b];
-  }
+  zp_split_blocks(n, N, boff, blen);
   size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
   zp_cpr_t c;
   ZU_CHECK(zp_cpr_setup(ctx, a, a->sendbuff, n, -1, a->op == zcclAvg ? 1 : N, maxb, 2, 1, &c));

@@ -75,17 +75,14 @@ out:
 zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks;
   size_t n = a->count, boff[N], blen[N];
-  for (int b = 0; b < N; b++) {
-    boff[b] = zp_off(n, N, b);
-    blen[b] = zp_off(n, N, b + 1) - boff[b];
-  }
+  zp_split_blocks(n, N, boff, blen);
   return zp_hz_ring(ctx, a, boff, blen, n, 1);
 }
 
 zcclResult_t zp_hz_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks;
   size_t n = a->count, boff[N], blen[N];
-  for (int b = 0; b < N; b++) boff[b] = (size_t)b * n, blen[b] = n;
+  zp_whole_blocks(n, N, boff, blen);
   return zp_hz_ring(ctx, a, boff, blen, n * (size_t)N, 0);
 }
 

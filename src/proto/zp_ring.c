@@ -116,7 +116,7 @@ zcclResult_t zp_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a
     return zd_sync(ctx->dev);
   }
   size_t boff[N], blen[N];
-  for (int b = 0; b < N; b++) boff[b] = (size_t)b * n, blen[b] = n;
+  zp_whole_blocks(n, N, boff, blen);
   size_t slice;
   void *acc = NULL, *rtmp = NULL;
   zcclResult_t res;
@@ -157,7 +157,7 @@ zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   if ((const uint8_t*)a->sendbuff != own) ZU_CHECK(zd_copy(ctx->dev, own, a->sendbuff, n * es));
   ZU_CHECK(zd_sync(ctx->dev));
   size_t boff[N], blen[N];
-  for (int b = 0; b < N; b++) boff[b] = (size_t)b * n, blen[b] = n;
+  zp_whole_blocks(n, N, boff, blen);
   return zp_ring_allgather_blocks(ctx, a->recvbuff, es, boff, blen, r, 0);
 }
 

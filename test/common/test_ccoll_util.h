@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h"
 #include "zccl.h"
 
 /* Smooth, different on every rank, mixed signs. */
@@ -60,6 +61,18 @@ static inline int same_everywhere(const void* buf, size_t bytes) {
   MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   free(r0);
   return all;
+}
+
+/* One zccl communicator over MPI_COMM_WORLD (MPI is initialised; the id
+ * travels by MPI_Bcast); NULL when zccl could not make one, a failed CHECK
+ * having said why. */
+static inline zcclComm_t ccoll_comm(int rank, int nranks) {
+  zcclUniqueId id;
+  if (rank == 0) zcclGetUniqueId(&id);
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  zcclComm_t comm = NULL;
+  CHECK_RES(zcclCommInitRank(&comm, nranks, id, rank), zcclSuccess);
+  return comm;
 }
 
 #endif /* TEST_CCOLL_UTIL_H_ */

@@ -185,11 +185,7 @@ int main(int argc, char** argv) {
    * algorithm has that name, so codec=rle keeps its own (sparse). Set
    * before the library has threads reading the environment. */
   setenv("ZCCL_ALGO", "chain", 1);
-  zcclUniqueId id;
-  if (rank == 0) zcclGetUniqueId(&id);
-  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-  zcclComm_t comm = NULL;
-  CHECK_RES(zcclCommInitRank(&comm, nranks, id, rank), zcclSuccess);
+  zcclComm_t comm = ccoll_comm(rank, nranks);
   if (comm == NULL) {
     MPI_Finalize();
     TEST_DONE();
