@@ -600,7 +600,9 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
 static int has_compressed(coll_t coll, int codec) {
   int hz = codec == zcclCodecHz || codec == zcclCodecAuto;
   if (codec == zcclCodecZfp) return coll == COLL_ALLREDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST;
-  if (codec == zcclCodecRle) return coll == COLL_ALLREDUCE || coll == COLL_REDUCE;
+  if (codec == zcclCodecRle) /* the sparse chain; compress-once data movement */
+    return coll == COLL_ALLREDUCE || coll == COLL_REDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST ||
+           coll == COLL_SCATTER || coll == COLL_GATHER || coll == COLL_ALLTOALL;
   /* Reductions: homomorphic (hz, auto) or DOC (szp). */
   if (coll == COLL_ALLREDUCE || coll == COLL_REDUCESCATTER || coll == COLL_REDUCE) return hz || codec == zcclCodecSzp;
   if (coll == COLL_ALLGATHER || coll == COLL_BROADCAST || coll == COLL_SCATTER || coll == COLL_GATHER ||

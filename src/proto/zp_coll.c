@@ -281,6 +281,7 @@ static double zp_sparse_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
 #define ZP_MOVES (ZP_HZ | ZP_CODEC(zcclCodecSzp)) /* data movement: any stream codec */
 #define ZP_LOSSY (ZP_MOVES | ZP_CODEC(zcclCodecZfp)) /* any lossy codec */
 #define ZP_RLE ZP_CODEC(zcclCodecRle)
+#define ZP_ONCE (ZP_MOVES | ZP_RLE) /* compress once, move streams: any stream codec or RLE */
 
 typedef double (*zp_cost_fn)(const zp_ctx_t*, const zp_coll_args_t*);
 typedef struct {
@@ -300,11 +301,11 @@ static const zp_calgo_t zp_calgos[] = {
     {ZP_COLL_REDUCESCATTER, "ring", ZP_CODEC(zcclCodecSzp), "DOC ring", zp_doc_ring_reduce_scatter, zp_doc_cost},
     {ZP_COLL_REDUCE, "chain", ZP_CODEC(zcclCodecSzp), "DOC chain", zp_doc_chain_reduce, zp_doc_cost},
     {ZP_COLL_REDUCE, "tree", ZP_HZ, "homomorphic binomial tree", zp_hz_tree_reduce, zp_compressed_cost},
-    {ZP_COLL_ALLGATHER, "ring", ZP_MOVES, "compress-once ring", zp_hz_ring_allgather, zp_compressed_cost},
-    {ZP_COLL_BROADCAST, "tree", ZP_MOVES, "compress-once, stream broadcast", zp_hz_broadcast, zp_compressed_cost},
-    {ZP_COLL_SCATTER, "linear", ZP_MOVES, "compress-once, direct", zp_hz_scatter, zp_compressed_cost},
-    {ZP_COLL_GATHER, "linear", ZP_MOVES, "compress-once, direct", zp_hz_gather, zp_compressed_cost},
-    {ZP_COLL_ALLTOALL, "pairwise", ZP_MOVES, "compress-once, pairwise", zp_hz_alltoall, zp_compressed_cost},
+    {ZP_COLL_ALLGATHER, "ring", ZP_ONCE, "compress-once ring", zp_hz_ring_allgather, zp_compressed_cost},
+    {ZP_COLL_BROADCAST, "tree", ZP_ONCE, "compress-once, stream broadcast", zp_hz_broadcast, zp_compressed_cost},
+    {ZP_COLL_SCATTER, "linear", ZP_ONCE, "compress-once, direct", zp_hz_scatter, zp_compressed_cost},
+    {ZP_COLL_GATHER, "linear", ZP_ONCE, "compress-once, direct", zp_hz_gather, zp_compressed_cost},
+    {ZP_COLL_ALLTOALL, "pairwise", ZP_ONCE, "compress-once, pairwise", zp_hz_alltoall, zp_compressed_cost},
     {ZP_COLL_ALLREDUCE, "cprp2p", ZP_LOSSY, "CPRP2P ring (recompress every hop)", zp_cpr_allreduce, zp_cpr_cost},
     {ZP_COLL_ALLGATHER, "cprp2p", ZP_LOSSY, "CPRP2P ring (recompress every hop)", zp_cpr_allgather, zp_cpr_cost},
     {ZP_COLL_BROADCAST, "cprp2p", ZP_LOSSY, "CPRP2P binomial tree (recompress every hop)", zp_cpr_broadcast,

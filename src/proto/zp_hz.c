@@ -163,7 +163,7 @@ zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
   ZU_CHECK_GOTO(zp_tmp_get(ctx, (size_t)N * sizeof(uint64_t), (void**)&sz), res, out);
   for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
     size_t own = 0;
-    ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, z.s, z.cap, &own), res, out);
+    ZU_CHECK_GOTO(zp_encode(ctx, &z, zp_at(a->sendbuff, lo, es), m, z.s, z.cap, &own), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     sz[r] = own;
     ZU_CHECK_GOTO(zp_ring_allgather_blocks(ctx, (uint8_t*)sz, sizeof(uint64_t), boff, blen, r, 0xf000), res, out);
@@ -191,7 +191,7 @@ zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
     for (int i = 0; i < N; i++) {
       int b = zp_mod(r - i, N);
       len[b] = (size_t)sz[b];
-      ZU_CHECK_GOTO(zd_decompress(ctx->dev, z.s + off, &len[b], zp_at(a->recvbuff, (size_t)b * n + lo, es), m), res,
+      ZU_CHECK_GOTO(zp_decode(ctx, &z, z.s + off, &len[b], zp_at(a->recvbuff, (size_t)b * n + lo, es), m), res,
                     out);
       off += len[b];
     }
@@ -221,7 +221,7 @@ zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     size_t bytes = 0;
     uint64_t b64;
     if (me) {
-      ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, z.s, z.cap, &bytes), res, out);
+      ZU_CHECK_GOTO(zp_encode(ctx, &z, zp_at(a->sendbuff, lo, es), m, z.s, z.cap, &bytes), res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
       b64 = bytes;
       memcpy(sz, &b64, sizeof b64);
@@ -241,7 +241,7 @@ zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     s.compression.codec = zcclCodecNone;
     ZU_CHECK_GOTO(zp_coll_run(ctx, &s), res, out);
     zp_count(ctx, m * es, bytes);
-    ZU_CHECK_GOTO(zd_decompress(ctx->dev, z.s, &bytes, zp_at(a->recvbuff, lo, es), m), res, out);
+    ZU_CHECK_GOTO(zp_decode(ctx, &z, z.s, &bytes, zp_at(a->recvbuff, lo, es), m), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   }
   res = zcclSuccess;
@@ -272,10 +272,10 @@ zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
     if (r != root) {
       ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, -1, NULL, 0, 0, root, z.s, z.cap, &sizes[0], 0), res, out);
-      ZU_CHECK_GOTO(zd_decompress(ctx->dev, z.s, &sizes[0], zp_at(a->recvbuff, lo, es), m), res, out);
+      ZU_CHECK_GOTO(zp_decode(ctx, &z, z.s, &sizes[0], zp_at(a->recvbuff, lo, es), m), res, out);
     } else {
       for (int b = 0; b < N; b++)
-        ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, (size_t)b * n + lo, es), m, zp_stream(&z, b),
+        ZU_CHECK_GOTO(zp_encode(ctx, &z, zp_at(a->sendbuff, (size_t)b * n + lo, es), m, zp_stream(&z, b),
                                   z.cap, &sizes[b]),
                       res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
@@ -285,7 +285,7 @@ zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       /* The root's own block decompresses while the others travel. */
       res = zp_xfers_post(ctx, x, nx);
       if (res == zcclSuccess)
-        res = zd_decompress(ctx->dev, zp_stream(&z, r), &sizes[r], zp_at(a->recvbuff, lo, es), m);
+        res = zp_decode(ctx, &z, zp_stream(&z, r), &sizes[r], zp_at(a->recvbuff, lo, es), m);
       zcclResult_t w = zp_xfers_wait(ctx, what, x, nx);
       ZU_CHECK_GOTO(res != zcclSuccess ? res : w, res, out);
       for (int b = 0; b < N; b++)
@@ -311,7 +311,7 @@ zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n, n, N, r == root ? N : 1, 0, &z), res, out);
   for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
     uint8_t* own = zp_stream(&z, r == root ? r : 0);
-    ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, own, z.cap, &sizes[r]), res, out);
+    ZU_CHECK_GOTO(zp_encode(ctx, &z, zp_at(a->sendbuff, lo, es), m, own, z.cap, &sizes[r]), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     if (r != root) {
       ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, root, own, sizes[r], m * es, -1, NULL, 0, NULL, 0), res, out);
@@ -325,7 +325,7 @@ zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nx), res, out);
       for (int b = 0, k = 0; b < N; b++) {
         if (b != r) sizes[b] = x[k++].req.length;
-        ZU_CHECK_GOTO(zd_decompress(ctx->dev, zp_stream(&z, b), &sizes[b],
+        ZU_CHECK_GOTO(zp_decode(ctx, &z, zp_stream(&z, b), &sizes[b],
                                     zp_at(a->recvbuff, (size_t)b * n + lo, es), m),
                       res, out);
       }
@@ -350,19 +350,19 @@ zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n * (size_t)N, n, N + 1, N, 1, &z), res, out);
   for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
     for (int b = 0; b < N; b++)
-      ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, (size_t)b * n + lo, es), m, zp_stream(&z, b),
+      ZU_CHECK_GOTO(zp_encode(ctx, &z, zp_at(a->sendbuff, (size_t)b * n + lo, es), m, zp_stream(&z, b),
                                 z.cap, &sizes[b]),
                     res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     ZU_CHECK_GOTO(
-        zd_decompress(ctx->dev, zp_stream(&z, r), &sizes[r], zp_at(a->recvbuff, (size_t)r * n + lo, es), m), res,
+        zp_decode(ctx, &z, zp_stream(&z, r), &sizes[r], zp_at(a->recvbuff, (size_t)r * n + lo, es), m), res,
         out);
     for (int s = 1; s < N; s++) {
       int to = (r + s) % N, from = (r + N - s) % N;
       ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, to, zp_stream(&z, to), sizes[to], m * es, from, z.spare, z.cap,
                                        &rsize, (uint32_t)s),
                     res, out);
-      ZU_CHECK_GOTO(zd_decompress(ctx->dev, z.spare, &rsize, zp_at(a->recvbuff, (size_t)from * n + lo, es), m), res,
+      ZU_CHECK_GOTO(zp_decode(ctx, &z, z.spare, &rsize, zp_at(a->recvbuff, (size_t)from * n + lo, es), m), res,
                     out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* the spare is reused */
     }

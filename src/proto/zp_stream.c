@@ -65,11 +65,31 @@ void zp_slice_of(int N, const size_t* boff, const size_t* blen, size_t lo, size_
   }
 }
 
+static size_t zp_bound(int rle, size_t n, zcclDataType_t dt) {
+  return rle ? zd_rle_bound(n, dt) : zd_compress_bound(n, dt);
+}
+
+static size_t zp_slice_for(const zp_ctx_t* ctx, int rle, size_t block, zcclDataType_t dt, int streams) {
+  size_t room = zd_buf_largest(ctx->dev) / ((size_t)streams + 1), s = block ? block : 1;
+  while (s > 1 && zp_bound(rle, s, dt) > room) s /= 2;
+  return s;
+}
+
 /* Elements per block slice so that `streams` compressed slices fit the pool. */
 size_t zp_stream_slice(const zp_ctx_t* ctx, size_t block, zcclDataType_t dt, int streams) {
-  size_t room = zd_buf_largest(ctx->dev) / ((size_t)streams + 1), s = block ? block : 1;
-  while (s > 1 && zd_compress_bound(s, dt) > room) s /= 2;
-  return s;
+  return zp_slice_for(ctx, 0, block, dt, streams);
+}
+
+zcclResult_t zp_encode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* in, size_t n, void* out, size_t cap,
+                       size_t* size) {
+  if (z->rle) return zd_rle_encode(ctx->dev, z->p.dtype, in, n, out, cap, size);
+  return zd_compress(ctx->dev, &z->p, in, n, out, cap, size);
+}
+
+zcclResult_t zp_decode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* stream, const size_t* size, void* out,
+                       size_t n) {
+  if (z->rle) return zd_rle_decode(ctx->dev, stream, size, out, n);
+  return zd_decompress(ctx->dev, stream, size, out, n);
 }
 
 /* Counts raw bytes sent as wire bytes (zcclCommCompressionStats). */
@@ -114,10 +134,12 @@ zcclResult_t zp_streams_get(const zp_ctx_t* ctx, const zp_coll_args_t* a, int eb
                                    size_t block, int fit, int nbuf, int spare, zp_streams_t* z) {
   double eb = 1.0;
   memset(z, 0, sizeof *z);
-  if (eb_from != ZP_EB_NONE) ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, in_n, eb_from == ZP_EB_GLOBAL, &eb));
+  z->rle = a->compression.codec == zcclCodecRle; /* lossless: no bound to agree on */
+  if (eb_from != ZP_EB_NONE && !z->rle)
+    ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, in_n, eb_from == ZP_EB_GLOBAL, &eb));
   z->p = zp_params(a, eb);
-  z->slice = zp_stream_slice(ctx, block, a->datatype, fit);
-  z->cap = zd_compress_bound(z->slice, a->datatype);
+  z->slice = zp_slice_for(ctx, z->rle, block, a->datatype, fit);
+  z->cap = zp_bound(z->rle, z->slice, a->datatype);
   ZU_CHECK(zp_tmp_get(ctx, (size_t)nbuf * z->cap, (void**)&z->s));
   if (spare) ZU_CHECK(zp_tmp_get(ctx, z->cap, (void**)&z->spare));
   return zcclSuccess;

@@ -11,6 +11,7 @@ typedef struct {
   size_t slice, cap;
   uint8_t* s;     /* nbuf streams: stream b at s + b * cap */
   uint8_t* spare; /* one more, or NULL */
+  int rle;        /* codec=rle: lossless RLE streams, not the error-bounded codec's */
 } zp_streams_t;
 
 /* Where the bound comes from: nowhere (the rank only receives), this
@@ -32,6 +33,14 @@ zcclResult_t zp_streams_get(const zp_ctx_t* ctx, const zp_coll_args_t* a, int eb
                             int fit, int nbuf, int spare, zp_streams_t* z);
 void zp_streams_put(const zp_ctx_t* ctx, zp_streams_t* z);
 static inline uint8_t* zp_stream(const zp_streams_t* z, int b) { return z->s + (size_t)b * z->cap; }
+
+/* A stream of z's codec: n values at in into out (room cap; *size, read
+ * after zd_sync), and back into exactly n values. The data-movement
+ * algorithms use these, so they carry RLE (lossless) streams too. */
+zcclResult_t zp_encode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* in, size_t n, void* out, size_t cap,
+                       size_t* size);
+zcclResult_t zp_decode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* stream, const size_t* size, void* out,
+                       size_t n);
 
 /* Elements per block slice so that `streams` compressed slices fit the pool. */
 size_t zp_stream_slice(const zp_ctx_t* ctx, size_t block, zcclDataType_t dt, int streams);
