@@ -8,6 +8,7 @@
 #include "zc_rle.h"
 #include "zc_zfp.h"
 #include "zd_dev_impl.h"
+#include "zd_host_codec.h"
 #include "zu_dtype.h"
 #include "zu_error.h"
 #include "zu_param.h"
@@ -380,6 +381,11 @@ zcclResult_t zd_hop(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* 
 }
 
 /* ---- RLE and ZFP: host and sim only ------------------------------------ */
+
+void zd_set_progress(zd_dev_t* dev, void (*fn)(void*), void* arg) {
+  (void)dev; /* per thread: the codec runs on the caller's thread or a pool thread */
+  zd_host_set_progress(fn, arg);
+}
 
 int zd_has_host_codecs(const zd_dev_t* dev) { return dev != NULL && dev->kind != ZD_CUDA; }
 

@@ -160,6 +160,12 @@ zcclResult_t zd_rle_reduce(zd_dev_t* dev, zcclRedOp_t op, const void* a, const s
  * sparse data. */
 zcclResult_t zd_zero_fraction(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, size_t samples,
                               double* frac);
+/* fn(arg) is called now and then, on this thread, while a host or sim
+ * codec operation (compress, decompress) runs on it: between chunks, so
+ * messages posted before it keep moving (the DOC ring passes the
+ * transport's progress). NULL clears it. Pool threads and the sim device's
+ * worker never call it. */
+void zd_set_progress(zd_dev_t* dev, void (*fn)(void*), void* arg);
 /* Whether dev has the RLE and ZFP operations above. */
 int zd_has_host_codecs(const zd_dev_t* dev);
 

@@ -94,6 +94,23 @@ static int zd_claim(zd_codec_job_t* j, int t, uint32_t* c0, uint32_t* c1) {
 }
 
 /* Where chunk c's bytes start if every chunk before took its bound. */
+/* The calling thread's hook (zd_set_progress): thread 0 of a job is the
+ * calling thread, so only it calls the hook; pool threads see none. */
+static _Thread_local void (*zd_hook)(void*);
+static _Thread_local void* zd_hook_arg;
+
+void zd_host_set_progress(void (*fn)(void*), void* arg) {
+  zd_hook = fn;
+  zd_hook_arg = arg;
+}
+
+static void zd_codec_progress(void* arg, uint32_t done, uint32_t total) {
+  (void)arg, (void)done, (void)total;
+  if (zd_hook) zd_hook(zd_hook_arg);
+}
+
+static zc_progress_fn zd_progress_here(void) { return zd_hook ? zd_codec_progress : NULL; }
+
 static size_t zd_off(const zd_codec_job_t* j, uint32_t c) {
   return j->head + zc_chunks_bound(j->count, j->dtype, j->lg, 0, c);
 }
@@ -104,7 +121,7 @@ static zcclResult_t zd_encode_chunks(zd_codec_job_t* j, uint32_t c0, uint32_t c1
   if (j->is_hop)
     return zc_hop_chunks(j->op, j->ha, j->hb, c0, c1, j->ha->chunks + j->at_a[c0], j->hb->chunks + j->at_b[c0], dst,
                          cap, index, bytes);
-  return zc_compress_chunks(j->p, j->in, j->count, c0, c1, dst, cap, index, bytes, NULL, NULL);
+  return zc_compress_chunks(j->p, j->in, j->count, c0, c1, dst, cap, index, bytes, zd_progress_here(), NULL);
 }
 
 /* Thread t does chunks [c0[t], c0[t+1]) at zd_off(c0[t]). */
@@ -144,7 +161,8 @@ static void zd_decode_batches(void* arg, int t, int n) {
   uint32_t c0, c1;
   (void)n;
   while (zd_claim(j, t, &c0, &c1))
-    zd_note_error(j, t, zc_decompress_chunks(j->h, c0, c1, j->h->chunks + j->at_a[c0], j->values, NULL, NULL),
+    zd_note_error(j, t,
+                  zc_decompress_chunks(j->h, c0, c1, j->h->chunks + j->at_a[c0], j->values, zd_progress_here(), NULL),
                   c0);
 }
 

@@ -152,6 +152,12 @@ static zcclResult_t zp_doc_step(zp_doc_t* d, uint32_t tag, int sb, int rb, int h
   return res;
 }
 
+/* Set as the device's progress hook while a DOC collective runs: the codec
+ * calls it between its chunks, so the chunks posted to the neighbours keep
+ * moving while this rank compresses (the transport progresses only when
+ * called). */
+static void zp_doc_poll(void* w) { (void)zt_progress((zt_worker_t*)w); }
+
 /* Chunk size and chunks per round (*kmax) for blocks of maxb values and
  * `sets` sets of chunk streams, from the pool as it is now (the same on
  * every rank): a chunk small enough that one stream of each set and the
@@ -199,6 +205,7 @@ static zcclResult_t zp_doc_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, co
   uint8_t* mem = NULL;
   zcclResult_t res;
   size_t kmax = 0, slice = 0;
+  zd_set_progress(ctx->dev, zp_doc_poll, ctx->w);
   ZU_CHECK_GOTO(zp_doc_plan(d, maxb, 2, &mem, &kmax), res, out);
   slice = kmax * d->c;
   for (size_t lo = 0; zp_slice(maxb, slice, lo, &m); lo += slice) {
@@ -239,6 +246,7 @@ static zcclResult_t zp_doc_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, co
   res = zcclSuccess;
 out:
   (void)zd_sync(ctx->dev); /* nothing queued may outlive the buffers */
+  zd_set_progress(ctx->dev, NULL, NULL);
   zp_tmp_put(ctx, mem);
   free(d);
   return res;
@@ -277,6 +285,7 @@ zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   uint8_t* mem = NULL;
   zcclResult_t res;
   size_t kmax = 0, slice = 0;
+  zd_set_progress(ctx->dev, zp_doc_poll, ctx->w);
   ZU_CHECK_GOTO(zp_doc_plan(d, n, 1, &mem, &kmax), res, out);
   slice = kmax * d->c;
   /* One set: a chunk arrives in st[1], is reduced there and goes on. */
@@ -324,6 +333,7 @@ zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   res = zcclSuccess;
 out:
   (void)zd_sync(ctx->dev); /* nothing queued may outlive the buffers */
+  zd_set_progress(ctx->dev, NULL, NULL);
   zp_tmp_put(ctx, mem);
   free(d);
   return res;
