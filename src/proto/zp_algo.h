@@ -36,6 +36,26 @@ static inline int zp_pow2_below(int n) {
 }
 static inline int zp_rd_vrank(int r, int rem) { return r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem; }
 static inline int zp_rd_rank(int v, int rem) { return v < rem ? 2 * v + 1 : v + rem; }
+/* ceil(log2 n), n >= 1. */
+static inline int zp_log2_ceil(int n) {
+  int l = 0;
+  while ((1 << l) < n) l++;
+  return l;
+}
+/* Binomial trees over relative ranks v (0 the root): the bit below which
+ * v's children hang (a power of two >= N for the root); v's parent is
+ * v - zp_tree_span(v, N). */
+static inline int zp_tree_span(int v, int N) { return v ? v & -v : 1 << zp_log2_ceil(N); }
+/* v's children, nearest first: child[i] = v + 2^i, whose subtree is
+ * [child[i], end[i]). Returns how many (at most 31). */
+static inline int zp_tree_children(int v, int N, int* child, int* end) {
+  int span = zp_tree_span(v, N), n = 0;
+  for (int m = 1; m < span && v + m < N; m <<= 1, n++) {
+    child[n] = v + m;
+    end[n] = v + 2 * m < N ? v + 2 * m : N;
+  }
+  return n;
+}
 /* The op the device reduces with: AVG sums, then divides at the end. */
 static inline zcclRedOp_t zp_reduce_op(zcclRedOp_t op) { return op == zcclAvg ? zcclSum : op; }
 

@@ -191,11 +191,8 @@ static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       return n / C + (N - 1) / N * n / H + n / C + 2 * (N - 1) / N * n / (q * B) + 2 * (N - 1) * al_s;
     case ZP_COLL_REDUCESCATTER: /* n per rank: compress N blocks, N-1 hops, decompress one */
       return N * n / C + (N - 1) * n / H + n / C + (N - 1) * (al_s + n / (q * B));
-    case ZP_COLL_REDUCE: { /* compress, log2 N hops of n, one stream per tree edge */
-      double lg = 0;
-      while ((1 << (int)lg) < ctx->nranks) lg++;
-      return 2 * n / C + lg * (n / H + al_s + n / (q * B));
-    }
+    case ZP_COLL_REDUCE: /* compress, log2 N hops of n, one stream per tree edge */
+      return 2 * n / C + zp_log2_ceil(ctx->nranks) * (n / H + al_s + n / (q * B));
     case ZP_COLL_ALLGATHER: /* n per rank: compress once, decompress N blocks */
       return n / C + N * n / C + (N - 1) * (al_s + n / (q * B));
     case ZP_COLL_ALLTOALL:
@@ -252,8 +249,7 @@ static double zp_cpr_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   if (a->compression.codec != zcclCodecZfp && strcmp(zu_param_str(ZU_PARAM_ALGO), "cprp2p") != 0) return HUGE_VAL;
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
   double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
-  double C = ZP_AUTO_COMPRESS_BPS, q = ZP_AUTO_RATIO, lg = zp_log2(ctx->nranks);
-  if ((1 << (int)lg) < ctx->nranks) lg++;
+  double C = ZP_AUTO_COMPRESS_BPS, q = ZP_AUTO_RATIO, lg = zp_log2_ceil(ctx->nranks);
   switch (a->coll) {
     case ZP_COLL_ALLREDUCE: /* 2(N-1) hops of n/N, each compressed and decompressed */
       return 2 * (N - 1) * (al_s + n / N / (q * B) + 2 * n / N / C);

@@ -33,36 +33,17 @@
 
 #include "zp_stream.h"
 
-/* The codec of one call: ZFP or the stream codec, its parameters, slices
- * of `slice` elements and streams of `cap` bytes. */
-typedef struct {
-  int zfp;
-  zc_params_t p; /* dtype, eb (ZFP: the tolerance), fill */
-  size_t slice, cap;
-} zp_cpr_t;
-
-static size_t zp_cpr_bound(const zp_cpr_t* c, size_t n) {
-  return c->zfp ? zd_zfp_bound(n, c->p.dtype, c->p.eb) : zd_compress_bound(n, c->p.dtype);
-}
-
-static zcclResult_t zp_cpr_compress(const zp_ctx_t* ctx, const zp_cpr_t* c, const void* in, size_t n, void* out,
-                                    size_t* size) {
-  if (c->zfp) return zd_zfp_compress(ctx->dev, c->p.dtype, c->p.eb, in, n, out, c->cap, size);
-  return zd_compress(ctx->dev, &c->p, in, n, out, c->cap, size);
-}
-
-static zcclResult_t zp_cpr_decompress(const zp_ctx_t* ctx, const zp_cpr_t* c, const void* s, const size_t* size,
-                                      void* out, size_t n) {
-  if (c->zfp) return zd_zfp_decompress(ctx->dev, s, size, out, n);
-  return zd_decompress(ctx->dev, s, size, out, n);
-}
+/* The codec of one call (zp_streams_t without buffers): ZFP or the stream
+ * codec, its parameters (ZFP: p.eb is the tolerance), slices of `slice`
+ * elements and streams of `cap` bytes. */
+typedef zp_streams_t zp_cpr_t;
 
 /* A stream to send: compressed and complete, or, once this rank has an
  * error (*bad), empty (size 0; no stream is): the receiver learns of it. */
 static void zp_cpr_outgoing(const zp_ctx_t* ctx, const char* what, const zp_cpr_t* c, const void* in, size_t n,
                             void* out, size_t* size, zcclResult_t* bad) {
   if (*bad == zcclSuccess) {
-    zcclResult_t r = zp_cpr_compress(ctx, c, in, n, out, size);
+    zcclResult_t r = zp_encode(ctx, c, in, n, out, c->cap, size);
     if (r == zcclSuccess) r = zd_sync(ctx->dev);
     if (r == zcclSuccess) return;
     char why[256]; /* the codec's message, copied: ZU_ERROR writes where it lies */
@@ -81,31 +62,13 @@ static int zp_cpr_incoming(const char* what, int from, size_t size, zcclResult_t
   return *bad == zcclSuccess;
 }
 
-/* Agreement on a small vector: the max over ranks (root < 0) or the root's. */
-static zcclResult_t zp_cpr_agree(const zp_ctx_t* ctx, double* v, int nv, int root, uint32_t sub) {
-  double* t = NULL;
-  ZU_CHECK(zp_tmp_get(ctx, (size_t)nv * sizeof *v, (void**)&t));
-  memcpy(t, v, (size_t)nv * sizeof *v);
-  zcclResult_t res;
-  if (root < 0) {
-    zp_coll_args_t r = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = t, .recvbuff = t, .count = (size_t)nv,
-                        .datatype = zcclFloat64, .op = zcclMax};
-    res = zp_rd_allreduce_sub(ctx, &r, sub);
-  } else {
-    res = zp_tree_broadcast_sub(ctx, t, (size_t)nv * sizeof *v, root, sub);
-  }
-  memcpy(v, t, (size_t)nv * sizeof *v);
-  zp_tmp_put(ctx, t);
-  return res;
-}
-
 /* The end of a call: with ZFP, every rank learns whether any had an error
  * (the last rank + 1 that had one travels in a max-allreduce). */
 static zcclResult_t zp_cpr_finish(const zp_ctx_t* ctx, const zp_coll_args_t* a, const zp_cpr_t* c,
                                   zcclResult_t bad) {
   if (!c->zfp) return bad;
   double who = bad != zcclSuccess ? ctx->rank + 1 : 0;
-  ZU_CHECK(zp_cpr_agree(ctx, &who, 1, -1, 0x7200));
+  ZU_CHECK(zp_agree(ctx, &who, 1, -1, 0x7200));
   if (bad != zcclSuccess) return bad;
   ZU_RETURN_ERR_IF(who > 0, zcclInvalidArgument,
                    "%s: codec=zfp could not compress on rank %d during the collective (ZFP cannot carry the NaN "
@@ -151,7 +114,7 @@ static zcclResult_t zp_cpr_setup(const zp_ctx_t* ctx, const zp_coll_args_t* a, c
   if (root >= 0 || c->zfp) {
     double w[2] = {v[0], v[1]};
     /* Global: only the flag needs agreeing (the bound already is). */
-    ZU_CHECK(zp_cpr_agree(ctx, root < 0 ? &w[1] : w, root < 0 ? 1 : 2, root, 0x7100));
+    ZU_CHECK(zp_agree(ctx, root < 0 ? &w[1] : w, root < 0 ? 1 : 2, root, 0x7100));
     v[0] = root < 0 ? v[0] : w[0];
     v[1] = w[1];
   }
@@ -167,9 +130,9 @@ static zcclResult_t zp_cpr_setup(const zp_ctx_t* ctx, const zp_coll_args_t* a, c
    * (first fit needs the slack). */
   size_t es = zu_dtype_size(a->datatype), room = zd_buf_largest(ctx->dev) / (size_t)(streams + raws + 1);
   size_t s = block ? block : 1;
-  while (s > 1 && (zp_cpr_bound(c, s) > room || s * es > room)) s /= 2;
+  while (s > 1 && (zp_bound(c, s) > room || s * es > room)) s /= 2;
   c->slice = s;
-  c->cap = zp_cpr_bound(c, s);
+  c->cap = zp_bound(c, s);
   ZU_RETURN_ERR_IF(c->cap == 0, zcclInvalidArgument, "%s: no stream size for bound %g", fn, eb);
   return zcclSuccess;
 }
@@ -208,7 +171,7 @@ zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
                                    (k << 8) | (uint32_t)s),
                     res, out);
       if (!zp_cpr_incoming(what, left, sz[1], &bad)) continue;
-      ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[1], &sz[1], raw, slen[rb]), res, out);
+      ZU_CHECK_GOTO(zp_decode(ctx, &c, st[1], &sz[1], raw, slen[rb]), res, out);
       ZU_CHECK_GOTO(zd_reduce_fill(ctx->dev, zp_at(buf, soff[rb], es), zp_at(buf, soff[rb], es), raw, slen[rb],
                                    a->datatype, op, c.p.has_fill, c.p.fill),
                     res, out);
@@ -219,7 +182,7 @@ zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     int cur = 0;
     zp_cpr_outgoing(ctx, what, &c, zp_at(buf, soff[r], es), slen[r], st[cur], &sz[cur], &bad);
     if (bad == zcclSuccess)
-      ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[cur], &sz[cur], zp_at(buf, soff[r], es), slen[r]), res, out);
+      ZU_CHECK_GOTO(zp_decode(ctx, &c, st[cur], &sz[cur], zp_at(buf, soff[r], es), slen[r]), res, out);
     for (int s = 0; s < N - 1; s++, cur ^= 1) {
       int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* st[cur^1] was being decompressed */
@@ -228,13 +191,12 @@ zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
                                    (k << 8) | 0x80 | (uint32_t)s),
                     res, out);
       if (!zp_cpr_incoming(what, left, sz[cur ^ 1], &bad)) continue;
-      ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[cur ^ 1], &sz[cur ^ 1], zp_at(buf, soff[rb], es), slen[rb]), res,
+      ZU_CHECK_GOTO(zp_decode(ctx, &c, st[cur ^ 1], &sz[cur ^ 1], zp_at(buf, soff[rb], es), slen[rb]), res,
                     out);
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   }
-  if (a->op == zcclAvg && bad == zcclSuccess)
-    ZU_CHECK_GOTO(zd_divide_fill(ctx->dev, buf, n, a->datatype, N, c.p.has_fill, c.p.fill), res, out);
+  if (bad == zcclSuccess) ZU_CHECK_GOTO(zp_avg_divide(ctx, a, buf, n), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   res = zp_cpr_finish(ctx, a, &c, bad);
 out:
@@ -271,7 +233,7 @@ zcclResult_t zp_cpr_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[0], sz[0], m * es, st[1], c.cap, &sz[1], (k << 8) | (uint32_t)s),
                     res, out);
       if (!zp_cpr_incoming(what, left, sz[1], &bad)) continue;
-      ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st[1], &sz[1], zp_at(buf, (size_t)rb * n + lo, es), m), res, out);
+      ZU_CHECK_GOTO(zp_decode(ctx, &c, st[1], &sz[1], zp_at(buf, (size_t)rb * n + lo, es), m), res, out);
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   }
@@ -287,12 +249,11 @@ out:
  * each rank decompresses what its parent sent into recvbuff, compresses
  * that again once, and sends the stream to each of its children. */
 zcclResult_t zp_cpr_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N), lg = 0;
-  while ((1 << lg) < N) lg++;
+  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N), lg = zp_log2_ceil(N);
   size_t es = zu_dtype_size(a->datatype), n = a->count, m;
   const char* what = "cprp2p broadcast";
-  int span = v ? v & -v : 1 << lg, nc = 0, child[32], parent = (v - (v & -v) + a->root) % N;
-  for (int d = 1; d < span && v + d < N; d <<= 1) child[nc++] = (v + d + a->root) % N;
+  int child[32], end[32], nc = zp_tree_children(v, N, child, end), parent = (v - zp_tree_span(v, N) + a->root) % N;
+  for (int i = 0; i < nc; i++) child[i] = (child[i] + a->root) % N; /* ranks */
   zp_cpr_t c;
   ZU_CHECK(zp_cpr_setup(ctx, a, a->sendbuff, v == 0 ? n : 0, a->root, lg, n, 1, 0, &c));
   uint8_t* st = NULL;
@@ -307,7 +268,7 @@ zcclResult_t zp_cpr_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     if (v) {
       ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, -1, NULL, 0, 0, parent, st, c.cap, &sz, k), res, out);
       if (zp_cpr_incoming(what, parent, sz, &bad))
-        ZU_CHECK_GOTO(zp_cpr_decompress(ctx, &c, st, &sz, dst, m), res, out);
+        ZU_CHECK_GOTO(zp_decode(ctx, &c, st, &sz, dst, m), res, out);
     }
     if (nc) {
       zp_cpr_outgoing(ctx, what, &c, dst, m, st, &sz, &bad);

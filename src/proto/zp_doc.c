@@ -232,14 +232,10 @@ static zcclResult_t zp_doc_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, co
         d->out ^= 1;
       }
     }
-    if (a->op == zcclAvg) { /* after decompression: the fill is left alone */
-      for (int b = 0; b < N; b++) {
-        if (!allreduce && b != r) continue;
-        uint8_t* dst = allreduce ? zp_at(a->recvbuff, soff[b], es) : zp_at(a->recvbuff, lo, es);
-        ZU_CHECK_GOTO(zd_divide_fill(ctx->dev, dst, slen[b], a->datatype, N, a->compression.hasFill,
-                                     a->compression.fillValue),
-                      res, out);
-      }
+    for (int b = 0; a->op == zcclAvg && b < N; b++) { /* after decompression: the fill is left alone */
+      if (!allreduce && b != r) continue;
+      uint8_t* dst = allreduce ? zp_at(a->recvbuff, soff[b], es) : zp_at(a->recvbuff, lo, es);
+      ZU_CHECK_GOTO(zp_avg_divide(ctx, a, dst, slen[b]), res, out);
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   }
@@ -324,9 +320,7 @@ zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     }
     res = zp_doc_drain(d, res, from >= 0 ? &rx[got] : rx, from >= 0 ? K - got : 0, sx, sent);
     for (int k = 0; res == zcclSuccess && to >= 0 && k < K; k++) zp_count(ctx, zp_doc_len(d, 0, k) * d->es, sz[k]);
-    if (res == zcclSuccess && to < 0 && a->op == zcclAvg)
-      res = zd_divide_fill(ctx->dev, zp_at(a->recvbuff, lo, d->es), m, a->datatype, N, a->compression.hasFill,
-                           a->compression.fillValue);
+    if (res == zcclSuccess && to < 0) res = zp_avg_divide(ctx, a, zp_at(a->recvbuff, lo, d->es), m);
     if (res == zcclSuccess) res = zd_sync(ctx->dev);
     if (res != zcclSuccess) goto out;
   }

@@ -59,10 +59,7 @@ static zcclResult_t zp_hz_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, con
       if (!allgather && b != r) continue;
       uint8_t* dst = allgather ? zp_at(a->recvbuff, soff[b], es) : zp_at(a->recvbuff, lo, es);
       ZU_CHECK_GOTO(zd_decompress(ctx->dev, zp_stream(&z, b), &sizes[b], dst, slen[b]), res, out);
-      if (a->op == zcclAvg)
-        ZU_CHECK_GOTO(zd_divide_fill(ctx->dev, dst, slen[b], a->datatype, N, a->compression.hasFill,
-                                     a->compression.fillValue),
-                      res, out);
+      ZU_CHECK_GOTO(zp_avg_divide(ctx, a, dst, slen[b]), res, out);
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   }
@@ -90,13 +87,11 @@ zcclResult_t zp_hz_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t
  * its children's streams to it in a fixed order (nearest first) without
  * decompressing, and sends the sum up; the root decompresses. */
 zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N), lg = 0;
-  while ((1 << lg) < N) lg++;
+  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N), lg = zp_log2_ceil(N);
   size_t es = zu_dtype_size(a->datatype), n = a->count, sizes[lg + 1], m;
   zcclRedOp_t op = zp_reduce_op(a->op);
   const char* what = "compressed reduce";
-  int span = v ? v & -v : 1 << lg, nc = 0;
-  for (int c = 1; c < span && v + c < N; c <<= 1) nc++;
+  int child[32], end[32], nc = zp_tree_children(v, N, child, end);
   zp_xfer_t x[lg + 1];
   zp_streams_t z;
   zcclResult_t res;
@@ -105,7 +100,7 @@ zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, zp_stream(&z, 0), z.cap, &sizes[0]), res,
                   out);
     for (int i = 0; i < nc; i++) {
-      zp_recv_at(ctx, &x[i], (v + (1 << i) + a->root) % N, 0, zp_stream(&z, i + 1), z.cap);
+      zp_recv_at(ctx, &x[i], (child[i] + a->root) % N, 0, zp_stream(&z, i + 1), z.cap);
       x[i].var = 1;
     }
     ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nc), res, out);
@@ -117,16 +112,13 @@ zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     if (v) {
-      int parent = (v - span + a->root) % N;
+      int parent = (v - zp_tree_span(v, N) + a->root) % N;
       ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, parent, zp_stream(&z, 0), sizes[0], m * es, -1, NULL, 0, NULL, 0),
                     res, out);
     } else {
       uint8_t* dst = zp_at(a->recvbuff, lo, es);
       ZU_CHECK_GOTO(zd_decompress(ctx->dev, zp_stream(&z, 0), &sizes[0], dst, m), res, out);
-      if (a->op == zcclAvg)
-        ZU_CHECK_GOTO(zd_divide_fill(ctx->dev, dst, m, a->datatype, N, a->compression.hasFill,
-                                     a->compression.fillValue),
-                      res, out);
+      ZU_CHECK_GOTO(zp_avg_divide(ctx, a, dst, m), res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     }
   }

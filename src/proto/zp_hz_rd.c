@@ -73,9 +73,7 @@ zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     }
     uint8_t* dst = zp_at(a->recvbuff, lo, es);
     ZU_CHECK_GOTO(zd_decompress(ctx->dev, own, &size, dst, m), res, out);
-    if (a->op == zcclAvg)
-      ZU_CHECK_GOTO(zd_divide_fill(ctx->dev, dst, m, a->datatype, N, a->compression.hasFill, a->compression.fillValue),
-                    res, out);
+    ZU_CHECK_GOTO(zp_avg_divide(ctx, a, dst, m), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* own is compressed into next */
   }
   res = zcclSuccess;

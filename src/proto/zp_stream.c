@@ -21,17 +21,7 @@ zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void*
     ZU_CHECK(zd_value_range(ctx->dev, in, n, a->datatype, c->hasFill, c->fillValue, &mn, &mx, &valid));
     /* (-min, max); a rank with no valid value contributes -inf. */
     double lohi[2] = {valid ? -mn : -INFINITY, valid ? mx : -INFINITY};
-    if (global) { /* the max over ranks, in a pool temporary (device memory) */
-      double* t = NULL;
-      ZU_CHECK(zp_tmp_get(ctx, sizeof lohi, (void**)&t));
-      memcpy(t, lohi, sizeof lohi);
-      zp_coll_args_t r = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = t, .recvbuff = t, .count = 2,
-                          .datatype = zcclFloat64, .op = zcclMax};
-      zcclResult_t res = zp_rd_allreduce_sub(ctx, &r, 0x7000);
-      memcpy(lohi, t, sizeof lohi);
-      zp_tmp_put(ctx, t);
-      ZU_CHECK(res);
-    }
+    if (global) ZU_CHECK(zp_agree(ctx, lohi, 2, -1, 0x7000)); /* the max over ranks */
     double lo = -lohi[0], hi = lohi[1], range = hi - lo;
     /* Constant data (or none valid): any step keeps the bound; use one
      * relative to the magnitude. */
@@ -65,31 +55,57 @@ void zp_slice_of(int N, const size_t* boff, const size_t* blen, size_t lo, size_
   }
 }
 
-static size_t zp_bound(int rle, size_t n, zcclDataType_t dt) {
-  return rle ? zd_rle_bound(n, dt) : zd_compress_bound(n, dt);
+size_t zp_bound(const zp_streams_t* z, size_t n) {
+  if (z->zfp) return zd_zfp_bound(n, z->p.dtype, z->p.eb);
+  return z->rle ? zd_rle_bound(n, z->p.dtype) : zd_compress_bound(n, z->p.dtype);
 }
 
-static size_t zp_slice_for(const zp_ctx_t* ctx, int rle, size_t block, zcclDataType_t dt, int streams) {
+static size_t zp_slice_for(const zp_ctx_t* ctx, const zp_streams_t* z, size_t block, int streams) {
   size_t room = zd_buf_largest(ctx->dev) / ((size_t)streams + 1), s = block ? block : 1;
-  while (s > 1 && zp_bound(rle, s, dt) > room) s /= 2;
+  while (s > 1 && zp_bound(z, s) > room) s /= 2;
   return s;
 }
 
 /* Elements per block slice so that `streams` compressed slices fit the pool. */
 size_t zp_stream_slice(const zp_ctx_t* ctx, size_t block, zcclDataType_t dt, int streams) {
-  return zp_slice_for(ctx, 0, block, dt, streams);
+  zp_streams_t z = {.p = {.dtype = dt}};
+  return zp_slice_for(ctx, &z, block, streams);
 }
 
 zcclResult_t zp_encode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* in, size_t n, void* out, size_t cap,
                        size_t* size) {
+  if (z->zfp) return zd_zfp_compress(ctx->dev, z->p.dtype, z->p.eb, in, n, out, cap, size);
   if (z->rle) return zd_rle_encode(ctx->dev, z->p.dtype, in, n, out, cap, size);
   return zd_compress(ctx->dev, &z->p, in, n, out, cap, size);
 }
 
 zcclResult_t zp_decode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* stream, const size_t* size, void* out,
                        size_t n) {
+  if (z->zfp) return zd_zfp_decompress(ctx->dev, stream, size, out, n);
   if (z->rle) return zd_rle_decode(ctx->dev, stream, size, out, n);
   return zd_decompress(ctx->dev, stream, size, out, n);
+}
+
+zcclResult_t zp_avg_divide(const zp_ctx_t* ctx, const zp_coll_args_t* a, void* buf, size_t n) {
+  if (a->op != zcclAvg) return zcclSuccess;
+  return zd_divide_fill(ctx->dev, buf, n, a->datatype, ctx->nranks, a->compression.hasFill, a->compression.fillValue);
+}
+
+zcclResult_t zp_agree(const zp_ctx_t* ctx, double* v, int nv, int root, uint32_t sub) {
+  double* t = NULL; /* the collectives work on pool (device) memory */
+  ZU_CHECK(zp_tmp_get(ctx, (size_t)nv * sizeof *v, (void**)&t));
+  memcpy(t, v, (size_t)nv * sizeof *v);
+  zcclResult_t res;
+  if (root < 0) {
+    zp_coll_args_t r = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = t, .recvbuff = t, .count = (size_t)nv,
+                        .datatype = zcclFloat64, .op = zcclMax};
+    res = zp_rd_allreduce_sub(ctx, &r, sub);
+  } else {
+    res = zp_tree_broadcast_sub(ctx, t, (size_t)nv * sizeof *v, root, sub);
+  }
+  memcpy(v, t, (size_t)nv * sizeof *v);
+  zp_tmp_put(ctx, t);
+  return res;
 }
 
 /* Counts raw bytes sent as wire bytes (zcclCommCompressionStats). */
@@ -138,8 +154,8 @@ zcclResult_t zp_streams_get(const zp_ctx_t* ctx, const zp_coll_args_t* a, int eb
   if (eb_from != ZP_EB_NONE && !z->rle)
     ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, in_n, eb_from == ZP_EB_GLOBAL, &eb));
   z->p = zp_params(a, eb);
-  z->slice = zp_slice_for(ctx, z->rle, block, a->datatype, fit);
-  z->cap = zp_bound(z->rle, z->slice, a->datatype);
+  z->slice = zp_slice_for(ctx, z, block, fit);
+  z->cap = zp_bound(z, z->slice);
   ZU_CHECK(zp_tmp_get(ctx, (size_t)nbuf * z->cap, (void**)&z->s));
   if (spare) ZU_CHECK(zp_tmp_get(ctx, z->cap, (void**)&z->spare));
   return zcclSuccess;

@@ -12,6 +12,7 @@ typedef struct {
   uint8_t* s;     /* nbuf streams: stream b at s + b * cap */
   uint8_t* spare; /* one more, or NULL */
   int rle;        /* codec=rle: lossless RLE streams, not the error-bounded codec's */
+  int zfp;        /* codec=zfp: ZFP fixed accuracy, tolerance p.eb */
 } zp_streams_t;
 
 /* Where the bound comes from: nowhere (the rank only receives), this
@@ -34,13 +35,22 @@ zcclResult_t zp_streams_get(const zp_ctx_t* ctx, const zp_coll_args_t* a, int eb
 void zp_streams_put(const zp_ctx_t* ctx, zp_streams_t* z);
 static inline uint8_t* zp_stream(const zp_streams_t* z, int b) { return z->s + (size_t)b * z->cap; }
 
-/* A stream of z's codec: n values at in into out (room cap; *size, read
- * after zd_sync), and back into exactly n values. The data-movement
- * algorithms use these, so they carry RLE (lossless) streams too. */
+/* A stream of z's codec (the stream codec, RLE or ZFP): n values at in
+ * into out (room cap; *size, read after zd_sync), and back into exactly n
+ * values; zp_bound: the most n values can take. */
+size_t zp_bound(const zp_streams_t* z, size_t n);
 zcclResult_t zp_encode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* in, size_t n, void* out, size_t cap,
                        size_t* size);
 zcclResult_t zp_decode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* stream, const size_t* size, void* out,
                        size_t n);
+
+/* After a reduction's result is decompressed: AVG divides by the number of
+ * ranks, leaving a declared fill value as it is; other ops nothing. */
+zcclResult_t zp_avg_divide(const zp_ctx_t* ctx, const zp_coll_args_t* a, void* buf, size_t n);
+
+/* A small vector of doubles made the same on every rank through a pool
+ * temporary: its max over ranks (root < 0) or the root's values. */
+zcclResult_t zp_agree(const zp_ctx_t* ctx, double* v, int nv, int root, uint32_t sub);
 
 /* Elements per block slice so that `streams` compressed slices fit the pool. */
 size_t zp_stream_slice(const zp_ctx_t* ctx, size_t block, zcclDataType_t dt, int streams);

@@ -55,29 +55,11 @@ zcclResult_t zp_tree_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   return zp_tree_broadcast_sub(ctx, a->recvbuff, bytes, a->root, 0);
 }
 
-/* The bit below which v's children hang (a power of two >= N for the root). */
-static int zp_tree_span(int v, int N) {
-  if (v) return v & -v;
-  int m = 1;
-  while (m < N) m <<= 1;
-  return m;
-}
 static int zp_tree_size(int v, int N) { /* ranks in v's subtree */
   int s = zp_tree_span(v, N);
   return s < N - v ? s : N - v;
 }
 static int zp_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, int v) { return (v + a->root) % ctx->nranks; }
-
-/* v's children, nearest first: child[i] = v + 2^i, whose subtree is
- * [child[i], end[i]). Returns how many (at most 31). */
-static int zp_tree_children(int v, int N, int* child, int* end) {
-  int span = zp_tree_span(v, N), n = 0;
-  for (int m = 1; m < span && v + m < N; m <<= 1, n++) {
-    child[n] = v + m;
-    end[n] = v + 2 * m < N ? v + 2 * m : N;
-  }
-  return n;
-}
 
 /* Direct broadcast: the root sends to every rank at once. On shared memory
  * each receiver copies from the root's buffer itself, in parallel. */
