@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "zp_algo.h"
+#include "zp_stream.h"
 #include "zu_param.h"
 
 static const struct {
@@ -225,13 +225,13 @@ static double zp_hz_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
  * slower of the two, not their sum). AllReduce then forwards the streams
  * with each received chunk's decompression overlapped likewise, and
  * decompresses its own block. The chain (Reduce) is a pipeline of chunks
- * (zp_doc.c's, 16384 values): N-2+k stages for k chunks. */
+ * (of zp_doc_chunk_values): N-2+k stages for k chunks. */
 static double zp_doc_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
   double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
   double C = ZP_AUTO_COMPRESS_BPS, G = ZP_REDUCE_BYTES_PER_S, q = ZP_AUTO_RATIO;
   if (a->coll == ZP_COLL_REDUCE) {
-    double c = 16384.0 * (double)zu_dtype_size(a->datatype), k = n > c ? n / c : 1;
+    double c = (double)(zp_doc_chunk_values(a->count) * zu_dtype_size(a->datatype)), k = n > c ? n / c : 1;
     c = n / k;
     double hop = 2 * c / C + c / G, wire = c / (q * B);
     return c / C + (N - 2 + k) * (al_s + (hop > wire ? hop : wire));
@@ -243,10 +243,8 @@ static double zp_doc_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
 }
 
 /* CPRP2P (decompress and recompress at every hop): the codec's rates at
- * both ends of every hop. codec=zfp has nothing else; for the stream codec
- * it only runs when ZCCL_ALGO names it (it never wins otherwise: infinite). */
+ * both ends of every hop. */
 static double zp_cpr_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  if (a->compression.codec != zcclCodecZfp && strcmp(zu_param_str(ZU_PARAM_ALGO), "cprp2p") != 0) return HUGE_VAL;
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
   double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
   double C = ZP_AUTO_COMPRESS_BPS, q = ZP_AUTO_RATIO, lg = zp_log2_ceil(ctx->nranks);
@@ -270,8 +268,10 @@ static double zp_sparse_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
 /* ---- compressed algorithms ---------------------------------------------------
  * Each serves a set of codecs (one bit per zcclCodec_t). ZCCL_ALGO names
  * one where the call's collective and codec have it; otherwise the
- * cheapest by its cost; codec=auto then also weighs it against the
- * uncompressed choice. */
+ * cheapest by its cost, leaving out those forced_only for the codec
+ * (CPRP2P, the baseline, runs unforced only with codec=zfp, which has
+ * nothing else); codec=auto then also weighs it against the uncompressed
+ * choice. */
 #define ZP_CODEC(c) (1u << (c))
 #define ZP_HZ (ZP_CODEC(zcclCodecHz) | ZP_CODEC(zcclCodecAuto))
 #define ZP_MOVES (ZP_HZ | ZP_CODEC(zcclCodecSzp)) /* data movement: any stream codec */
@@ -283,32 +283,35 @@ typedef double (*zp_cost_fn)(const zp_ctx_t*, const zp_coll_args_t*);
 typedef struct {
   zp_coll_id_t coll;
   const char* name; /* as ZCCL_ALGO names it */
-  unsigned codecs;
+  unsigned codecs;  /* it runs with these */
   const char* what; /* for the log */
   zp_algo_fn fn;
   zp_cost_fn cost;
+  unsigned forced_only; /* of its codecs, those it runs with only when ZCCL_ALGO names it */
 } zp_calgo_t;
 
 static const zp_calgo_t zp_calgos[] = {
-    {ZP_COLL_ALLREDUCE, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_allreduce, zp_compressed_cost},
-    {ZP_COLL_ALLREDUCE, "rd", ZP_HZ, "homomorphic recursive doubling", zp_hz_rd_allreduce, zp_hz_rd_cost},
-    {ZP_COLL_REDUCESCATTER, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_reduce_scatter, zp_compressed_cost},
-    {ZP_COLL_ALLREDUCE, "ring", ZP_CODEC(zcclCodecSzp), "DOC ring", zp_doc_ring_allreduce, zp_doc_cost},
-    {ZP_COLL_REDUCESCATTER, "ring", ZP_CODEC(zcclCodecSzp), "DOC ring", zp_doc_ring_reduce_scatter, zp_doc_cost},
-    {ZP_COLL_REDUCE, "chain", ZP_CODEC(zcclCodecSzp), "DOC chain", zp_doc_chain_reduce, zp_doc_cost},
-    {ZP_COLL_REDUCE, "tree", ZP_HZ, "homomorphic binomial tree", zp_hz_tree_reduce, zp_compressed_cost},
-    {ZP_COLL_ALLGATHER, "ring", ZP_ONCE, "compress-once ring", zp_hz_ring_allgather, zp_compressed_cost},
-    {ZP_COLL_BROADCAST, "tree", ZP_ONCE, "compress-once, stream broadcast", zp_hz_broadcast, zp_compressed_cost},
-    {ZP_COLL_SCATTER, "linear", ZP_ONCE, "compress-once, direct", zp_hz_scatter, zp_compressed_cost},
-    {ZP_COLL_GATHER, "linear", ZP_ONCE, "compress-once, direct", zp_hz_gather, zp_compressed_cost},
-    {ZP_COLL_ALLTOALL, "pairwise", ZP_ONCE, "compress-once, pairwise", zp_hz_alltoall, zp_compressed_cost},
-    {ZP_COLL_ALLREDUCE, "cprp2p", ZP_LOSSY, "CPRP2P ring (recompress every hop)", zp_cpr_allreduce, zp_cpr_cost},
-    {ZP_COLL_ALLGATHER, "cprp2p", ZP_LOSSY, "CPRP2P ring (recompress every hop)", zp_cpr_allgather, zp_cpr_cost},
+    {ZP_COLL_ALLREDUCE, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_allreduce, zp_compressed_cost, 0},
+    {ZP_COLL_ALLREDUCE, "rd", ZP_HZ, "homomorphic recursive doubling", zp_hz_rd_allreduce, zp_hz_rd_cost, 0},
+    {ZP_COLL_REDUCESCATTER, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_reduce_scatter, zp_compressed_cost, 0},
+    {ZP_COLL_ALLREDUCE, "ring", ZP_CODEC(zcclCodecSzp), "DOC ring", zp_doc_ring_allreduce, zp_doc_cost, 0},
+    {ZP_COLL_REDUCESCATTER, "ring", ZP_CODEC(zcclCodecSzp), "DOC ring", zp_doc_ring_reduce_scatter, zp_doc_cost, 0},
+    {ZP_COLL_REDUCE, "chain", ZP_CODEC(zcclCodecSzp), "DOC chain", zp_doc_chain_reduce, zp_doc_cost, 0},
+    {ZP_COLL_REDUCE, "tree", ZP_HZ, "homomorphic binomial tree", zp_hz_tree_reduce, zp_compressed_cost, 0},
+    {ZP_COLL_ALLGATHER, "ring", ZP_ONCE, "compress-once ring", zp_hz_ring_allgather, zp_compressed_cost, 0},
+    {ZP_COLL_BROADCAST, "tree", ZP_ONCE, "compress-once, stream broadcast", zp_hz_broadcast, zp_compressed_cost, 0},
+    {ZP_COLL_SCATTER, "linear", ZP_ONCE, "compress-once, direct", zp_hz_scatter, zp_compressed_cost, 0},
+    {ZP_COLL_GATHER, "linear", ZP_ONCE, "compress-once, direct", zp_hz_gather, zp_compressed_cost, 0},
+    {ZP_COLL_ALLTOALL, "pairwise", ZP_ONCE, "compress-once, pairwise", zp_hz_alltoall, zp_compressed_cost, 0},
+    {ZP_COLL_ALLREDUCE, "cprp2p", ZP_LOSSY, "CPRP2P ring (recompress every hop)", zp_cpr_allreduce, zp_cpr_cost,
+     ZP_MOVES},
+    {ZP_COLL_ALLGATHER, "cprp2p", ZP_LOSSY, "CPRP2P ring (recompress every hop)", zp_cpr_allgather, zp_cpr_cost,
+     ZP_MOVES},
     {ZP_COLL_BROADCAST, "cprp2p", ZP_LOSSY, "CPRP2P binomial tree (recompress every hop)", zp_cpr_broadcast,
-     zp_cpr_cost},
-    {ZP_COLL_REDUCE, "sparse", ZP_RLE, "sparse RLE chain", zp_sparse_reduce, zp_sparse_cost},
+     zp_cpr_cost, ZP_MOVES},
+    {ZP_COLL_REDUCE, "sparse", ZP_RLE, "sparse RLE chain", zp_sparse_reduce, zp_sparse_cost, 0},
     {ZP_COLL_ALLREDUCE, "sparse", ZP_RLE, "sparse RLE chain, then its result down the chain", zp_sparse_allreduce,
-     zp_sparse_cost},
+     zp_sparse_cost, 0},
 };
 #define ZP_NUM_CALGOS (sizeof zp_calgos / sizeof zp_calgos[0])
 
@@ -324,12 +327,12 @@ static const zp_calgo_t* zp_compressed_algo(const zp_ctx_t* ctx, const zp_coll_a
   for (size_t i = 0; i < ZP_NUM_CALGOS; i++) {
     const zp_calgo_t* al = &zp_calgos[i];
     if (al->coll != a->coll || !(al->codecs & ZP_CODEC(codec))) continue;
-    double ti = al->cost(ctx, a);
     if (forced[0] && strcmp(forced, al->name) == 0) {
-      *t = ti;
+      *t = al->cost(ctx, a);
       return al;
     }
-    if (!(ti < HUGE_VAL)) continue; /* only when forced */
+    if (al->forced_only & ZP_CODEC(codec)) continue;
+    double ti = al->cost(ctx, a);
     if (best == NULL || ti < *t) best = al, *t = ti;
   }
   return best;
@@ -348,16 +351,12 @@ static const zp_calgo_t* zp_compressed_algo(const zp_ctx_t* ctx, const zp_coll_a
 
 /* The smallest zero fraction of any rank's input (one small allreduce). */
 static zcclResult_t zp_agreed_zeros(const zp_ctx_t* ctx, const zp_coll_args_t* a, double* zeros) {
-  double z = 0, *t = NULL;
+  double z = 0;
   ZU_CHECK(zd_zero_fraction(ctx->dev, a->sendbuff, a->count, a->datatype, ZP_AUTO_SPARSE_SAMPLES, &z));
-  ZU_CHECK(zp_tmp_get(ctx, sizeof(double), (void**)&t));
-  *t = -z; /* the max of -z: minus the min */
-  zp_coll_args_t r = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = t, .recvbuff = t, .count = 1, .datatype = zcclFloat64,
-                      .op = zcclMax};
-  zcclResult_t res = zp_rd_allreduce_sub(ctx, &r, 0x7300);
-  *zeros = -*t;
-  zp_tmp_put(ctx, t);
-  return res;
+  z = -z; /* the max of -z: minus the min */
+  ZU_CHECK(zp_agree(ctx, &z, 1, -1, 0x7300));
+  *zeros = -z;
+  return zcclSuccess;
 }
 
 static double zp_sparse_auto_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a, double zeros) {

@@ -7,7 +7,7 @@
  * left, as a stream. Each arriving stream is decompressed, this rank's raw
  * piece of the block is added (zd_reduce_fill), and the partial result is
  * compressed again for the next step. Blocks travel in chunks of at most
- * ZP_DOC_CHUNKS_PER_BLOCK pieces (ZP_DOC_CHUNK_MIN..MAX values): every
+ * about 4 chunks (zp_doc_chunk_values, zp_algo.h): every
  * receive and send of a step is posted at once
  * and each chunk is processed as soon as it has arrived, while the others
  * are in flight (on the first step, chunk k is sent as soon as it is
@@ -38,13 +38,6 @@
 
 #include "zp_stream.h"
 
-/* A block goes in about 4 chunks: enough to overlap the codec work on one
- * with the transfer of the others, few enough that per-message costs stay
- * small (4 netlab hosts at 1 Gbit/s, 4 MiB allreduce: chunks of 16 Ki
- * values, 16 a block, took 151 ms; one chunk a block 24 ms). */
-#define ZP_DOC_CHUNKS_PER_BLOCK 4
-#define ZP_DOC_CHUNK_MIN 16384  /* values */
-#define ZP_DOC_CHUNK_MAX 262144
 #define ZP_DOC_MAX_CHUNKS 32   /* chunks of a block per round: messages in flight */
 
 /* What a step does with each arriving chunk of block rb. */
@@ -165,9 +158,7 @@ static void zp_doc_poll(void* w) { (void)zt_progress((zt_worker_t*)w); }
  * chunk buffer from the pool as one piece (*mem). */
 static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, int sets, uint8_t** mem, size_t* kmax) {
   size_t room = zd_buf_largest(d->ctx->dev), S = (size_t)sets, tb;
-  size_t c = (maxb + ZP_DOC_CHUNKS_PER_BLOCK - 1) / ZP_DOC_CHUNKS_PER_BLOCK;
-  c = c < ZP_DOC_CHUNK_MIN ? ZP_DOC_CHUNK_MIN : c > ZP_DOC_CHUNK_MAX ? ZP_DOC_CHUNK_MAX : c;
-  if (c > maxb) c = maxb ? maxb : 1;
+  size_t c = zp_doc_chunk_values(maxb);
   for (;;) {
     d->cap = zd_compress_bound(c, d->a->datatype);
     d->capr = (d->cap + 63) / 64 * 64;
