@@ -60,6 +60,7 @@ typedef struct {
   uint8_t* st[2];          /* chunk k's stream at st[i] + k * capr */
   size_t sz[2][ZP_DOC_MAX_CHUNKS];
   void* T;                 /* one decompressed chunk */
+  uint8_t* mem;            /* st and T: one piece of the pool */
   zp_xfer_t x[2 * ZP_DOC_MAX_CHUNKS];
 } zp_doc_t;
 
@@ -155,8 +156,8 @@ static void zp_doc_poll(void* w) { (void)zt_progress((zt_worker_t*)w); }
  * `sets` sets of chunk streams, from the pool as it is now (the same on
  * every rank): a chunk small enough that one stream of each set and the
  * decompressed chunk fill at most half of it. Takes the streams and the
- * chunk buffer from the pool as one piece (*mem). */
-static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, int sets, uint8_t** mem, size_t* kmax) {
+ * chunk buffer from the pool as one piece (d->mem). */
+static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, int sets, size_t* kmax) {
   size_t room = zd_buf_largest(d->ctx->dev), S = (size_t)sets, tb;
   size_t c = zp_doc_chunk_values(maxb);
   for (;;) {
@@ -172,10 +173,44 @@ static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, int sets, uint8_t** me
   if (k > ZP_DOC_MAX_CHUNKS) k = ZP_DOC_MAX_CHUNKS;
   if (k < 1) k = 1;
   *kmax = k;
-  ZU_CHECK(zp_tmp_get(d->ctx, S * k * d->capr + tb, (void**)mem));
-  d->st[0] = *mem, d->st[1] = *mem + (S - 1) * k * d->capr, d->T = *mem + S * k * d->capr;
+  ZU_CHECK(zp_tmp_get(d->ctx, S * k * d->capr + tb, (void**)&d->mem));
+  d->st[0] = d->mem, d->st[1] = d->mem + (S - 1) * k * d->capr, d->T = d->mem + S * k * d->capr;
   ZU_TRACE(ZU_LOG_COLL, "%s: eb %g, chunks of %zu values (streams of up to %zu bytes), %zu per round, %zu round(s)",
            d->what, d->p.eb, c, d->cap, k, maxb ? (maxb + k * c - 1) / (k * c) : 1);
+  return zcclSuccess;
+}
+
+static void zp_doc_close(zp_doc_t* d) {
+  if (d == NULL) return;
+  (void)zd_sync(d->ctx->dev); /* nothing queued may outlive the buffers */
+  zd_set_progress(d->ctx->dev, NULL, NULL);
+  zp_tmp_put(d->ctx, d->mem);
+  free(d);
+}
+
+/* A DOC collective's state: the bound over every rank's in[0, total) (one
+ * grid), the chunk plan for blocks of up to maxb values with `sets` stream
+ * sets, the transport's progress inside the codec; *slice: values a round
+ * takes of each block. zp_doc_close undoes it. */
+static zcclResult_t zp_doc_open(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t total, const char* what,
+                                const size_t* soff, const size_t* slen, size_t maxb, int sets, zp_doc_t** out,
+                                size_t* slice) {
+  double eb = 0;
+  size_t kmax = 0;
+  *out = NULL;
+  ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, total, 1, &eb));
+  zp_doc_t* d = calloc(1, sizeof *d);
+  ZU_RETURN_ERR_IF(d == NULL, zcclSystemError, "%s: out of memory", what);
+  d->ctx = ctx, d->a = a, d->es = zu_dtype_size(a->datatype), d->p = zp_params(a, eb), d->soff = soff;
+  d->slen = slen, d->what = what;
+  zd_set_progress(ctx->dev, zp_doc_poll, ctx->w);
+  zcclResult_t res = zp_doc_plan(d, maxb, sets, &kmax);
+  if (res != zcclSuccess) {
+    zp_doc_close(d);
+    return res;
+  }
+  *slice = kmax * d->c;
+  *out = d;
   return zcclSuccess;
 }
 
@@ -187,18 +222,11 @@ static zcclResult_t zp_doc_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, co
   int N = ctx->nranks, r = ctx->rank;
   size_t es = zu_dtype_size(a->datatype), maxb = 0, soff[N], slen[N], m;
   for (int b = 0; b < N; b++) maxb = blen[b] > maxb ? blen[b] : maxb;
-  double eb = 0;
-  ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, total, 1, &eb)); /* one grid on every rank */
-  zp_doc_t* d = calloc(1, sizeof *d);
-  ZU_RETURN_ERR_IF(d == NULL, zcclSystemError, "DOC ring: out of memory");
-  d->ctx = ctx, d->a = a, d->es = es, d->p = zp_params(a, eb), d->soff = soff, d->slen = slen;
-  d->what = allreduce ? "compressed allreduce (DOC ring)" : "compressed reduce-scatter (DOC ring)";
-  uint8_t* mem = NULL;
+  const char* what = allreduce ? "compressed allreduce (DOC ring)" : "compressed reduce-scatter (DOC ring)";
+  zp_doc_t* d;
+  size_t slice;
   zcclResult_t res;
-  size_t kmax = 0, slice = 0;
-  zd_set_progress(ctx->dev, zp_doc_poll, ctx->w);
-  ZU_CHECK_GOTO(zp_doc_plan(d, maxb, 2, &mem, &kmax), res, out);
-  slice = kmax * d->c;
+  ZU_CHECK(zp_doc_open(ctx, a, total, what, soff, slen, maxb, 2, &d, &slice));
   for (size_t lo = 0; zp_slice(maxb, slice, lo, &m); lo += slice) {
     zp_slice_of(N, boff, blen, lo, lo + m, soff, slen);
     d->lo = lo, d->K = m ? (int)((m + d->c - 1) / d->c) : 1, d->out = 0;
@@ -232,10 +260,7 @@ static zcclResult_t zp_doc_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, co
   }
   res = zcclSuccess;
 out:
-  (void)zd_sync(ctx->dev); /* nothing queued may outlive the buffers */
-  zd_set_progress(ctx->dev, NULL, NULL);
-  zp_tmp_put(ctx, mem);
-  free(d);
+  zp_doc_close(d);
   return res;
 }
 
@@ -262,19 +287,11 @@ zcclResult_t zp_doc_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_
 zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N);
   int to = v > 0 ? (ctx->rank + N - 1) % N : -1, from = v < N - 1 ? (ctx->rank + 1) % N : -1;
-  size_t n = a->count, soff[1], slen[1], m;
-  double eb = 0;
-  ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, n, 1, &eb));
-  zp_doc_t* d = calloc(1, sizeof *d);
-  ZU_RETURN_ERR_IF(d == NULL, zcclSystemError, "DOC chain: out of memory");
-  d->ctx = ctx, d->a = a, d->es = zu_dtype_size(a->datatype), d->p = zp_params(a, eb), d->soff = soff;
-  d->slen = slen, d->what = "compressed reduce (DOC chain)";
-  uint8_t* mem = NULL;
+  size_t n = a->count, soff[1] = {0}, slen[1] = {0}, m;
+  zp_doc_t* d;
+  size_t slice;
   zcclResult_t res;
-  size_t kmax = 0, slice = 0;
-  zd_set_progress(ctx->dev, zp_doc_poll, ctx->w);
-  ZU_CHECK_GOTO(zp_doc_plan(d, n, 1, &mem, &kmax), res, out);
-  slice = kmax * d->c;
+  ZU_CHECK(zp_doc_open(ctx, a, n, "compressed reduce (DOC chain)", soff, slen, n, 1, &d, &slice));
   /* One set: a chunk arrives in st[1], is reduced there and goes on. */
   for (size_t lo = 0; zp_slice(n, slice, lo, &m); lo += slice) {
     soff[0] = lo, slen[0] = m;
@@ -317,9 +334,6 @@ zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   }
   res = zcclSuccess;
 out:
-  (void)zd_sync(ctx->dev); /* nothing queued may outlive the buffers */
-  zd_set_progress(ctx->dev, NULL, NULL);
-  zp_tmp_put(ctx, mem);
-  free(d);
+  zp_doc_close(d);
   return res;
 }

@@ -31,9 +31,20 @@ static size_t zp_sparse_piece(const zp_ctx_t* ctx, size_t n, zcclDataType_t dt, 
   return p;
 }
 
+/* The pipelines keep each message slot zeroed while nothing is in it. */
+static int zp_sparse_busy(const zp_xfer_t* x) { return x->bytes || x->tag; }
+
 static void zp_sparse_cancel(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
   for (int i = 0; i < n; i++)
-    if (x[i].bytes || x[i].tag) zp_xfers_cancel(ctx, &x[i], 1);
+    if (zp_sparse_busy(&x[i])) zp_xfers_cancel(ctx, &x[i], 1);
+}
+
+/* Waits for slot x's message, if it holds one, and empties it. */
+static zcclResult_t zp_sparse_settle(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x) {
+  if (!zp_sparse_busy(x)) return zcclSuccess;
+  zcclResult_t res = zp_xfers_wait(ctx, what, x, 1);
+  memset(x, 0, sizeof *x);
+  return res;
 }
 
 /* The chain reduce to root. Buffers: the own piece encoded, two receive
@@ -66,10 +77,7 @@ static zcclResult_t zp_sparse_chain(const zp_ctx_t* ctx, const zp_coll_args_t* a
     int b = (int)(k % 2);
     const uint8_t* mine = zp_at(a->sendbuff, lo, es);
     /* The send of piece k-2 read os[b]: it is done before os[b] is rewritten. */
-    if (x[2 + b].bytes || x[2 + b].tag) {
-      ZU_CHECK_GOTO(zp_xfers_wait(ctx, what, &x[2 + b], 1), res, fail);
-      memset(&x[2 + b], 0, sizeof x[2 + b]);
-    }
+    ZU_CHECK_GOTO(zp_sparse_settle(ctx, what, &x[2 + b]), res, fail);
     if (from < 0) {
       ZU_CHECK_GOTO(zd_rle_encode(ctx->dev, a->datatype, mine, m, os[b], cap, &osz[b]), res, fail);
     } else {
@@ -96,8 +104,7 @@ static zcclResult_t zp_sparse_chain(const zp_ctx_t* ctx, const zp_coll_args_t* a
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, fail);
     }
   }
-  for (int i = 2; i < 4; i++)
-    if (x[i].bytes || x[i].tag) ZU_CHECK_GOTO(zp_xfers_wait(ctx, what, &x[i], 1), res, fail);
+  for (int i = 2; i < 4; i++) ZU_CHECK_GOTO(zp_sparse_settle(ctx, what, &x[i]), res, fail);
   res = zcclSuccess;
   goto out;
 fail:
@@ -141,10 +148,7 @@ zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     int b = (int)(k % 2);
     uint8_t* dst = zp_at(a->recvbuff, lo, es);
     /* st[b] was sent (piece k-2) and decoded (synced at piece k-1). */
-    if (x[2 + b].bytes || x[2 + b].tag) {
-      ZU_CHECK_GOTO(zp_xfers_wait(ctx, what, &x[2 + b], 1), res, fail);
-      memset(&x[2 + b], 0, sizeof x[2 + b]);
-    }
+    ZU_CHECK_GOTO(zp_sparse_settle(ctx, what, &x[2 + b]), res, fail);
     if (from < 0) {
       ZU_CHECK_GOTO(zd_rle_encode(ctx->dev, a->datatype, dst, m, st[b], cap, &sz[b]), res, fail);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, fail);
@@ -162,18 +166,14 @@ zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       ZU_CHECK_GOTO(zd_rle_decode(ctx->dev, st[b], &sz[b], dst, m), res, fail);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, fail); /* st[b^1]: decoded at piece k-1, receives piece k+1 */
       if (k + 1 < npieces) {
-        if (x[3 - b].bytes || x[3 - b].tag) { /* and sent at piece k-1 */
-          ZU_CHECK_GOTO(zp_xfers_wait(ctx, what, &x[3 - b], 1), res, fail);
-          memset(&x[3 - b], 0, sizeof x[3 - b]);
-        }
+        ZU_CHECK_GOTO(zp_sparse_settle(ctx, what, &x[3 - b]), res, fail); /* and sent at piece k-1 */
         zp_recv_at(ctx, &x[b ^ 1], from, 0x8000 | ((uint32_t)(k + 1) & 0x7fff), st[b ^ 1], cap);
         x[b ^ 1].var = 1;
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &x[b ^ 1], 1), res, fail);
       }
     }
   }
-  for (int i = 2; i < 4; i++)
-    if (x[i].bytes || x[i].tag) ZU_CHECK_GOTO(zp_xfers_wait(ctx, what, &x[i], 1), res, fail);
+  for (int i = 2; i < 4; i++) ZU_CHECK_GOTO(zp_sparse_settle(ctx, what, &x[i]), res, fail);
   res = zcclSuccess;
   goto out;
 fail:
