@@ -400,31 +400,45 @@ static zcclResult_t zd_host_codecs_check(const zd_dev_t* dev, const char* what) 
 
 static int zd_float_type(zcclDataType_t dtype) { return dtype == zcclFloat32 || dtype == zcclFloat64; }
 
+/* What an RLE or ZFP encoding needs: the host's codecs, float values, its
+ * buffers, and an output apart from the input. */
+static zcclResult_t zd_encode_check(const zd_dev_t* dev, const char* what, zcclDataType_t dtype, const void* in,
+                                    size_t count, const void* out, size_t cap, const size_t* out_size) {
+  ZU_CHECK(zd_host_codecs_check(dev, what));
+  ZU_RETURN_ERR_IF(!zd_float_type(dtype), zcclInvalidArgument, "%s: datatype %d, expected float32 or float64", what,
+                   (int)dtype);
+  ZU_RETURN_ERR_IF(out == NULL || out_size == NULL || (count && in == NULL), zcclInvalidArgument,
+                   "%s: NULL argument", what);
+  ZU_RETURN_ERR_IF(zd_overlap(in, count * zu_dtype_size(dtype), out, cap), zcclInvalidArgument,
+                   "%s: input and output overlap", what);
+  return zcclSuccess;
+}
+
 size_t zd_zfp_bound(size_t count, zcclDataType_t dtype, double tol) {
   return zc_zfp_bound(count, dtype, ZC_ZFP_ACCURACY, tol);
 }
 
 zcclResult_t zd_zfp_compress(zd_dev_t* dev, zcclDataType_t dtype, double tol, const void* in, size_t count,
                              void* out, size_t cap, size_t* out_size) {
-  ZU_CHECK(zd_host_codecs_check(dev, "zd_zfp_compress"));
-  ZU_RETURN_ERR_IF(!zd_float_type(dtype), zcclInvalidArgument,
-                   "zd_zfp_compress: datatype %d, expected float32 or float64", (int)dtype);
+  ZU_CHECK(zd_encode_check(dev, "zd_zfp_compress", dtype, in, count, out, cap, out_size));
   ZU_RETURN_ERR_IF(!(tol > 0) || tol == HUGE_VAL, zcclInvalidArgument, "zd_zfp_compress: tolerance %g", tol);
-  ZU_RETURN_ERR_IF(out == NULL || out_size == NULL || (count && in == NULL), zcclInvalidArgument,
-                   "zd_zfp_compress: NULL argument");
-  ZU_RETURN_ERR_IF(zd_overlap(in, count * zu_dtype_size(dtype), out, cap), zcclInvalidArgument,
-                   "zd_zfp_compress: input and output overlap");
   zd_op_t o = {.kind = ZD_OP_ZFP_COMPRESS, .dst = out, .a = in, .count = count, .params = {.dtype = dtype, .eb = tol},
                .cap = cap, .out_size = out_size};
   return dev->ops->submit(dev, &o);
 }
 
-zcclResult_t zd_zfp_decompress(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count) {
-  ZU_CHECK(zd_host_codecs_check(dev, "zd_zfp_decompress"));
+/* An RLE or ZFP decoding (kind) of the stream (*size bytes) into count values. */
+static zcclResult_t zd_decode_op(zd_dev_t* dev, const char* what, zd_op_kind_t kind, const void* stream, const size_t* size,
+                                 void* out, size_t count) {
+  ZU_CHECK(zd_host_codecs_check(dev, what));
   ZU_RETURN_ERR_IF(stream == NULL || size == NULL || (count && out == NULL), zcclInvalidArgument,
-                   "zd_zfp_decompress: NULL argument");
-  zd_op_t o = {.kind = ZD_OP_ZFP_DECOMPRESS, .dst = out, .a = stream, .a_size = size, .count = count};
+                   "%s: NULL argument", what);
+  zd_op_t o = {.kind = kind, .dst = out, .a = stream, .a_size = size, .count = count};
   return dev->ops->submit(dev, &o);
+}
+
+zcclResult_t zd_zfp_decompress(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count) {
+  return zd_decode_op(dev, "zd_zfp_decompress", ZD_OP_ZFP_DECOMPRESS, stream, size, out, count);
 }
 
 size_t zd_rle_bound(size_t count, zcclDataType_t dtype) { return zc_rle_bound(count, dtype); }
@@ -442,24 +456,14 @@ zcclResult_t zd_zero_fraction(zd_dev_t* dev, const void* in, size_t count, zcclD
 
 zcclResult_t zd_rle_encode(zd_dev_t* dev, zcclDataType_t dtype, const void* in, size_t count, void* out, size_t cap,
                            size_t* out_size) {
-  ZU_CHECK(zd_host_codecs_check(dev, "zd_rle_encode"));
-  ZU_RETURN_ERR_IF(!zd_float_type(dtype), zcclInvalidArgument,
-                   "zd_rle_encode: datatype %d, expected float32 or float64", (int)dtype);
-  ZU_RETURN_ERR_IF(out == NULL || out_size == NULL || (count && in == NULL), zcclInvalidArgument,
-                   "zd_rle_encode: NULL argument");
-  ZU_RETURN_ERR_IF(zd_overlap(in, count * zu_dtype_size(dtype), out, cap), zcclInvalidArgument,
-                   "zd_rle_encode: input and output overlap");
+  ZU_CHECK(zd_encode_check(dev, "zd_rle_encode", dtype, in, count, out, cap, out_size));
   zd_op_t o = {.kind = ZD_OP_RLE_ENCODE, .dst = out, .a = in, .count = count, .params = {.dtype = dtype},
                .cap = cap, .out_size = out_size};
   return dev->ops->submit(dev, &o);
 }
 
 zcclResult_t zd_rle_decode(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count) {
-  ZU_CHECK(zd_host_codecs_check(dev, "zd_rle_decode"));
-  ZU_RETURN_ERR_IF(stream == NULL || size == NULL || (count && out == NULL), zcclInvalidArgument,
-                   "zd_rle_decode: NULL argument");
-  zd_op_t o = {.kind = ZD_OP_RLE_DECODE, .dst = out, .a = stream, .a_size = size, .count = count};
-  return dev->ops->submit(dev, &o);
+  return zd_decode_op(dev, "zd_rle_decode", ZD_OP_RLE_DECODE, stream, size, out, count);
 }
 
 zcclResult_t zd_rle_reduce(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* a_size, const void* b,
