@@ -93,7 +93,6 @@ static int zd_claim(zd_codec_job_t* j, int t, uint32_t* c0, uint32_t* c1) {
   }
 }
 
-/* Where chunk c's bytes start if every chunk before took its bound. */
 /* The calling thread's hook (zd_set_progress): thread 0 of a job is the
  * calling thread, so only it calls the hook; pool threads see none. */
 static _Thread_local void (*zd_hook)(void*);
@@ -111,6 +110,7 @@ static void zd_codec_progress(void* arg, uint32_t done, uint32_t total) {
 
 static zc_progress_fn zd_progress_here(void) { return zd_hook ? zd_codec_progress : NULL; }
 
+/* Where chunk c's bytes start if every chunk before took its bound. */
 static size_t zd_off(const zd_codec_job_t* j, uint32_t c) {
   return j->head + zc_chunks_bound(j->count, j->dtype, j->lg, 0, c);
 }
