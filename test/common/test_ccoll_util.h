@@ -63,15 +63,31 @@ static inline int same_everywhere(const void* buf, size_t bytes) {
   return all;
 }
 
+/* Moved values got against ref: within e, NaN as NaN, +-Inf and the tests'
+ * fill value (-1e34) exactly. Returns how many are not. */
+static inline long moved_wrong(const void* got, const void* ref, size_t n, int f64, double e) {
+  long bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double r = get(ref, i, f64), g = get(got, i, f64);
+    int ok;
+    if (isnan(r)) ok = isnan(g);
+    else if (!isfinite(r) || r == (f64 ? -1e34 : (double)(float)-1e34)) ok = g == r;
+    else ok = fabs(g - r) <= e;
+    bad += !ok;
+  }
+  return bad;
+}
+
 /* One zccl communicator over MPI_COMM_WORLD (MPI is initialised; the id
- * travels by MPI_Bcast); NULL when zccl could not make one, a failed CHECK
- * having said why. */
-static inline zcclComm_t ccoll_comm(int rank, int nranks) {
-  zcclUniqueId id;
-  if (rank == 0) zcclGetUniqueId(&id);
-  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+ * travels by MPI_Bcast, and comes back in *id unless id is NULL); NULL when
+ * zccl could not make one, a failed CHECK having said why. */
+static inline zcclComm_t ccoll_comm(int rank, int nranks, zcclUniqueId* id) {
+  zcclUniqueId mine;
+  if (id == NULL) id = &mine;
+  if (rank == 0) zcclGetUniqueId(id);
+  MPI_Bcast(id, sizeof *id, MPI_BYTE, 0, MPI_COMM_WORLD);
   zcclComm_t comm = NULL;
-  CHECK_RES(zcclCommInitRank(&comm, nranks, id, rank), zcclSuccess);
+  CHECK_RES(zcclCommInitRank(&comm, nranks, *id, rank), zcclSuccess);
   return comm;
 }
 

@@ -106,16 +106,7 @@ static void test_allgather(zcclComm_t comm, int f64, zcclErrorMode_t mode, doubl
     send = (uint8_t*)y + (size_t)rank * n * es;
   }
   CHECK_RES(zcclAllGather(send, y, n, f64 ? zcclFloat64 : zcclFloat32, comm, NULL), zcclSuccess);
-  double e = eb_abs(&c, all, n * N, f64);
-  long bad = 0;
-  for (size_t i = 0; i < n * N; i++) {
-    double ref = get(all, i, f64), got = get(y, i, f64);
-    int ok;
-    if (isnan(ref)) ok = isnan(got);
-    else if (!isfinite(ref) || ref == (f64 ? -1e34 : (double)(float)-1e34)) ok = got == ref;
-    else ok = fabs(got - ref) <= e;
-    bad += !ok;
-  }
+  long bad = moved_wrong(y, all, n * N, f64, eb_abs(&c, all, n * N, f64));
   if (bad)
     fprintf(stderr, "rank %d: allgather f%d mode %d eb %g n %zu: %ld elements wrong\n", rank, f64 ? 64 : 32,
             (int)mode, eb, n, bad);
@@ -144,34 +135,11 @@ static void test_broadcast(zcclComm_t comm, int f64, zcclErrorMode_t mode, doubl
   }
   memset(y, 0, n * es);
   CHECK_RES(zcclBroadcast(x, y, n, f64 ? zcclFloat64 : zcclFloat32, root, comm, NULL), zcclSuccess);
-  double e = eb_abs(&c, x, n, f64);
-  long bad = 0;
-  for (size_t i = 0; i < n; i++) {
-    double ref = get(x, i, f64), got = get(y, i, f64);
-    int ok;
-    if (isnan(ref)) ok = isnan(got);
-    else if (!isfinite(ref) || ref == (f64 ? -1e34 : (double)(float)-1e34)) ok = got == ref;
-    else ok = fabs(got - ref) <= e;
-    bad += !ok;
-  }
+  long bad = moved_wrong(y, x, n, f64, eb_abs(&c, x, n, f64));
   if (bad) fprintf(stderr, "rank %d: broadcast f%d mode %d n %zu: %ld wrong\n", rank, f64 ? 64 : 32, (int)mode, n, bad);
   CHECK(bad == 0);
   CHECK(same_everywhere(y, n * es));
   free(x), free(y);
-}
-
-/* Moved values: within e, special values exactly. Returns the wrong count. */
-static long moved_wrong(const void* got, const void* ref, size_t n, int f64, double e) {
-  long bad = 0;
-  for (size_t i = 0; i < n; i++) {
-    double r = get(ref, i, f64), g = get(got, i, f64);
-    int ok;
-    if (isnan(r)) ok = isnan(g);
-    else if (!isfinite(r) || r == (f64 ? -1e34 : (double)(float)-1e34)) ok = g == r;
-    else ok = fabs(g - r) <= e;
-    bad += !ok;
-  }
-  return bad;
 }
 
 static void fill_special(void* x, size_t n, int f64, int r) {
@@ -261,7 +229,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  zcclComm_t comm = ccoll_comm(rank, nranks);
+  zcclComm_t comm = ccoll_comm(rank, nranks, NULL);
   if (comm == NULL) {
     MPI_Finalize();
     TEST_DONE();

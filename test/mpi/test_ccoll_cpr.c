@@ -104,20 +104,6 @@ static void make_input(void* x, size_t n, int f64, int r, int special) {
   }
 }
 
-/* got within hops * e of ref, special values exactly; the wrong count. */
-static long wrong(const void* got, const void* ref, size_t n, int f64, double bound) {
-  long bad = 0;
-  for (size_t i = 0; i < n; i++) {
-    double r = get(ref, i, f64), g = get(got, i, f64);
-    int ok;
-    if (isnan(r)) ok = isnan(g);
-    else if (!isfinite(r) || r == (f64 ? -1e34 : (double)(float)-1e34)) ok = g == r;
-    else ok = fabs(g - r) <= bound;
-    bad += !ok;
-  }
-  return bad;
-}
-
 static void test_allgather(zcclComm_t comm, int codec, int f64, zcclErrorMode_t mode, double eb, size_t n,
                            int inplace) {
   size_t es = f64 ? 8 : 4, N = (size_t)nranks;
@@ -141,7 +127,7 @@ static void test_allgather(zcclComm_t comm, int codec, int f64, zcclErrorMode_t 
   long bad = 0;
   for (size_t q = 0; q < N; q++) {
     size_t d = ((size_t)rank + N - q) % N; /* compressions rank q's block went through */
-    bad += wrong(y + q * n * es, (uint8_t*)all + q * n * es, n, f64, (double)d * e);
+    bad += moved_wrong(y + q * n * es, (uint8_t*)all + q * n * es, n, f64, (double)d * e);
   }
   if (bad)
     fprintf(stderr, "rank %d: allgather codec %d f%d mode %d eb %g n %zu: %ld elements wrong\n", rank, codec,
@@ -173,7 +159,7 @@ static void test_broadcast(zcclComm_t comm, int codec, int f64, zcclErrorMode_t 
   double e = eb_abs(&c, x, n, f64);
   if (is_target(mode)) e /= lg;
   int v = (rank - root + nranks) % nranks;
-  long bad = wrong(y, x, n, f64, popcount(v) * e);
+  long bad = moved_wrong(y, x, n, f64, popcount(v) * e);
   if (bad)
     fprintf(stderr, "rank %d: broadcast codec %d f%d mode %d n %zu: %ld wrong\n", rank, codec, f64 ? 64 : 32,
             (int)mode, n, bad);
@@ -252,10 +238,7 @@ int main(int argc, char** argv) {
    * reading the environment) exists. */
   for (int forced = 0; forced < 2; forced++) {
     if (forced) setenv("ZCCL_ALGO", "cprp2p", 1);
-    if (rank == 0) zcclGetUniqueId(&id);
-    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    zcclComm_t comm = NULL;
-    CHECK_RES(zcclCommInitRank(&comm, nranks, id, rank), zcclSuccess);
+    zcclComm_t comm = ccoll_comm(rank, nranks, &id);
     if (comm == NULL) break;
     if (!forced) run_codec(comm, zcclCodecZfp);
     if (forced) run_codec(comm, zcclCodecHz);

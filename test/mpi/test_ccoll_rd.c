@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   if (getenv("ZCCL_ALGO")) forced = getenv("ZCCL_ALGO");
-  zcclComm_t comm = ccoll_comm(rank, nranks);
+  zcclComm_t comm = ccoll_comm(rank, nranks, NULL);
   if (comm == NULL) {
     MPI_Finalize();
     TEST_DONE();

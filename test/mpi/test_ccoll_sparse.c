@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
    * algorithm has that name, so codec=rle keeps its own (sparse). Set
    * before the library has threads reading the environment. */
   setenv("ZCCL_ALGO", "chain", 1);
-  zcclComm_t comm = ccoll_comm(rank, nranks);
+  zcclComm_t comm = ccoll_comm(rank, nranks, NULL);
   if (comm == NULL) {
     MPI_Finalize();
     TEST_DONE();
