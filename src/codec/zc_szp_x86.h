@@ -47,8 +47,26 @@ static inline __m256i zc_x86_transpose8x8(__m256i v) {
 }
 #endif
 
-/* Writes a clean block's header, sign plane and magnitude planes from its 32
- * deltas (4 x 8 lanes): exactly zc_block_encode's bytes for such a block. */
+/* A block's head: the width byte with its sign mode (and the extension
+ * byte when it has fill positions); a block of width 0 ends with its fill
+ * bitmap. Returns the bytes written, *smode the sign mode. */
+static inline __attribute__((always_inline)) size_t zc_x86_emit_head(int W, uint32_t neg, uint32_t pos,
+                                                                     uint32_t fbits, uint8_t* out, int* smode) {
+  size_t o = 0;
+  *smode = neg == 0 ? ZC_SMODE_POS : (pos == 0 ? ZC_SMODE_NEG : ZC_SMODE_PLANE);
+  if (fbits) {
+    out[o++] = (uint8_t)(W | (ZC_SMODE_EXT << 6));
+    out[o++] = (uint8_t)(*smode | ZC_EXT_FILL);
+  } else {
+    out[o++] = (uint8_t)(W | (*smode << 6));
+  }
+  if (W == 0 && fbits) {
+    memcpy(out + o, &fbits, 4);
+    o += 4;
+  }
+  return o;
+}
+
 /* Writes a block whose 32 deltas (4 x 8 lanes) are all ordinary or fill
  * (fbits, delta 0): exactly zc_block_encode's bytes for such a block. */
 static inline __attribute__((always_inline)) size_t zc_x86_emit_clean(const __m256i d[4], uint32_t fbits, uint8_t* out) {
@@ -71,21 +89,9 @@ static inline __attribute__((always_inline)) size_t zc_x86_emit_clean(const __m2
     sw[k] = m ? 32 - __builtin_clz(m) : 0;
     W = sw[k] > W ? sw[k] : W;
   }
-  int smode = neg == 0 ? ZC_SMODE_POS : (pos == 0 ? ZC_SMODE_NEG : ZC_SMODE_PLANE);
-  size_t o = 0;
-  if (fbits) {
-    out[o++] = (uint8_t)(W | (ZC_SMODE_EXT << 6));
-    out[o++] = (uint8_t)(smode | ZC_EXT_FILL);
-  } else {
-    out[o++] = (uint8_t)(W | (smode << 6));
-  }
-  if (W == 0) {
-    if (fbits) {
-      memcpy(out + o, &fbits, 4);
-      o += 4;
-    }
-    return o;
-  }
+  int smode;
+  size_t o = zc_x86_emit_head(W, neg, pos, fbits, out, &smode);
+  if (W == 0) return o;
   int base = W > 15 ? W - 15 : 0;
   for (int k = 0; k < 4; k++) sw[k] = sw[k] < base ? base : sw[k];
   out[o++] = (uint8_t)((sw[0] - base) | (sw[1] - base) << 4);
@@ -247,10 +253,6 @@ static inline __m256i zc_x86_scan(__m256i x, __m256i* carry) {
   return x;
 }
 
-/* Parses one full block whose deltas fit 32-bit lanes with room to spare
- * (no exceptions or fill, W <= 24) into 4 x 8 deltas, with the same checks
- * as zc_block_decode. Returns the bytes used, 0 when the block is not one
- * the vector path takes (the caller goes scalar), -1 when malformed. */
 /* A block's sign plane (or all-negative mode) and fill bitmap after its
  * widths, at in + *o: -1 when they run past avail or the bitmap is empty. */
 static inline __attribute__((always_inline)) int zc_x86_parse_tail(const uint8_t* in, size_t avail, int* o,
@@ -271,6 +273,10 @@ static inline __attribute__((always_inline)) int zc_x86_parse_tail(const uint8_t
   return 0;
 }
 
+/* Parses one full block whose deltas fit 32-bit lanes with room to spare
+ * (no exceptions or fill, W <= 24) into 4 x 8 deltas, with the same checks
+ * as zc_block_decode. Returns the bytes used, 0 when the block is not one
+ * the vector path takes (the caller goes scalar), -1 when malformed. */
 static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_t* in, size_t avail, int allow_fill, __m256i d[4],
                                      uint32_t* fbits) {
   if (avail < 1) return -1;
@@ -483,21 +489,9 @@ static inline __attribute__((always_inline)) size_t zc_x86_emit16(__m512i d, uin
   int sw2 = __builtin_popcountll(m & 0xffff00000000ull), sw3 = __builtin_popcountll(m >> 48);
   int W = sw0 > sw1 ? sw0 : sw1, W23 = sw2 > sw3 ? sw2 : sw3;
   W = W > W23 ? W : W23;
-  int smode = neg == 0 ? ZC_SMODE_POS : (pos == 0 ? ZC_SMODE_NEG : ZC_SMODE_PLANE);
-  size_t o = 0;
-  if (fbits) {
-    out[o++] = (uint8_t)(W | (ZC_SMODE_EXT << 6));
-    out[o++] = (uint8_t)(smode | ZC_EXT_FILL);
-  } else {
-    out[o++] = (uint8_t)(W | (smode << 6));
-  }
-  if (W == 0) {
-    if (fbits) {
-      memcpy(out + o, &fbits, 4);
-      o += 4;
-    }
-    return o;
-  }
+  int smode;
+  size_t o = zc_x86_emit_head(W, neg, pos, fbits, out, &smode);
+  if (W == 0) return o;
   out[o++] = (uint8_t)(sw0 | sw1 << 4);
   out[o++] = (uint8_t)(sw2 | sw3 << 4);
   if (smode == ZC_SMODE_PLANE) {
