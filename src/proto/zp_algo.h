@@ -22,6 +22,16 @@ static inline void zp_split_blocks(size_t n, int N, size_t* boff, size_t* blen) 
 static inline void zp_whole_blocks(size_t n, int N, size_t* boff, size_t* blen) {
   for (int b = 0; b < N; b++) boff[b] = (size_t)b * n, blen[b] = n;
 }
+/* A reducing ring's blocks: allreduce's count split in N, or
+ * reduce-scatter's N blocks of count; returns the values in sendbuff. */
+static inline size_t zp_ring_blocks(const zp_coll_args_t* a, int N, int allreduce, size_t* boff, size_t* blen) {
+  if (allreduce) {
+    zp_split_blocks(a->count, N, boff, blen);
+    return a->count;
+  }
+  zp_whole_blocks(a->count, N, boff, blen);
+  return a->count * (size_t)N;
+}
 static inline uint8_t* zp_at(const void* base, size_t elems, size_t esize) {
   return (uint8_t*)base + elems * esize;
 }

@@ -214,12 +214,12 @@ static zcclResult_t zp_doc_open(const zp_ctx_t* ctx, const zp_coll_args_t* a, si
   return zcclSuccess;
 }
 
-/* The DOC ring over blocks boff/blen (total values in sendbuff, for REL);
+/* The DOC ring over the blocks of zp_ring_blocks (REL: over all of sendbuff);
  * allreduce: every block to every rank; otherwise this rank's block to
  * recvbuff. */
-static zcclResult_t zp_doc_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, const size_t* boff,
-                                const size_t* blen, size_t total, int allreduce) {
+static zcclResult_t zp_doc_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, int allreduce) {
   int N = ctx->nranks, r = ctx->rank;
+  size_t boff[N], blen[N], total = zp_ring_blocks(a, N, allreduce, boff, blen);
   size_t es = zu_dtype_size(a->datatype), maxb = 0, soff[N], slen[N], m;
   for (int b = 0; b < N; b++) maxb = blen[b] > maxb ? blen[b] : maxb;
   const char* what = allreduce ? "compressed allreduce (DOC ring)" : "compressed reduce-scatter (DOC ring)";
@@ -264,18 +264,10 @@ out:
   return res;
 }
 
-zcclResult_t zp_doc_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks;
-  size_t n = a->count, boff[N], blen[N];
-  zp_split_blocks(n, N, boff, blen);
-  return zp_doc_ring(ctx, a, boff, blen, n, 1);
-}
+zcclResult_t zp_doc_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) { return zp_doc_ring(ctx, a, 1); }
 
 zcclResult_t zp_doc_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks;
-  size_t n = a->count, boff[N], blen[N];
-  zp_whole_blocks(n, N, boff, blen);
-  return zp_doc_ring(ctx, a, boff, blen, n * (size_t)N, 0);
+  return zp_doc_ring(ctx, a, 0);
 }
 
 /* Reduce along a chain (v = rank - root: N-1, N-2, ..., 0): the first rank

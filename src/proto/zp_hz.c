@@ -14,15 +14,15 @@
 
 #include "zp_stream.h"
 
-/* hZCCL's ring: compress the N blocks (boff/blen) once; the ring
+/* hZCCL's ring: compress the N blocks (zp_ring_blocks) once; the ring
  * reduce-scatter adds each received compressed block to the local one
  * (zd_hop, integers, no decompression). Allreduce: a ring allgather then
  * forwards the finished streams and every rank decompresses all N (its own
  * too). Reduce-scatter: each rank decompresses its own block into
  * recvbuff. */
-static zcclResult_t zp_hz_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, const size_t* boff,
-                               const size_t* blen, size_t total, int allgather) {
+static zcclResult_t zp_hz_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, int allgather) {
   int N = ctx->nranks, r = ctx->rank;
+  size_t boff[N], blen[N], total = zp_ring_blocks(a, N, allgather, boff, blen);
   size_t es = zu_dtype_size(a->datatype);
   zcclRedOp_t op = zp_reduce_op(a->op);
   const char* what = allgather ? "compressed allreduce" : "compressed reduce-scatter";
@@ -69,18 +69,10 @@ out:
   return res;
 }
 
-zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks;
-  size_t n = a->count, boff[N], blen[N];
-  zp_split_blocks(n, N, boff, blen);
-  return zp_hz_ring(ctx, a, boff, blen, n, 1);
-}
+zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) { return zp_hz_ring(ctx, a, 1); }
 
 zcclResult_t zp_hz_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks;
-  size_t n = a->count, boff[N], blen[N];
-  zp_whole_blocks(n, N, boff, blen);
-  return zp_hz_ring(ctx, a, boff, blen, n * (size_t)N, 0);
+  return zp_hz_ring(ctx, a, 0);
 }
 
 /* Homomorphic binomial reduce: each rank compresses its input once, adds
