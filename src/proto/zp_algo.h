@@ -69,6 +69,11 @@ static inline int zp_tree_children(int v, int N, int* child, int* end) {
 /* The op the device reduces with: AVG sums, then divides at the end. */
 static inline zcclRedOp_t zp_reduce_op(zcclRedOp_t op) { return op == zcclAvg ? zcclSum : op; }
 
+/* The communicator's link model (latency s, bandwidth bytes/s), or a
+ * guess before calibration. */
+static inline double zp_link_alpha(const zp_ctx_t* ctx) { return ctx->link ? ctx->link->alpha : 20e-6; }
+static inline double zp_link_bandwidth(const zp_ctx_t* ctx) { return ctx->link ? ctx->link->bandwidth : 1e9; }
+
 /* A temporary from the communicator's buffer pool, released by zp_tmp_put. */
 zcclResult_t zp_tmp_get(const zp_ctx_t* ctx, size_t bytes, void** buf);
 void zp_tmp_put(const zp_ctx_t* ctx, void* buf);

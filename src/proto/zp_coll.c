@@ -88,7 +88,7 @@ static int zp_log2(int n) {
 
 /* A pipelined chain (broadcast, or reduce adding each piece on the way). */
 static double zp_chain_cost(const zp_ctx_t* ctx, double n, int reduces) {
-  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
   double piece = (double)zp_chain_piece(ctx, (size_t)n), k = n / piece < 1 ? 1 : n / piece;
   double hops = ctx->nranks - 1;
   return (hops - 1 + k) * (al_s + n / k / B + (reduces ? n / k / ZP_REDUCE_BYTES_PER_S : 0));
@@ -122,13 +122,13 @@ static int zp_usable(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_arg
  * N-1 of them). Past 8 ranks the incast of a round grows with N; the
  * model then prices each message as a full latency. */
 static double zp_direct_rounds(const zp_ctx_t* ctx, int rounds) {
-  double al_s = ctx->link ? ctx->link->alpha : 20e-6, N = ctx->nranks;
+  double al_s = zp_link_alpha(ctx), N = ctx->nranks;
   return rounds * (al_s + (N - 1) * al_s * (N <= 8 ? 0.5 : 1.0));
 }
 
 static double zp_cost(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
-  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9,
+  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx),
          G = ZP_REDUCE_BYTES_PER_S;
   int lg = zp_log2(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
   const char* nm = al->name;
@@ -184,7 +184,7 @@ static const zp_algo_t* zp_default_algo(const zp_ctx_t* ctx, const zp_coll_args_
 
 static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
-  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
   double C = ZP_AUTO_COMPRESS_BPS, H = ZP_AUTO_HOP_BPS, q = ZP_AUTO_RATIO;
   switch (a->coll) {
     case ZP_COLL_ALLREDUCE: /* compress, N-1 homomorphic hops of n/N, decompress; 2(N-1)/N n/q on the wire */
@@ -212,7 +212,7 @@ static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
  * but every round moves and adds all n: small messages or many ranks. */
 static double zp_hz_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double n = (double)(a->count * zu_dtype_size(a->datatype));
-  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
   double C = ZP_AUTO_COMPRESS_BPS, H = ZP_AUTO_HOP_BPS, q = ZP_AUTO_RATIO;
   int lg = zp_log2(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
   double fold = pow2 ? 0 : 2 * (al_s + n / (q * B)) + n / H;
@@ -228,7 +228,7 @@ static double zp_hz_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
  * (of zp_doc_chunk_values): N-2+k stages for k chunks. */
 static double zp_doc_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
-  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
   double C = ZP_AUTO_COMPRESS_BPS, G = ZP_REDUCE_BYTES_PER_S, q = ZP_AUTO_RATIO;
   if (a->coll == ZP_COLL_REDUCE) {
     double c = (double)(zp_doc_chunk_values(a->count) * zu_dtype_size(a->datatype)), k = n > c ? n / c : 1;
@@ -246,7 +246,7 @@ static double zp_doc_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
  * both ends of every hop. */
 static double zp_cpr_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
-  double al_s = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
   double C = ZP_AUTO_COMPRESS_BPS, q = ZP_AUTO_RATIO, lg = zp_log2_ceil(ctx->nranks);
   switch (a->coll) {
     case ZP_COLL_ALLREDUCE: /* 2(N-1) hops of n/N, each compressed and decompressed */

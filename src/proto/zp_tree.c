@@ -19,7 +19,7 @@ size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes) {
    * best at k = sqrt((N - 2) bytes / (alpha B)). Pieces of 64 KiB ... 4 MiB
    * in multiples of 4 KiB (so of every element size). The link model is
    * the same on every rank, so is the piece. */
-  double alpha = ctx->link ? ctx->link->alpha : 20e-6, B = ctx->link ? ctx->link->bandwidth : 1e9;
+  double alpha = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
   double hops = ctx->nranks > 3 ? ctx->nranks - 2 : 1;
   double k = sqrt(hops * (double)bytes / (alpha * B));
   double piece = k > 1 ? (double)bytes / k : (double)bytes;
