@@ -128,9 +128,19 @@ int main(void) {
   printf("missing rank detected after %.2f s (ZCCL_BOOTSTRAP_TIMEOUT=2)\n", waited);
   CHECK(waited >= 1.5 && waited < 12.0); /* bounded, with room for sanitizers on a loaded machine */
 
-  /* No root at all: a rank gives up at its own deadline. */
+  /* No root at all: a rank gives up at its own deadline. The id points at
+   * a loopback port just closed (the root above may still be closing its
+   * socket when the children have their answers, and would take the
+   * connection). */
+  zcclUniqueId gone = id;
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof sa;
+  CHECK(s >= 0 && bind(s, (struct sockaddr*)&sa, sizeof sa) == 0 && getsockname(s, (struct sockaddr*)&sa, &sl) == 0);
+  close(s);
+  zb_id_set_tcp(&gone, sa.sin_addr.s_addr, sa.sin_port);
   t0 = now();
-  CHECK_RES(zb_tcp_allgather(&id, 0, 2, "x", 1, (char[2]){0}, 1.0), zcclRemoteError);
+  CHECK_RES(zb_tcp_allgather(&gone, 0, 2, "x", 1, (char[2]){0}, 1.0), zcclRemoteError);
   CHECK(now() - t0 < 3.0);
   CHECK_LAST_ERROR_HAS("cannot reach the root");
 
