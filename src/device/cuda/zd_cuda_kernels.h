@@ -1,0 +1,77 @@
+/* The CUDA kernels' launchers, as the cuda device (zd_cuda_dev.cu) and the
+ * GPU tests call them. Plain C declarations: no CUDA header needed to read
+ * them; a stream is a cudaStream_t passed as zd_cuda_stream_t.
+ *
+ * Every launcher only enqueues work on `stream` and returns the launch's
+ * error (zcclUnhandledCudaError with the CUDA message); it never
+ * synchronises, never allocates, never copies to the host. Errors the
+ * kernels find while they run (a corrupt stream, too small an output, a
+ * stream of the wrong count) are written as a zcclResult_t into the
+ * device-visible `*status` word, which the caller set to zcclSuccess and
+ * reads after the stream has passed the work (the first error wins: the
+ * kernels write it with atomicCAS from zcclSuccess).
+ *
+ * Stream sizes live in device-visible memory (device memory or mapped
+ * pinned host memory) as uint64_t, written and read by the kernels, so a
+ * compress followed by a hop followed by a send needs no host round trip
+ * until the host must post the send. */
+#ifndef ZD_CUDA_KERNELS_H_
+#define ZD_CUDA_KERNELS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zc_szp.h"
+#include "zccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct CUstream_st* zd_cuda_stream_t;
+
+/* ---- uncompressed path (zd_cuda_reduce.cu) ------------------------------ */
+/* dst[i] = a[i] op b[i] with zd_reduce's semantics (zd_device.h) for every
+ * dtype and op SUM/PROD/MAX/MIN; with has_fill (float32/float64 only), the
+ * fill passes through as zd_reduce_fill says. */
+zcclResult_t zd_cuda_reduce(void* dst, const void* a, const void* b, size_t count, zcclDataType_t dtype,
+                            zcclRedOp_t op, int has_fill, double fill, zd_cuda_stream_t stream);
+/* buf[i] /= n with zd_divide's semantics (fill values left as they are). */
+zcclResult_t zd_cuda_divide(void* buf, size_t count, zcclDataType_t dtype, int n, int has_fill, double fill,
+                            zd_cuda_stream_t stream);
+/* Range of the finite, non-fill values (float32/float64): out[0] = min,
+ * out[1] = max (as doubles), *valid the count; out and valid are
+ * device-visible. */
+zcclResult_t zd_cuda_value_range(const void* in, size_t count, zcclDataType_t dtype, int has_fill, double fill,
+                                 double* out, unsigned long long* valid, zd_cuda_stream_t stream);
+
+/* ---- the stream codec (zd_cuda_codec.cu), docs/format.md -----------------
+ * Bit-identical to zc_compress / zc_decompress / zc_hop: the same per-block
+ * functions (zc_szp_block.h) compiled for the device. Each is a single
+ * kernel launch (plus a small reset of its scratch): one CUDA block per
+ * chunk, one thread per 32-value block, chunks placed in the output by a
+ * decoupled look-back scan over the chunk sizes.
+ * scratch: device memory of zd_cuda_codec_scratch_bytes(count, dtype,
+ * chunk_log2) bytes, not shared between launches in flight together. */
+size_t zd_cuda_codec_scratch_bytes(size_t count, zcclDataType_t dtype, unsigned chunk_log2);
+/* count values at in into a stream at out (room cap); *out_size its bytes
+ * (0 and zcclInvalidUsage in *status when cap is too small). */
+zcclResult_t zd_cuda_compress(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
+                              uint64_t* out_size, void* scratch, size_t scratch_bytes, int* status,
+                              zd_cuda_stream_t stream);
+/* The stream (*size bytes) into exactly count values at out; a stream that
+ * fails validation or holds another count sets *status (zcclInvalidUsage)
+ * and writes nothing past out[count). */
+zcclResult_t zd_cuda_decompress(const void* stream_bytes, const uint64_t* size, void* out, size_t count,
+                                int* status, zd_cuda_stream_t stream);
+/* Homomorphic op (SUM, MAX, MIN) of two compatible streams into out (room
+ * cap; out may be a or b: see zd_cuda_codec.cu for why that is safe). */
+zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_t* a_size, const void* b,
+                         const uint64_t* b_size, void* out, size_t cap, uint64_t* out_size, void* scratch,
+                         size_t scratch_bytes, int* status, zd_cuda_stream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZD_CUDA_KERNELS_H_ */
