@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zb_bootstrap.h"
 #include "zccl_core.h"
@@ -53,19 +54,57 @@ zcclResult_t zcclGetUniqueId(zcclUniqueId* uniqueId) {
   return zcclSuccess;
 }
 
+/* Which machine this process runs on, as far as sharing cores goes: the
+ * kernel's boot id (network namespaces, and so the emulated cluster's
+ * hosts, share one kernel and its cores), else the host name. */
+static uint64_t zccl_node_id(void) {
+  char buf[128] = {0};
+  FILE* f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f == NULL || fgets(buf, sizeof buf, f) == NULL) gethostname(buf, sizeof buf - 1);
+  if (f) fclose(f);
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char* c = buf; *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ull;
+  return h;
+}
+
+/* The slot: the worker address's length (u32) and bytes, and at its end the
+ * node's id (u64) and its cores (u32) for zccl_cpu_share. */
+#define ZCCL_NODE_AT (ZCCL_ADDR_SLOT - 12)
+
 zcclResult_t zccl_addr_pack(zcclComm_t comm, uint8_t slot[ZCCL_ADDR_SLOT]) {
   const void* addr;
   size_t len;
   zt_worker_address(comm->worker, &addr, &len);
-  ZU_RETURN_ERR_IF(len > ZCCL_ADDR_SLOT - sizeof(uint32_t), zcclInternalError,
+  ZU_RETURN_ERR_IF(len > ZCCL_NODE_AT - sizeof(uint32_t), zcclInternalError,
                    "UCX worker address of %zu bytes exceeds the %d-byte slot (too many devices? set "
                    "UCX_NET_DEVICES)",
-                   len, ZCCL_ADDR_SLOT);
-  uint32_t l = (uint32_t)len;
+                   len, ZCCL_NODE_AT - (int)sizeof(uint32_t));
+  uint32_t l = (uint32_t)len, cores = (uint32_t)zd_host_ncores();
+  uint64_t node = zccl_node_id();
   memset(slot, 0, ZCCL_ADDR_SLOT);
   memcpy(slot, &l, sizeof l);
   memcpy(slot + sizeof l, addr, len);
+  memcpy(slot + ZCCL_NODE_AT, &node, sizeof node);
+  memcpy(slot + ZCCL_NODE_AT + sizeof node, &cores, sizeof cores);
   return zcclSuccess;
+}
+
+double zccl_cpu_share(const uint8_t* table, int nranks) {
+  double share = 1;
+  for (int r = 0; r < nranks; r++) {
+    uint64_t node, other;
+    uint32_t cores;
+    memcpy(&node, table + (size_t)r * ZCCL_ADDR_SLOT + ZCCL_NODE_AT, sizeof node);
+    memcpy(&cores, table + (size_t)r * ZCCL_ADDR_SLOT + ZCCL_NODE_AT + sizeof node, sizeof cores);
+    int on_node = 0;
+    for (int q = 0; q < nranks; q++) {
+      memcpy(&other, table + (size_t)q * ZCCL_ADDR_SLOT + ZCCL_NODE_AT, sizeof other);
+      on_node += other == node;
+    }
+    double s = (double)on_node / (cores > 0 ? cores : 1);
+    if (s > share) share = s;
+  }
+  return share;
 }
 
 /* What each process publishes through PMIx: ranks of the communicator need
@@ -193,6 +232,7 @@ zcclResult_t zccl_connect(zcclComm_t comm, const zcclUniqueId* id) {
     }
   }
   ZU_CHECK_GOTO(zt_worker_set_peers(comm->worker, comm->nranks, table, ZCCL_ADDR_SLOT), res, out);
+  comm->link.cpu_share = zccl_cpu_share(table, comm->nranks);
 out:
   free(table);
   return res;

@@ -112,6 +112,9 @@ zcclResult_t zccl_comm_allgather(zcclComm_t comm, const void* blob, size_t len, 
 /* Address slot of the exchanged tables: uint32 length then the bytes. */
 #define ZCCL_ADDR_SLOT 2048
 zcclResult_t zccl_addr_pack(zcclComm_t comm, uint8_t slot[ZCCL_ADDR_SLOT]);
+/* From a table of every rank's packed slot: the most ranks per core on any
+ * machine (at least 1), the same on every rank (zp_link_t.cpu_share). */
+double zccl_cpu_share(const uint8_t* table, int nranks);
 
 /* Logs the library banner once (ZCCL_DEBUG=VERSION and above). */
 void zccl_init_once(void);

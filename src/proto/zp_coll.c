@@ -175,17 +175,24 @@ static const zp_algo_t* zp_default_algo(const zp_ctx_t* ctx, const zp_coll_args_
 /* codec=auto: compress only where the model says it pays. The codec's
  * rates are this project's single-core figures (perf/codec_table.sh:
  * compress and decompress about 2 GB/s, homomorphic sum about 1 GB/s),
- * taken lower for ranks sharing cores; the ratio is assumed 4 (TEMP at REL
- * 1e-3 gives 8-11). Only the agreed link enters, so every rank decides the
- * same. */
+ * taken a little lower, and divided among the ranks that share a core
+ * (zp_codec_rate); the ratio is assumed 4 (TEMP at REL 1e-3 gives 8-11).
+ * Only the agreed link and share enter, so every rank decides the same. */
 #define ZP_AUTO_COMPRESS_BPS 1.5e9
 #define ZP_AUTO_HOP_BPS 1.0e9
 #define ZP_AUTO_RATIO 4.0
 
+/* A host codec's rate per rank: rate over the ranks sharing each core of
+ * the busiest machine (a GPU's codec shares nothing). */
+static double zp_codec_rate(const zp_ctx_t* ctx, double rate) {
+  double share = ctx->link && ctx->link->cpu_share > 1 ? ctx->link->cpu_share : 1;
+  return zd_dev_kind(ctx->dev) == ZD_CUDA ? rate : rate / share;
+}
+
 static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
-  double C = ZP_AUTO_COMPRESS_BPS, H = ZP_AUTO_HOP_BPS, q = ZP_AUTO_RATIO;
+  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), H = zp_codec_rate(ctx, ZP_AUTO_HOP_BPS), q = ZP_AUTO_RATIO;
   switch (a->coll) {
     case ZP_COLL_ALLREDUCE: /* compress, N-1 homomorphic hops of n/N, decompress; 2(N-1)/N n/q on the wire */
       return n / C + (N - 1) / N * n / H + n / C + 2 * (N - 1) / N * n / (q * B) + 2 * (N - 1) * al_s;
@@ -213,7 +220,7 @@ static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
 static double zp_hz_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double n = (double)(a->count * zu_dtype_size(a->datatype));
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
-  double C = ZP_AUTO_COMPRESS_BPS, H = ZP_AUTO_HOP_BPS, q = ZP_AUTO_RATIO;
+  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), H = zp_codec_rate(ctx, ZP_AUTO_HOP_BPS), q = ZP_AUTO_RATIO;
   int lg = zp_log2(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
   double fold = pow2 ? 0 : 2 * (al_s + n / (q * B)) + n / H;
   return n / C + lg * (al_s + n / (q * B) + n / H) + fold + n / C;
@@ -229,7 +236,7 @@ static double zp_hz_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
 static double zp_doc_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
-  double C = ZP_AUTO_COMPRESS_BPS, G = ZP_REDUCE_BYTES_PER_S, q = ZP_AUTO_RATIO;
+  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), G = ZP_REDUCE_BYTES_PER_S, q = ZP_AUTO_RATIO;
   if (a->coll == ZP_COLL_REDUCE) {
     double c = (double)(zp_doc_chunk_values(a->count) * zu_dtype_size(a->datatype)), k = n > c ? n / c : 1;
     c = n / k;
@@ -247,7 +254,7 @@ static double zp_doc_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
 static double zp_cpr_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
-  double C = ZP_AUTO_COMPRESS_BPS, q = ZP_AUTO_RATIO, lg = zp_log2_ceil(ctx->nranks);
+  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), q = ZP_AUTO_RATIO, lg = zp_log2_ceil(ctx->nranks);
   switch (a->coll) {
     case ZP_COLL_ALLREDUCE: /* 2(N-1) hops of n/N, each compressed and decompressed */
       return 2 * (N - 1) * (al_s + n / N / (q * B) + 2 * n / N / C);
@@ -361,7 +368,7 @@ static zcclResult_t zp_agreed_zeros(const zp_ctx_t* ctx, const zp_coll_args_t* a
 
 static double zp_sparse_auto_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a, double zeros) {
   double n = (double)(a->count * zu_dtype_size(a->datatype)), keep = 1.0 - zeros;
-  return zp_sparse_cost(ctx, a) * (keep > 0.02 ? keep : 0.02) + 2 * n / ZP_AUTO_RLE_BPS;
+  return zp_sparse_cost(ctx, a) * (keep > 0.02 ? keep : 0.02) + 2 * n / zp_codec_rate(ctx, ZP_AUTO_RLE_BPS);
 }
 
 zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {

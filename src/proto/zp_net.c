@@ -267,7 +267,8 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   link->fanout = N > 2 ? all[2] : 1;
   link->samples = 1;
   ZU_INFO(ZU_LOG_TUNING, "calibration: latency %.1f us, bandwidth %.2f GB/s (worst rank), fan-out to %d ranks %.2fx "
-          "one", link->alpha * 1e6, link->bandwidth / 1e9, N - 1, link->fanout);
+          "one; %.2f ranks per core on the busiest machine", link->alpha * 1e6, link->bandwidth / 1e9, N - 1,
+          link->fanout, link->cpu_share);
   res = zcclSuccess;
 out:
   if (sb) zd_buf_put(ctx->dev, sb);
