@@ -46,8 +46,21 @@ void zccl_p2p_tag(zcclComm_t comm, zp_xfer_t* x) {
     x->tag = zt_tag(ZT_TAG_P2P, x->peer, comm->recv_seq[x->peer]++, 0);
 }
 
+/* Runs op: blocking, or queued behind the caller's stream. */
+static zcclResult_t zccl_op_issue(zcclComm_t comm, zccl_op_t* op, const zccl_call_t* how) {
+  op->dev = how->dev;
+  if (how->ordered) {
+    zcclResult_t res = zccl_op_detach(comm, op, &how->stream, 1);
+    if (res != zcclSuccess) zccl_op_free(op);
+    return res;
+  }
+  zcclResult_t res = zccl_op_run(comm, op);
+  zccl_op_free(op);
+  return res;
+}
+
 /* Point-to-point: one message, issued now or at the group's end. */
-static zcclResult_t zccl_p2p_post(const zp_coll_args_t* a, zcclComm_t comm) {
+static zcclResult_t zccl_p2p_post(const zp_coll_args_t* a, zcclComm_t comm, const zccl_call_t* how) {
   zp_xfer_t x = {.is_send = a->coll == ZP_COLL_SEND,
                    .peer = a->root,
                    .buf = a->coll == ZP_COLL_SEND ? (void*)a->sendbuff : a->recvbuff,
@@ -55,14 +68,12 @@ static zcclResult_t zccl_p2p_post(const zp_coll_args_t* a, zcclComm_t comm) {
                    .count = a->count,
                    .dtype = a->datatype};
   zcclResult_t res;
-  if (zccl_group_add(comm, &x, NULL, &res)) return res;
+  if (zccl_group_add(comm, &x, NULL, how, &res)) return res;
   zccl_op_t* op = zccl_op_new(zp_coll_name(a->coll), 1, 0);
   ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "%s: out of memory", zp_coll_name(a->coll));
   op->xfers[0] = x;
   zccl_p2p_tag(comm, &op->xfers[0]);
-  res = zccl_op_run(comm, op);
-  zccl_op_free(op);
-  return res;
+  return zccl_op_issue(comm, op, how);
 }
 
 static zcclResult_t zccl_coll_check(zp_coll_args_t* a, zcclComm_t comm) {
@@ -101,20 +112,21 @@ static zcclResult_t zccl_coll_check(zp_coll_args_t* a, zcclComm_t comm) {
   }
   ZU_TRACE(ZU_LOG_COLL, "%s count %zu %s %s root %d comm %p", fn, a->count, zu_dtype_name(a->datatype),
            zp_coll_reduces(a->coll) ? zu_op_name(a->op) : "-", a->root, (void*)comm);
+  zccl_call_t how;
+  ZU_CHECK(zccl_call_how(comm, fn, a->count > 0 && zccl_uses_send(a) ? a->sendbuff : NULL,
+                         a->count > 0 && zccl_uses_recv(a) ? a->recvbuff : NULL, a->stream, &how));
   /* Point-to-point calls pair up even with zero elements; a collective of
    * zero elements has nothing to move on any rank. */
-  if (a->coll == ZP_COLL_SEND || a->coll == ZP_COLL_RECV) return zccl_p2p_post(a, comm);
+  if (a->coll == ZP_COLL_SEND || a->coll == ZP_COLL_RECV) return zccl_p2p_post(a, comm, &how);
   if (a->count == 0) return zcclSuccess;
   /* The collective runs on the progress thread, in call order. */
   zcclResult_t res;
-  if (zccl_group_add(comm, NULL, a, &res)) return res;
+  if (zccl_group_add(comm, NULL, a, &how, &res)) return res;
   zccl_op_t* op = zccl_op_new(zp_coll_name(a->coll), 0, 1);
   ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "%s: out of memory", fn);
   op->colls[0] = *a;
   op->colls[0].seq = comm->coll_seq++;
-  res = zccl_op_run(comm, op);
-  zccl_op_free(op);
-  return res;
+  return zccl_op_issue(comm, op, &how);
 }
 
 static zcclResult_t zccl_coll_enqueue(zp_coll_args_t* a, zcclComm_t comm) {

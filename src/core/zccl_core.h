@@ -27,6 +27,13 @@ typedef struct zccl_op {
   zp_coll_args_t* colls;
   int calibrate;           /* measure the link for the cost model (seq: coll_seq) */
   uint32_t seq;
+  zd_dev_t* dev;           /* where it computes; NULL: the communicator's device */
+  /* Stream-ordered (device buffers, zccl.h): it starts once every ticket's
+   * stream has passed the call, releases them when it ends, and nobody
+   * waits for it: the progress thread frees it (detached). */
+  zd_ticket_t** tickets;
+  int ntickets;
+  int detached;
   zcclResult_t result;
   char msg[400];           /* why, when result is an error */
   atomic_int done;
@@ -63,6 +70,7 @@ struct zcclComm {
   uint32_t internal_seq;   /* the library's own exchanges (split) */
   uint32_t coll_seq;       /* collectives, numbered alike on every rank */
   zd_dev_t* dev;           /* where the algorithms compute (ZCCL_DEVICE) */
+  zd_dev_t* gpu;           /* cuda device for calls on device buffers, made at the first */
   zp_link_t link;          /* the cost model's view of the network */
   zp_stats_t stats;        /* compressed bytes sent (under worker_lock) */
 };
@@ -89,12 +97,29 @@ zcclResult_t zccl_comm_error(zcclComm_t comm, char* msg, size_t len);
 /* Records the communicator's first asynchronous error. */
 void zccl_comm_set_error(zcclComm_t comm, zcclResult_t res, const char* msg);
 
+/* How a call runs (zccl.h, "Buffers and streams"): on which device, and
+ * whether stream-ordered on `stream`. */
+typedef struct {
+  zd_dev_t* dev;
+  int ordered;
+  zcclStream_t stream;
+} zccl_call_t;
+/* From the buffers this rank uses (NULL: none) and the stream. Device
+ * buffers on a communicator without a CUDA device, or host and device
+ * buffers in one call: zcclInvalidArgument / zcclInvalidUsage. */
+zcclResult_t zccl_call_how(zcclComm_t comm, const char* fn, const void* sb, const void* rb, zcclStream_t stream,
+                           zccl_call_t* how);
+/* Queues a stream-ordered operation (tickets on the given streams) and
+ * returns: the progress thread runs and frees it. */
+zcclResult_t zccl_op_detach(zcclComm_t comm, zccl_op_t* op, const zcclStream_t* streams, int nstreams);
+
 /* ---- point-to-point and groups (zccl_p2p.c, zccl_group.c) ---- */
 /* Numbers a send or receive in its peer pair's order and fills its tag. */
 void zccl_p2p_tag(zcclComm_t comm, zp_xfer_t* x);
 /* Inside a group: adds the message (x) or the collective (c) to the
  * group; returns 1. Else 0. */
-int zccl_group_add(zcclComm_t comm, const zp_xfer_t* x, const zp_coll_args_t* c, zcclResult_t* res);
+int zccl_group_add(zcclComm_t comm, const zp_xfer_t* x, const zp_coll_args_t* c, const zccl_call_t* how,
+                   zcclResult_t* res);
 /* 1 inside zcclGroupStart/End on this thread. */
 int zccl_group_active(void);
 /* Records a failed call inside a group: zcclGroupEnd will fail with it. */
@@ -109,7 +134,8 @@ zcclResult_t zccl_connect(zcclComm_t comm, const zcclUniqueId* id);
 /* Every rank of comm contributes len bytes; table receives nranks*len,
  * rank-ordered. Runs over comm's own transport (used by split). */
 zcclResult_t zccl_comm_allgather(zcclComm_t comm, const void* blob, size_t len, void* table);
-/* Address slot of the exchanged tables: uint32 length then the bytes. */
+/* Address slot of the exchanged tables: uint32 length then the bytes; its
+ * last 12 bytes carry the node id and core count (zccl_addr_pack). */
 #define ZCCL_ADDR_SLOT 2048
 zcclResult_t zccl_addr_pack(zcclComm_t comm, uint8_t slot[ZCCL_ADDR_SLOT]);
 /* From a table of every rank's packed slot: the most ranks per core on any

@@ -17,6 +17,12 @@ typedef struct {
   int n, cap;
   zp_coll_args_t* colls;
   int ncolls, capcolls;
+  /* How its calls run: all blocking, or all stream-ordered on one device
+   * (the distinct streams, each gets a ticket). */
+  int ordered;
+  zd_dev_t* dev;
+  zcclStream_t* streams;
+  int nstreams;
 } zccl_batch_t;
 
 static _Thread_local struct {
@@ -28,7 +34,8 @@ static _Thread_local struct {
 } zccl_group;
 
 static void zccl_group_clear(void) {
-  for (int i = 0; i < zccl_group.n; i++) free(zccl_group.batches[i].xfers), free(zccl_group.batches[i].colls);
+  for (int i = 0; i < zccl_group.n; i++)
+    free(zccl_group.batches[i].xfers), free(zccl_group.batches[i].colls), free(zccl_group.batches[i].streams);
   free(zccl_group.batches);
   zccl_group.batches = NULL;
   zccl_group.n = zccl_group.cap = 0;
@@ -50,7 +57,8 @@ void zccl_group_error(zcclResult_t res) {
   snprintf(zccl_group.msg, sizeof zccl_group.msg, "%s", zu_error_last());
 }
 
-int zccl_group_add(zcclComm_t comm, const zp_xfer_t* x, const zp_coll_args_t* c, zcclResult_t* res) {
+int zccl_group_add(zcclComm_t comm, const zp_xfer_t* x, const zp_coll_args_t* c, const zccl_call_t* how,
+                   zcclResult_t* res) {
   *res = zcclSuccess;
   if (zccl_group.depth == 0) return 0;
   zccl_batch_t* b = NULL;
@@ -67,6 +75,24 @@ int zccl_group_add(zcclComm_t comm, const zp_xfer_t* x, const zp_coll_args_t* c,
     b = &zccl_group.batches[zccl_group.n++];
     memset(b, 0, sizeof *b);
     b->comm = comm;
+    b->ordered = how->ordered;
+    b->dev = how->dev;
+  }
+  if (how->ordered != b->ordered || how->dev != b->dev) {
+    *res = ZU_ERROR(zcclInvalidUsage, "%s in a group: the group mixes calls on host buffers (blocking) and on "
+                    "device buffers (stream-ordered) for one communicator", x ? "point-to-point" : "collective");
+    zccl_group_error(*res);
+    return 1;
+  }
+  if (how->ordered) {
+    int known = 0;
+    for (int i = 0; i < b->nstreams; i++) known |= b->streams[i] == how->stream;
+    if (!known) {
+      zcclStream_t* ns = realloc(b->streams, sizeof *ns * (size_t)(b->nstreams + 1));
+      if (ns == NULL) goto oom;
+      b->streams = ns;
+      b->streams[b->nstreams++] = how->stream;
+    }
   }
   if (c) {
     if (b->ncolls == b->capcolls) {
@@ -124,6 +150,13 @@ static zcclResult_t zccl_group_issue(void) {
     for (int k = 0; k < b->ncolls; k++) {
       ops[i]->colls[k] = b->colls[k];
       ops[i]->colls[k].seq = b->comm->coll_seq++;
+    }
+    ops[i]->dev = b->dev;
+    if (b->ordered) { /* the progress thread owns it from here */
+      res = zccl_op_detach(b->comm, ops[i], b->streams, b->nstreams);
+      if (res != zcclSuccess) zccl_op_free(ops[i]);
+      ops[i] = NULL;
+      continue;
     }
     zccl_op_submit(b->comm, ops[i]);
   }

@@ -62,11 +62,18 @@ void zccl_comm_set_error(zcclComm_t comm, zcclResult_t res, const char* msg) {
 }
 
 /* ---- running one operation ----------------------------------------------------- */
+static int zccl_aborted(void* comm) { return atomic_load(&((zcclComm_t)comm)->abort); }
+
 static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
-  zp_ctx_t ctx = {.w = comm->worker, .dev = comm->dev, .link = &comm->link, .stats = &comm->stats, .rank = comm->rank, .nranks = comm->nranks,
+  zd_dev_t* dev = op->dev ? op->dev : comm->dev;
+  if (zd_dev_kind(dev) == ZD_CUDA) zd_cuda_use_device(comm->cuda_dev);
+  zp_ctx_t ctx = {.w = comm->worker, .dev = dev, .link = &comm->link, .stats = &comm->stats, .rank = comm->rank, .nranks = comm->nranks,
                   .timeout = comm->timeout, .abort = &comm->abort};
   zcclResult_t res = zcclSuccess;
-  if (op->nxfers > 0) res = zp_xfers_run(&ctx, op->what, op->xfers, op->nxfers);
+  /* Stream-ordered: not before the callers' streams have passed the call. */
+  for (int i = 0; i < op->ntickets && res == zcclSuccess; i++)
+    res = zd_ticket_wait(op->tickets[i], zccl_aborted, comm);
+  if (op->nxfers > 0 && res == zcclSuccess) res = zp_xfers_run(&ctx, op->what, op->xfers, op->nxfers);
   if (op->calibrate) {
     ctx.seq = op->seq;
     res = zp_calibrate(&ctx, &comm->link);
@@ -80,18 +87,25 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
   if (res == zcclSuccess) return;
   snprintf(op->msg, sizeof op->msg, "%s", zccl_msg_body(zu_error_last()));
   /* A point-to-point size mismatch leaves the peers in step; anything else,
-   * and any failed collective, breaks the communicator. */
-  if (res != zcclInvalidUsage || op->ncolls > 0) zccl_comm_set_error(comm, res, op->msg);
+   * and any failed collective, breaks the communicator. A stream-ordered
+   * caller learns of failures only from the communicator. */
+  if (res != zcclInvalidUsage || op->ncolls > 0 || op->detached) zccl_comm_set_error(comm, res, op->msg);
 }
 
 /* ---- the thread ------------------------------------------------------------------- */
 static void zccl_op_finish(zcclComm_t comm, zccl_op_t* op) {
+  /* Whatever happened, the held streams go on (a failure is the
+   * communicator's error, not a hang). */
+  for (int i = 0; i < op->ntickets; i++) zd_ticket_release(op->tickets[i]);
+  op->ntickets = 0;
+  int detached = op->detached;
   pthread_mutex_lock(&comm->lock);
   comm->head = op->next;
   if (comm->head == NULL) comm->tail = NULL;
   atomic_store(&op->done, 1);
   pthread_cond_broadcast(&comm->done_cv);
   pthread_mutex_unlock(&comm->lock);
+  if (detached) zccl_op_free(op);
 }
 
 static void* zccl_progress_main(void* arg) {
@@ -204,6 +218,8 @@ void zccl_runtime_stop(zcclComm_t comm, int abort) {
   pthread_mutex_unlock(&comm->worker_lock);
   if (comm->dev) zd_dev_destroy(comm->dev);
   comm->dev = NULL;
+  if (comm->gpu) zd_dev_destroy(comm->gpu);
+  comm->gpu = NULL;
   free(comm->send_seq);
   free(comm->recv_seq);
   comm->send_seq = comm->recv_seq = NULL;
@@ -273,6 +289,46 @@ zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op) {
   return zcclSuccess;
 }
 
+zcclResult_t zccl_op_detach(zcclComm_t comm, zccl_op_t* op, const zcclStream_t* streams, int nstreams) {
+  op->tickets = calloc((size_t)nstreams, sizeof *op->tickets);
+  ZU_RETURN_ERR_IF(op->tickets == NULL && nstreams > 0, zcclSystemError, "%s: out of memory", op->what);
+  zd_dev_t* dev = op->dev ? op->dev : comm->dev;
+  for (int i = 0; i < nstreams; i++) {
+    zcclResult_t res = zd_stream_enter(dev, streams[i], &op->tickets[i]);
+    if (res != zcclSuccess) {
+      for (int k = 0; k < i; k++) zd_ticket_release(op->tickets[k]);
+      free(op->tickets);
+      op->tickets = NULL;
+      return res;
+    }
+    op->ntickets++;
+  }
+  op->detached = 1;
+  return zccl_op_submit(comm, op);
+}
+
+zcclResult_t zccl_call_how(zcclComm_t comm, const char* fn, const void* sb, const void* rb, zcclStream_t stream,
+                           zccl_call_t* how) {
+  *how = (zccl_call_t){.dev = comm->dev, .ordered = 0, .stream = stream};
+  if (zd_dev_kind(comm->dev) == ZD_SIM) { /* a sim stream stands for a CUDA stream */
+    how->ordered = zd_sim_stream_valid(stream);
+    return zcclSuccess;
+  }
+  int kind = zd_cuda_buffers(sb, rb);
+  ZU_RETURN_ERR_IF(kind < 0, zcclInvalidArgument,
+                   "%s: one buffer is CUDA device memory and the other host memory: give both of one kind", fn);
+  if (kind == 0) return zcclSuccess;
+  ZU_RETURN_ERR_IF(comm->cuda_dev < 0, zcclInvalidUsage,
+                   "%s: device buffers, but the communicator was created without a current CUDA device", fn);
+  if (comm->gpu == NULL) {
+    zd_cuda_use_device(comm->cuda_dev);
+    ZU_CHECK(zd_dev_create(ZD_CUDA, &comm->gpu));
+  }
+  how->dev = comm->gpu;
+  how->ordered = 1;
+  return zcclSuccess;
+}
+
 zccl_op_t* zccl_op_new(const char* what, int nxfers, int ncolls) {
   size_t bytes = sizeof(zccl_op_t) + sizeof(zp_xfer_t) * (size_t)nxfers + sizeof(zp_coll_args_t) * (size_t)ncolls;
   zccl_op_t* op = calloc(1, bytes);
@@ -290,7 +346,10 @@ void zccl_op_free(zccl_op_t* op) {
   if (op == NULL) return;
   /* An operation the thread still holds (only after zccl_op_wait gave up
    * on a stuck thread) is leaked rather than freed under it. */
-  if (atomic_load(&op->done)) free(op);
+  if (atomic_load(&op->done)) {
+    free(op->tickets);
+    free(op);
+  }
 }
 
 zcclResult_t zccl_comm_error(zcclComm_t comm, char* msg, size_t len) {

@@ -16,3 +16,23 @@ int zd_cuda_current_device(void) { return -1; }
 zcclResult_t zd_cuda_selftest(void) {
   return ZU_ERROR(zcclInvalidUsage, "zccl was built without CUDA (ZCCL_CUDA=OFF)");
 }
+
+int zd_cuda_is_device_ptr(const void* p) {
+  (void)p;
+  return 0;
+}
+
+zcclResult_t zd_cuda_ticket_enter(zcclStream_t stream, void** state) {
+  (void)stream;
+  *state = NULL;
+  return ZU_ERROR(zcclInvalidUsage, "zccl was built without CUDA (ZCCL_CUDA=OFF)");
+}
+
+int zd_cuda_ticket_passed(void* state) {
+  (void)state;
+  return -1;
+}
+
+void zd_cuda_ticket_release(void* state) { (void)state; }
+
+void zd_cuda_use_device(int dev) { (void)dev; }

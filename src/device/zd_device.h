@@ -179,6 +179,58 @@ int zd_event_done(zd_dev_t* dev, zd_event_t ev);
 zcclResult_t zd_event_wait(zd_dev_t* dev, zd_event_t ev);
 zcclResult_t zd_sync(zd_dev_t* dev);
 
+/* ---- the caller's stream: stream-ordered calls -----------------------------
+ * A call on device buffers is ordered on the caller's stream, as in NCCL: it
+ * returns once queued; the operation starts after the work the stream held
+ * at the call, and work queued on the stream afterwards waits for the
+ * operation's end.
+ * - cuda: calls whose buffers are device memory, on `stream` (NULL: the
+ *   legacy default stream). Host and device buffers mixed in one call:
+ *   zd_stream_ordered says -1.
+ * - sim: calls with a non-NULL stream from zd_sim_stream_create, whatever
+ *   the buffers (host memory standing for device memory): how CI runs this
+ *   orchestration without a GPU.
+ * - host: never (the call blocks; stream is ignored).
+ * zd_cuda_buffers tells which buffers a call has; the caller (core) picks the
+ * device and whether the call is ordered.
+ * zd_stream_enter (caller's thread) marks the stream's current end and holds
+ * the work queued on it after the call; zd_ticket_wait (progress thread)
+ * blocks until the mark has passed, or stop(arg) says to give up
+ * (zcclRemoteError; polled every millisecond); zd_ticket_release (progress thread, always, after
+ * success or failure, so the stream never hangs) lets the held work go and
+ * frees the ticket. */
+typedef struct zd_ticket zd_ticket_t;
+/* 1: CUDA device (or managed) memory; 0: host memory (also whenever no CUDA
+ * device is usable, without asking CUDA again); -1: one of each. NULL
+ * buffers are ignored. */
+int zd_cuda_buffers(const void* a, const void* b);
+/* Makes the calling thread's current CUDA device dev (the progress thread,
+ * before it runs an operation on a cuda device); no-op without CUDA. */
+void zd_cuda_use_device(int dev);
+zcclResult_t zd_stream_enter(zd_dev_t* dev, zcclStream_t stream, zd_ticket_t** t);
+zcclResult_t zd_ticket_wait(zd_ticket_t* t, int (*stop)(void*), void* arg);
+void zd_ticket_release(zd_ticket_t* t);
+
+/* sim user streams (tests): host functions run in order on the stream's own
+ * thread, as kernels on a GPU stream; a stream-ordered call's hold is an
+ * item that blocks the stream until released. Destroying a stream waits for
+ * its work. */
+zcclResult_t zd_sim_stream_create(zcclStream_t* s);
+zcclResult_t zd_sim_stream_launch(zcclStream_t s, void (*fn)(void*), void* arg);
+zcclResult_t zd_sim_stream_sync(zcclStream_t s);
+/* Nonzero when s is a live sim stream. */
+int zd_sim_stream_valid(zcclStream_t s);
+void zd_sim_stream_destroy(zcclStream_t s);
+
+/* The CUDA side of the above (zd_cuda_stream.cu; zd_cuda_none.c without
+ * CUDA): whether p is device (or managed) memory, and the ticket's mark
+ * (an event on the stream) and hold (a kernel on the stream waiting for a
+ * flag in mapped host memory). */
+int zd_cuda_is_device_ptr(const void* p);
+zcclResult_t zd_cuda_ticket_enter(zcclStream_t stream, void** state);
+int zd_cuda_ticket_passed(void* state); /* 1 passed, 0 not yet, -1 error */
+void zd_cuda_ticket_release(void* state);
+
 #ifdef __cplusplus
 }
 #endif
