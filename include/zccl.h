@@ -246,6 +246,12 @@ zcclResult_t zcclCommCount(const zcclComm_t comm, int* count);
 /* The CUDA device the communicator was created on, -1 when it has none
  * (built without CUDA or no device present). */
 zcclResult_t zcclCommCuDevice(const zcclComm_t comm, int* device);
+/* Device memory for collective buffers on the calling thread's current CUDA
+ * device (cudaMalloc; NCCL's versions may also register it for NVLink/IB,
+ * which zccl does not need). Without CUDA or a device: zcclInvalidUsage.
+ * zcclMemFree(NULL) does nothing. */
+zcclResult_t zcclMemAlloc(void** ptr, size_t size);
+zcclResult_t zcclMemFree(void* ptr);
 zcclResult_t zcclCommUserRank(const zcclComm_t comm, int* rank);
 
 /* The communicator's default compression for later calls (local, not

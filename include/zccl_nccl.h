@@ -124,6 +124,8 @@ static inline ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
 static inline ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
   return zcclCommCuDevice(comm, device);
 }
+static inline ncclResult_t ncclMemAlloc(void** ptr, size_t size) { return zcclMemAlloc(ptr, size); }
+static inline ncclResult_t ncclMemFree(void* ptr) { return zcclMemFree(ptr); }
 static inline ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   return zcclCommUserRank(comm, rank);
 }

@@ -243,3 +243,12 @@ zcclResult_t zcclCommCuDevice(const zcclComm_t comm, int* device) {
   *device = comm->cuda_dev;
   return zcclSuccess;
 }
+
+zcclResult_t zcclMemAlloc(void** ptr, size_t size) {
+  ZU_RETURN_ERR_IF(ptr == NULL, zcclInvalidArgument, "zcclMemAlloc: ptr is NULL");
+  *ptr = NULL;
+  ZU_RETURN_ERR_IF(size == 0, zcclInvalidArgument, "zcclMemAlloc: size is 0");
+  return zd_cuda_mem_alloc(ptr, size);
+}
+
+zcclResult_t zcclMemFree(void* ptr) { return zd_cuda_mem_free(ptr); }

@@ -36,3 +36,14 @@ int zd_cuda_ticket_passed(void* state) {
 void zd_cuda_ticket_release(void* state) { (void)state; }
 
 void zd_cuda_use_device(int dev) { (void)dev; }
+
+zcclResult_t zd_cuda_mem_alloc(void** ptr, size_t size) {
+  (void)size;
+  if (ptr) *ptr = NULL;
+  return ZU_ERROR(zcclInvalidUsage, "zcclMemAlloc: zccl was built without CUDA (ZCCL_CUDA=OFF)");
+}
+
+zcclResult_t zd_cuda_mem_free(void* ptr) {
+  ZU_RETURN_ERR_IF(ptr != NULL, zcclInvalidUsage, "zcclMemFree: zccl was built without CUDA (ZCCL_CUDA=OFF)");
+  return zcclSuccess;
+}

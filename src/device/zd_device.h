@@ -227,6 +227,9 @@ void zd_sim_stream_destroy(zcclStream_t s);
  * (an event on the stream) and hold (a kernel on the stream waiting for a
  * flag in mapped host memory). */
 int zd_cuda_is_device_ptr(const void* p);
+/* zcclMemAlloc / zcclMemFree on the current device. */
+zcclResult_t zd_cuda_mem_alloc(void** ptr, size_t size);
+zcclResult_t zd_cuda_mem_free(void* ptr);
 zcclResult_t zd_cuda_ticket_enter(zcclStream_t stream, void** state);
 int zd_cuda_ticket_passed(void* state); /* 1 passed, 0 not yet, -1 error */
 void zd_cuda_ticket_release(void* state);

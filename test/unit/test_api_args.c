@@ -74,6 +74,21 @@ static void test_singleton(void) {
   CHECK_RES(zcclCommCount(comm, NULL), zcclInvalidArgument);
   CHECK_RES(zcclCommUserRank(comm, NULL), zcclInvalidArgument);
   CHECK_RES(zcclCommCuDevice(comm, NULL), zcclInvalidArgument);
+  /* Device memory: argument errors always; without a device, a clear
+   * zcclInvalidUsage rather than a crash (with one, a real allocation). */
+  void* mem = (void*)&n;
+  CHECK_RES(zcclMemAlloc(NULL, 64), zcclInvalidArgument);
+  CHECK_RES(zcclMemAlloc(&mem, 0), zcclInvalidArgument);
+  CHECK(mem == NULL);
+  CHECK_RES(zcclMemFree(NULL), zcclSuccess);
+  if (dev < 0) {
+    CHECK_RES(zcclMemAlloc(&mem, 64), zcclInvalidUsage);
+    CHECK(mem == NULL);
+  } else {
+    CHECK_RES(zcclMemAlloc(&mem, 64), zcclSuccess);
+    CHECK(mem != NULL);
+    CHECK_RES(zcclMemFree(mem), zcclSuccess);
+  }
   zcclResult_t async = zcclInternalError;
   CHECK_RES(zcclCommGetAsyncError(comm, &async), zcclSuccess);
   CHECK(async == zcclSuccess);

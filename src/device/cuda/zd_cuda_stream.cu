@@ -145,3 +145,28 @@ extern "C" void zd_cuda_use_device(int dev) {
   if (dev >= 0 && (cudaGetDevice(&cur) != cudaSuccess || cur != dev) && cudaSetDevice(dev) != cudaSuccess)
     cudaGetLastError(); /* the operation's first CUDA call reports it */
 }
+
+extern "C" zcclResult_t zd_cuda_mem_alloc(void** ptr, size_t size) {
+  *ptr = NULL;
+  cudaError_t e = cudaMalloc(ptr, size);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    *ptr = NULL;
+    return ZU_ERROR(e == cudaErrorMemoryAllocation ? zcclSystemError
+                    : e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ? zcclInvalidUsage
+                                                                                   : zcclUnhandledCudaError,
+                    "zcclMemAlloc(%zu bytes): %s (%s)", size, cudaGetErrorString(e), cudaGetErrorName(e));
+  }
+  return zcclSuccess;
+}
+
+extern "C" zcclResult_t zd_cuda_mem_free(void* ptr) {
+  if (ptr == NULL) return zcclSuccess;
+  cudaError_t e = cudaFree(ptr);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return ZU_ERROR(zcclInvalidArgument, "zcclMemFree(%p): %s (%s)", ptr, cudaGetErrorString(e),
+                    cudaGetErrorName(e));
+  }
+  return zcclSuccess;
+}
