@@ -139,7 +139,8 @@ zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
   size_t es = zu_dtype_size(a->datatype), n = a->count, m;
   const char* what = "compressed allgather";
   zp_streams_t z;
-  uint64_t* sz = NULL;
+  uint64_t* sz = NULL; /* pool (device) memory for the exchange; hs: the host's copy */
+  uint64_t hs[N];
   size_t boff[N], blen[N], len[N];
   for (int b = 0; b < N; b++) boff[b] = (size_t)b, blen[b] = 1;
   zcclResult_t res;
@@ -149,16 +150,20 @@ zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
     size_t own = 0;
     ZU_CHECK_GOTO(zp_encode(ctx, &z, zp_at(a->sendbuff, lo, es), m, z.s, z.cap, &own), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    sz[r] = own;
+    hs[r] = own;
+    ZU_CHECK_GOTO(zd_copy(ctx->dev, sz + r, hs + r, sizeof *hs), res, out);
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     ZU_CHECK_GOTO(zp_ring_allgather_blocks(ctx, (uint8_t*)sz, sizeof(uint64_t), boff, blen, r, 0xf000), res, out);
+    ZU_CHECK_GOTO(zd_copy(ctx->dev, hs, sz, (size_t)N * sizeof *hs), res, out);
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     size_t total = 0, cap = (size_t)N * z.cap;
-    for (int b = 0; b < N; b++) total += (size_t)sz[b];
+    for (int b = 0; b < N; b++) total += (size_t)hs[b];
     if (total > cap) {
       res = ZU_ERROR(zcclInternalError, "%s: streams of %zu bytes in all, room for %zu", what, total, cap);
       goto out;
     }
     size_t piece = (total / (size_t)N + 4095) & ~(size_t)4095;
-    size_t lout = total - (size_t)sz[right], lin = total - own, sent = 0, got = 0;
+    size_t lout = total - (size_t)hs[right], lin = total - own, sent = 0, got = 0;
     for (uint32_t j = 0; sent < lout || got < lin; j++) {
       size_t avail = own + got - sent, sbytes = lout - sent;
       if (sbytes > piece) sbytes = piece;
@@ -174,7 +179,7 @@ zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
     size_t off = 0;
     for (int i = 0; i < N; i++) {
       int b = zp_mod(r - i, N);
-      len[b] = (size_t)sz[b];
+      len[b] = (size_t)hs[b];
       ZU_CHECK_GOTO(zp_decode(ctx, &z, z.s + off, &len[b], zp_at(a->recvbuff, (size_t)b * n + lo, es), m), res,
                     out);
       off += len[b];
@@ -208,10 +213,12 @@ zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       ZU_CHECK_GOTO(zp_encode(ctx, &z, zp_at(a->sendbuff, lo, es), m, z.s, z.cap, &bytes), res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
       b64 = bytes;
-      memcpy(sz, &b64, sizeof b64);
+      ZU_CHECK_GOTO(zd_copy(ctx->dev, sz, &b64, sizeof b64), res, out); /* sz is pool (device) memory */
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     }
     ZU_CHECK_GOTO(zp_tree_broadcast_sub(ctx, sz, sizeof(uint64_t), root, 0xfff0), res, out);
-    memcpy(&b64, sz, sizeof b64);
+    ZU_CHECK_GOTO(zd_copy(ctx->dev, &b64, sz, sizeof b64), res, out);
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     if (b64 > z.cap) {
       res = ZU_ERROR(zcclInternalError, "compressed broadcast: stream of %llu bytes, room for %zu",
                      (unsigned long long)b64, z.cap);

@@ -92,10 +92,14 @@ zcclResult_t zp_avg_divide(const zp_ctx_t* ctx, const zp_coll_args_t* a, void* b
 }
 
 zcclResult_t zp_agree(const zp_ctx_t* ctx, double* v, int nv, int root, uint32_t sub) {
-  double* t = NULL; /* the collectives work on pool (device) memory */
+  double* t = NULL; /* the collectives work on pool (device) memory: copies in and out */
   ZU_CHECK(zp_tmp_get(ctx, (size_t)nv * sizeof *v, (void**)&t));
-  memcpy(t, v, (size_t)nv * sizeof *v);
-  zcclResult_t res;
+  zcclResult_t res = zd_copy(ctx->dev, t, v, (size_t)nv * sizeof *v);
+  if (res == zcclSuccess) res = zd_sync(ctx->dev);
+  if (res != zcclSuccess) {
+    zp_tmp_put(ctx, t);
+    return res;
+  }
   if (root < 0) {
     zp_coll_args_t r = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = t, .recvbuff = t, .count = (size_t)nv,
                         .datatype = zcclFloat64, .op = zcclMax};
@@ -103,7 +107,8 @@ zcclResult_t zp_agree(const zp_ctx_t* ctx, double* v, int nv, int root, uint32_t
   } else {
     res = zp_tree_broadcast_sub(ctx, t, (size_t)nv * sizeof *v, root, sub);
   }
-  memcpy(v, t, (size_t)nv * sizeof *v);
+  if (res == zcclSuccess) res = zd_copy(ctx->dev, v, t, (size_t)nv * sizeof *v);
+  if (res == zcclSuccess) res = zd_sync(ctx->dev);
   zp_tmp_put(ctx, t);
   return res;
 }
