@@ -542,11 +542,19 @@ static double compressed_bound(const ctx_t* c, size_t count, double* eb_abs) {
     *eb_abs = 0;
     return 0;
   }
-  /* CPRP2P (codec=zfp's algorithms, or forced): eb per compression on the
-   * longest path (docs/compressed.md): N (AVG 1), N-1, ceil(log2 N). */
+  /* CPRP2P (forced, or codec=zfp's: its allreduce; for allgather and
+   * broadcast the cost model's choice against compress-once, unless
+   * ZCCL_ALGO names compress-once's ring or tree, so the longer path's
+   * bound holds either way): eb per compression on the longest path
+   * (docs/compressed.md): N (AVG 1), N-1, ceil(log2 N). */
   const char* forced = getenv("ZCCL_ALGO"); /* this method's, while it runs */
-  int cpr_coll = coll == COLL_ALLREDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST;
-  if (cpr_coll && (z->codec == zcclCodecZfp || (forced && strcmp(forced, "cprp2p") == 0))) {
+  int cpr_coll = coll == COLL_ALLREDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST, cpr = 0;
+  if (forced && strcmp(forced, "cprp2p") == 0)
+    cpr = cpr_coll;
+  else if (z->codec == zcclCodecZfp)
+    cpr = coll == COLL_ALLREDUCE || (coll == COLL_ALLGATHER && !(forced && strcmp(forced, "ring") == 0)) ||
+          (coll == COLL_BROADCAST && !(forced && strcmp(forced, "tree") == 0));
+  if (cpr) {
     int lg = 0;
     while ((1 << lg) < c->nranks) lg++;
     double hops = coll == COLL_ALLREDUCE ? (c->o->op == zcclAvg ? 1 : c->nranks)
@@ -599,7 +607,9 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
 /* The collectives and codecs zccl compresses (src/proto/zp_coll.c). */
 static int has_compressed(coll_t coll, int codec) {
   int hz = codec == zcclCodecHz || codec == zcclCodecAuto;
-  if (codec == zcclCodecZfp) return coll == COLL_ALLREDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST;
+  if (codec == zcclCodecZfp) /* CPRP2P allreduce; compress-once (allgather, broadcast: or CPRP2P) */
+    return coll == COLL_ALLREDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST || coll == COLL_SCATTER ||
+           coll == COLL_GATHER || coll == COLL_ALLTOALL;
   if (codec == zcclCodecRle) /* the sparse chain; compress-once data movement */
     return coll == COLL_ALLREDUCE || coll == COLL_REDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST ||
            coll == COLL_SCATTER || coll == COLL_GATHER || coll == COLL_ALLTOALL;

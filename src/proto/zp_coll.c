@@ -269,15 +269,16 @@ static double zp_sparse_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
  * Each serves a set of codecs (one bit per zcclCodec_t). ZCCL_ALGO names
  * one where the call's collective and codec have it; otherwise the
  * cheapest by its cost, leaving out those forced_only for the codec
- * (CPRP2P, the baseline, runs unforced only with codec=zfp, which has
- * nothing else); codec=auto then also weighs it against the uncompressed
- * choice. */
+ * (CPRP2P, the baseline, runs unforced only with codec=zfp, whose streams
+ * cannot be added homomorphically: its only reductions; for allgather and
+ * broadcast it competes with compress-once); codec=auto then also weighs
+ * it against the uncompressed choice. */
 #define ZP_CODEC(c) (1u << (c))
 #define ZP_HZ (ZP_CODEC(zcclCodecHz) | ZP_CODEC(zcclCodecAuto))
 #define ZP_MOVES (ZP_HZ | ZP_CODEC(zcclCodecSzp)) /* data movement: any stream codec */
 #define ZP_LOSSY (ZP_MOVES | ZP_CODEC(zcclCodecZfp)) /* any lossy codec */
 #define ZP_RLE ZP_CODEC(zcclCodecRle)
-#define ZP_ONCE (ZP_MOVES | ZP_RLE) /* compress once, move streams: any stream codec or RLE */
+#define ZP_ONCE (ZP_LOSSY | ZP_RLE) /* compress once, move streams: any codec */
 
 typedef double (*zp_cost_fn)(const zp_ctx_t*, const zp_coll_args_t*);
 typedef struct {

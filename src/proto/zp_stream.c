@@ -190,7 +190,14 @@ zcclResult_t zp_streams_get(const zp_ctx_t* ctx, const zp_coll_args_t* a, int eb
   double eb = 1.0;
   memset(z, 0, sizeof *z);
   z->rle = a->compression.codec == zcclCodecRle; /* lossless: no bound to agree on */
-  if (eb_from != ZP_EB_NONE && !z->rle)
+  z->zfp = a->compression.codec == zcclCodecZfp;
+  /* ZFP refuses NaN, Inf and fill values on every rank before anything
+   * moves; the receive-only ranks learn the root's tolerance with that, so
+   * every rank sizes the same streams. */
+  if (z->zfp)
+    ZU_CHECK(zp_eb_agreed(ctx, a, a->sendbuff, eb_from == ZP_EB_NONE ? 0 : in_n,
+                          eb_from == ZP_EB_GLOBAL ? -1 : a->root, &eb));
+  else if (eb_from != ZP_EB_NONE && !z->rle)
     ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, in_n, eb_from == ZP_EB_GLOBAL, &eb));
   z->p = zp_params(a, eb);
   z->slice = zp_slice_for(ctx, z, block, fit);
