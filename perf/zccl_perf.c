@@ -56,8 +56,8 @@ static const char* coll_names[NUM_COLLS] = {"allreduce", "allgather", "broadcast
  * in src/proto/zp_coll.c); the point-to-point modes have none. */
 static const char* coll_algos[NUM_COLLS] = {
     [COLL_ALLREDUCE] = "ring rd rabenseifner direct cprp2p sparse", [COLL_ALLGATHER] = "ring bruck direct cprp2p",
-    [COLL_BROADCAST] = "tree chain scatter_allgather direct cprp2p", [COLL_REDUCESCATTER] = "ring",
-    [COLL_REDUCE] = "tree chain sparse", [COLL_GATHER] = "tree linear", [COLL_SCATTER] = "tree linear",
+    [COLL_BROADCAST] = "tree chain scatter_allgather direct cprp2p", [COLL_REDUCESCATTER] = "ring cprp2p",
+    [COLL_REDUCE] = "tree chain sparse cprp2p", [COLL_GATHER] = "tree linear", [COLL_SCATTER] = "tree linear",
     [COLL_ALLTOALL] = "pairwise"};
 #define ROOT 0 /* broadcast, reduce, gather, scatter */
 static const char* op_names[zcclNumOps] = {"sum", "prod", "max", "min", "avg"}; /* zcclRedOp_t order */
@@ -542,15 +542,29 @@ static double compressed_bound(const ctx_t* c, size_t count, double* eb_abs) {
     *eb_abs = 0;
     return 0;
   }
-  /* CPRP2P (codec=zfp's algorithms, or forced): eb per compression on the
-   * longest path (docs/compressed.md): N (AVG 1), N-1, ceil(log2 N). */
+  /* CPRP2P (forced, or codec=zfp's: its only reductions; for allgather
+   * and broadcast the cost model's choice against compress-once, unless
+   * ZCCL_ALGO names compress-once's ring or tree, so the longer path's
+   * bound holds either way): eb per compression on the longest path
+   * (docs/compressed.md): allreduce N (AVG 1); reduce-scatter N-1;
+   * reduce SUM N-1, MAX/MIN floor(log2 N) (AVG of both: (N-1)/N);
+   * allgather N-1; broadcast ceil(log2 N). Target modes divide by it
+   * (not AVG's). */
   const char* forced = getenv("ZCCL_ALGO"); /* this method's, while it runs */
-  int cpr_coll = coll == COLL_ALLREDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST;
-  if (cpr_coll && (z->codec == zcclCodecZfp || (forced && strcmp(forced, "cprp2p") == 0))) {
-    int lg = 0;
-    while ((1 << lg) < c->nranks) lg++;
-    double hops = coll == COLL_ALLREDUCE ? (c->o->op == zcclAvg ? 1 : c->nranks)
-                  : coll == COLL_ALLGATHER ? c->nranks - 1 : lg;
+  int N = c->nranks, avg = c->o->op == zcclAvg, cpr = 0;
+  if (forced && strcmp(forced, "cprp2p") == 0)
+    cpr = is_reduction(coll) || coll == COLL_ALLGATHER || coll == COLL_BROADCAST;
+  else if (z->codec == zcclCodecZfp)
+    cpr = is_reduction(coll) || (coll == COLL_ALLGATHER && !(forced && strcmp(forced, "ring") == 0)) ||
+          (coll == COLL_BROADCAST && !(forced && strcmp(forced, "tree") == 0));
+  if (cpr) {
+    int lg = 0, depth = 0;
+    while ((1 << lg) < N) lg++;
+    while ((2 << depth) <= N) depth++;
+    double hops = coll == COLL_ALLREDUCE ? (avg ? 1 : N)
+                  : coll == COLL_REDUCESCATTER ? (avg ? (N - 1.0) / N : N - 1)
+                  : coll == COLL_REDUCE ? (avg ? (N - 1.0) / N : c->o->op == zcclSum ? N - 1 : depth)
+                  : coll == COLL_ALLGATHER ? N - 1 : lg;
     if (target && hops > 1) e /= hops;
     *eb_abs = e;
     return hops * e;
@@ -599,7 +613,9 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
 /* The collectives and codecs zccl compresses (src/proto/zp_coll.c). */
 static int has_compressed(coll_t coll, int codec) {
   int hz = codec == zcclCodecHz || codec == zcclCodecAuto;
-  if (codec == zcclCodecZfp) return coll == COLL_ALLREDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST;
+  if (codec == zcclCodecZfp) /* CPRP2P reductions; compress-once (allgather, broadcast: or CPRP2P) */
+    return coll == COLL_ALLREDUCE || coll == COLL_REDUCESCATTER || coll == COLL_REDUCE || coll == COLL_ALLGATHER ||
+           coll == COLL_BROADCAST || coll == COLL_SCATTER || coll == COLL_GATHER || coll == COLL_ALLTOALL;
   if (codec == zcclCodecRle) /* the sparse chain; compress-once data movement */
     return coll == COLL_ALLREDUCE || coll == COLL_REDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST ||
            coll == COLL_SCATTER || coll == COLL_GATHER || coll == COLL_ALLTOALL;

@@ -52,6 +52,13 @@ static inline int zp_log2_ceil(int n) {
   while ((1 << l) < n) l++;
   return l;
 }
+/* floor(log2 n), n >= 1: the depth of a binomial tree of n ranks (the
+ * most set bits of any relative rank below n). */
+static inline int zp_log2_floor(int n) {
+  int l = 0;
+  while ((2 << l) <= n) l++;
+  return l;
+}
 /* Binomial trees over relative ranks v (0 the root): the bit below which
  * v's children hang (a power of two >= N for the root); v's parent is
  * v - zp_tree_span(v, N). */
@@ -145,6 +152,8 @@ zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_cpr_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_cpr_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_cpr_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+zcclResult_t zp_cpr_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 /* Sparse reduce (zp_sparse.c): a pipelined chain on RLE-encoded data. */
 zcclResult_t zp_sparse_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);

@@ -73,12 +73,6 @@ static const zp_algo_t zp_algos[] = {
 };
 #define ZP_NUM_ALGOS (sizeof zp_algos / sizeof zp_algos[0])
 
-static int zp_log2(int n) {
-  int l = 0;
-  while ((1 << (l + 1)) <= n) l++;
-  return l;
-}
-
 /* ---- the cost model ------------------------------------------------------------
  * alpha-beta per message with the communicator's learnt link (zp_link_t)
  * and a host reduction rate; each algorithm's cost counts its steps and the
@@ -113,7 +107,7 @@ static int zp_usable(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_arg
   if (a->coll == ZP_COLL_ALLGATHER && strcmp(al->name, "bruck") == 0) return N * bytes <= room;
   if (strcmp(al->name, "tree") != 0) return 1;
   if (a->coll == ZP_COLL_GATHER || a->coll == ZP_COLL_SCATTER) return N * bytes <= room;
-  if (a->coll == ZP_COLL_REDUCE) return ((size_t)zp_log2(ctx->nranks) + 2) * bytes <= room;
+  if (a->coll == ZP_COLL_REDUCE) return ((size_t)zp_log2_floor(ctx->nranks) + 2) * bytes <= room;
   return 1;
 }
 
@@ -130,7 +124,7 @@ static double zp_cost(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_ar
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx),
          G = ZP_REDUCE_BYTES_PER_S;
-  int lg = zp_log2(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
+  int lg = zp_log2_floor(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
   const char* nm = al->name;
   switch (al->coll) {
     case ZP_COLL_ALLREDUCE: {
@@ -221,7 +215,7 @@ static double zp_hz_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double n = (double)(a->count * zu_dtype_size(a->datatype));
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
   double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), H = zp_codec_rate(ctx, ZP_AUTO_HOP_BPS), q = ZP_AUTO_RATIO;
-  int lg = zp_log2(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
+  int lg = zp_log2_floor(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
   double fold = pow2 ? 0 : 2 * (al_s + n / (q * B)) + n / H;
   return n / C + lg * (al_s + n / (q * B) + n / H) + fold + n / C;
 }
@@ -259,8 +253,9 @@ static double zp_cpr_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     case ZP_COLL_ALLREDUCE: /* 2(N-1) hops of n/N, each compressed and decompressed */
       return 2 * (N - 1) * (al_s + n / N / (q * B) + 2 * n / N / C);
     case ZP_COLL_ALLGATHER: /* n per rank */
+    case ZP_COLL_REDUCESCATTER: /* N-1 hops of n, the raw reduction aside as for the allreduce */
       return (N - 1) * (al_s + n / (q * B) + 2 * n / C);
-    default: /* broadcast: log2 N levels */
+    default: /* broadcast and reduce: binomial trees of log2 N levels */
       return lg * (al_s + n / (q * B) + 2 * n / C);
   }
 }
@@ -276,15 +271,16 @@ static double zp_sparse_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
  * Each serves a set of codecs (one bit per zcclCodec_t). ZCCL_ALGO names
  * one where the call's collective and codec have it; otherwise the
  * cheapest by its cost, leaving out those forced_only for the codec
- * (CPRP2P, the baseline, runs unforced only with codec=zfp, which has
- * nothing else); codec=auto then also weighs it against the uncompressed
- * choice. */
+ * (CPRP2P, the baseline, runs unforced only with codec=zfp, whose streams
+ * cannot be added homomorphically: its only reductions; for allgather and
+ * broadcast it competes with compress-once); codec=auto then also weighs
+ * it against the uncompressed choice. */
 #define ZP_CODEC(c) (1u << (c))
 #define ZP_HZ (ZP_CODEC(zcclCodecHz) | ZP_CODEC(zcclCodecAuto))
 #define ZP_MOVES (ZP_HZ | ZP_CODEC(zcclCodecSzp)) /* data movement: any stream codec */
 #define ZP_LOSSY (ZP_MOVES | ZP_CODEC(zcclCodecZfp)) /* any lossy codec */
 #define ZP_RLE ZP_CODEC(zcclCodecRle)
-#define ZP_ONCE (ZP_MOVES | ZP_RLE) /* compress once, move streams: any stream codec or RLE */
+#define ZP_ONCE (ZP_LOSSY | ZP_RLE) /* compress once, move streams: any codec */
 
 typedef double (*zp_cost_fn)(const zp_ctx_t*, const zp_coll_args_t*);
 typedef struct {
@@ -316,6 +312,10 @@ static const zp_calgo_t zp_calgos[] = {
      ZP_MOVES},
     {ZP_COLL_BROADCAST, "cprp2p", ZP_LOSSY, "CPRP2P binomial tree (recompress every hop)", zp_cpr_broadcast,
      zp_cpr_cost, ZP_MOVES},
+    {ZP_COLL_REDUCESCATTER, "cprp2p", ZP_LOSSY, "CPRP2P ring (recompress every hop)", zp_cpr_reduce_scatter,
+     zp_cpr_cost, ZP_MOVES},
+    {ZP_COLL_REDUCE, "cprp2p", ZP_LOSSY, "CPRP2P binomial tree (recompress every hop)", zp_cpr_reduce, zp_cpr_cost,
+     ZP_MOVES},
     {ZP_COLL_REDUCE, "sparse", ZP_RLE, "sparse RLE chain", zp_sparse_reduce, zp_sparse_cost, 0},
     {ZP_COLL_ALLREDUCE, "sparse", ZP_RLE, "sparse RLE chain, then its result down the chain", zp_sparse_allreduce,
      zp_sparse_cost, 0},

@@ -1,8 +1,9 @@
 /* CPRP2P, the naive baseline the papers beat: compress before every send,
  * decompress after every receive, compute on raw values in between. Kept so
  * the benchmark can show what compression-aware algorithms gain. Any lossy
- * codec: ZFP fixed accuracy (codec=zfp: these are its only compressed
- * algorithms) or the szp/hz stream codec (only when ZCCL_ALGO=cprp2p).
+ * codec: ZFP fixed accuracy (codec=zfp: its only reductions, its streams
+ * having no homomorphic sum; allgather and broadcast compete with
+ * compress-once) or the szp/hz stream codec (only when ZCCL_ALGO=cprp2p).
  *
  * Bounds (eb: the call's absolute bound; every compression of a value
  * costs at most eb, and nothing else does but float rounding):
@@ -18,16 +19,27 @@
  *   - broadcast, binomial tree: each rank decompresses what its parent
  *     sent and compresses it again for its children; relative rank v is
  *     popcount(v) hops from the root: within popcount(v) eb (<= ceil(log2 N)
- *     eb; the root exact).
- * Target modes divide the bound by those counts (N, 1 for AVG, N-1,
- * ceil(log2 N)). ZFP cannot carry NaN, Inf or fill values: such input is a
+ *     eb; the root exact);
+ *   - reduce-scatter, ring: a block's partial is compressed by the rank it
+ *     starts at and recompressed by the N-2 after it, the owner keeping
+ *     the total raw: N-1 compressions, each moving the value by <= eb, an
+ *     addition of raw values (and max, min: 1-Lipschitz) passing an error
+ *     on unchanged: SUM, MAX, MIN within (N-1) eb, AVG (N-1) eb / N;
+ *   - reduce, binomial tree: every non-root rank compresses its partial
+ *     once; a sum adds its children's errors, so the root's SUM is within
+ *     (N-1) eb (AVG (N-1) eb / N), while max and min keep the largest of
+ *     them, so MAX/MIN are within the deepest path, floor(log2 N) eb.
+ * Plus the float rounding of the raw reductions. Target modes divide the
+ * bound by those counts (N, 1 for AVG, N-1, ceil(log2 N); reduce-scatter
+ * N-1; reduce N-1, floor(log2 N) for MAX/MIN, 1 for AVG).
+ *
+ * ZFP cannot carry NaN, Inf or fill values: such input is a
  * zcclInvalidArgument on every rank, found before anything is sent. A
  * compression that fails on the way (finite inputs whose partial sum
  * overflows to Inf) sends an empty message instead and the schedule runs to
  * its end, so nobody waits for a message that never comes; a small
  * agreement at the end (ZFP only: the stream codec stores anything) makes
  * every rank return the error. */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -89,41 +101,12 @@ static zcclResult_t zp_cpr_setup(const zp_ctx_t* ctx, const zp_coll_args_t* a, c
   const char* fn = zp_coll_name(a->coll);
   memset(c, 0, sizeof *c);
   c->zfp = cm->codec == zcclCodecZfp;
-  /* The same setting on every rank: every rank returns here. */
-  ZU_RETURN_ERR_IF(c->zfp && cm->hasFill, zcclInvalidArgument,
-                   "%s: codec=zfp cannot keep fill values exactly (ZFP has no fill handling); use codec=hz or szp, "
-                   "or drop fill=", fn);
-  int mine = root < 0 || ctx->rank == root;
-  double v[2] = {0, 0}; /* the bound (root's: NaN if it has none), the last rank + 1 with non-finite input */
-  zcclResult_t res = zcclSuccess;
-  if (mine) {
-    /* zp_eb_abs divides an allreduce SUM's target by N; the division here
-     * is by this algorithm's path length instead. */
-    zp_coll_args_t b = *a;
-    b.op = zcclMax;
-    res = zp_eb_abs(ctx, &b, in, in_n, root < 0, &v[0]);
-    if (res != zcclSuccess && root < 0) return res; /* agreed: the same on every rank */
-    if (res != zcclSuccess) v[0] = NAN;
-    if (c->zfp) {
-      double mn = 0, mx = 0;
-      size_t valid = 0;
-      ZU_CHECK(zd_value_range(ctx->dev, in, in_n, a->datatype, 0, 0.0, &mn, &mx, &valid));
-      if (valid < in_n) v[1] = ctx->rank + 1;
-    }
-  }
-  if (root >= 0 || c->zfp) {
-    double w[2] = {v[0], v[1]};
-    /* Global: only the flag needs agreeing (the bound already is). */
-    ZU_CHECK(zp_agree(ctx, root < 0 ? &w[1] : w, root < 0 ? 1 : 2, root, 0x7100));
-    v[0] = root < 0 ? v[0] : w[0];
-    v[1] = w[1];
-  }
-  if (res != zcclSuccess) return res; /* the root's own error, after telling the others */
-  ZU_RETURN_ERR_IF(isnan(v[0]), zcclInvalidArgument, "%s: the root (rank %d) has no valid error bound", fn, root);
-  ZU_RETURN_ERR_IF(v[1] > 0, zcclInvalidArgument,
-                   "%s: codec=zfp cannot carry NaN or Inf, and rank %d's input has some; use codec=hz or szp", fn,
-                   (int)v[1] - 1);
-  double eb = v[0];
+  /* zp_eb_abs divides an allreduce SUM's target by N; the division here
+   * is by this algorithm's path length instead. */
+  zp_coll_args_t b = *a;
+  b.op = zcclMax;
+  double eb = 0;
+  ZU_CHECK(zp_eb_agreed(ctx, &b, in, in_n, root, &eb));
   if (cm->mode == zcclErrorTargetAbs || cm->mode == zcclErrorTargetRel) eb /= paths > 1 ? paths : 1;
   c->p = zp_params(a, eb);
   /* Slices: each buffer gets an equal share of the largest free piece
@@ -282,5 +265,117 @@ zcclResult_t zp_cpr_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
 out:
   (void)zd_sync(ctx->dev);
   zp_tmp_put(ctx, st);
+  return res;
+}
+
+/* Ring reduce-scatter over the N blocks of count values (block b's total
+ * to rank b): at step s rank r compresses its partial of block r-s-1 (at
+ * step 0 its own values) and sends it right; the partial of block r-s-2
+ * arrives, is decompressed and this rank's values are added, giving what
+ * it sends next. The last step's sum is block r's total, kept raw in
+ * recvbuff: N-1 compressions on every element's path. */
+zcclResult_t zp_cpr_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank, left = (r + N - 1) % N;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, m;
+  zcclRedOp_t op = zp_reduce_op(a->op);
+  const char* what = "cprp2p reduce-scatter";
+  zp_cpr_t c;
+  ZU_CHECK(zp_cpr_setup(ctx, a, a->sendbuff, n * (size_t)N, -1, a->op == zcclAvg ? 1 : N - 1, n, 2, 2, &c));
+  uint8_t *st[2] = {NULL, NULL}, *raw = NULL, *acc = NULL;
+  size_t sz[2] = {0, 0};
+  zcclResult_t res, bad = zcclSuccess;
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, c.cap, (void**)&st[0]), res, out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, c.cap, (void**)&st[1]), res, out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, c.slice * es, (void**)&raw), res, out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, c.slice * es, (void**)&acc), res, out);
+  uint32_t k = 0;
+  for (size_t lo = 0; zp_slice(n, c.slice, lo, &m); lo += c.slice, k++) {
+    for (int s = 0; s < N - 1; s++) {
+      int sb = zp_mod(r - s - 1, N), rb = zp_mod(r - s - 2, N);
+      /* (its sync ends the last step's reduction into acc) */
+      zp_cpr_outgoing(ctx, what, &c, s == 0 ? zp_at(a->sendbuff, (size_t)sb * n + lo, es) : acc, m, st[0], &sz[0],
+                      &bad);
+      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[0], sz[0], m * es, st[1], c.cap, &sz[1], (k << 8) | (uint32_t)s),
+                    res, out);
+      if (!zp_cpr_incoming(what, left, sz[1], &bad)) continue;
+      /* In place, recvbuff is block r of sendbuff: only the last step,
+       * whose block is r, writes there, each value after reading it. */
+      uint8_t* dst = s == N - 2 ? zp_at(a->recvbuff, lo, es) : acc;
+      ZU_CHECK_GOTO(zp_decode(ctx, &c, st[1], &sz[1], raw, m), res, out);
+      ZU_CHECK_GOTO(zd_reduce_fill(ctx->dev, dst, zp_at(a->sendbuff, (size_t)rb * n + lo, es), raw, m, a->datatype, op,
+                                   c.p.has_fill, c.p.fill),
+                    res, out);
+    }
+    if (bad == zcclSuccess) ZU_CHECK_GOTO(zp_avg_divide(ctx, a, zp_at(a->recvbuff, lo, es), m), res, out);
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+  }
+  res = zp_cpr_finish(ctx, a, &c, bad);
+out:
+  (void)zd_sync(ctx->dev);
+  zp_tmp_put(ctx, acc);
+  zp_tmp_put(ctx, raw);
+  zp_tmp_put(ctx, st[1]);
+  zp_tmp_put(ctx, st[0]);
+  return res;
+}
+
+/* Binomial reduce (the tree of zp_tree.c, ranks relative to the root):
+ * each rank receives its children's streams, decompresses them and adds
+ * them to its own values (nearest child first), compresses that partial
+ * once and sends it to its parent; the root keeps the sum raw. Every
+ * non-root rank compresses once; relative rank v's values pass
+ * popcount(v) compressions on their way. */
+zcclResult_t zp_cpr_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N), lg = zp_log2_ceil(N), depth = zp_log2_floor(N);
+  size_t es = zu_dtype_size(a->datatype), n = a->count, m, sz[33];
+  zcclRedOp_t op = zp_reduce_op(a->op);
+  const char* what = "cprp2p reduce";
+  int child[32], end[32], nc = zp_tree_children(v, N, child, end), parent = (v - zp_tree_span(v, N) + a->root) % N;
+  /* SUM: every compression's error adds up (N-1 of them); MAX/MIN: the
+   * deepest rank's path (max and min pass an error on, never add two). */
+  int paths = a->op == zcclAvg ? 1 : op == zcclSum ? N - 1 : depth;
+  zp_cpr_t c;
+  /* The same slices on every rank: room for the most children any rank has. */
+  ZU_CHECK(zp_cpr_setup(ctx, a, a->sendbuff, n, -1, paths, n, lg + 1, 2, &c));
+  uint8_t *st[33] = {NULL}, *raw = NULL, *tmp = NULL;
+  zp_xfer_t x[32];
+  zcclResult_t res, bad = zcclSuccess;
+  for (int i = 0; i <= nc; i++) ZU_CHECK_GOTO(zp_tmp_get(ctx, c.cap, (void**)&st[i]), res, out);
+  ZU_CHECK_GOTO(zp_tmp_get(ctx, c.slice * es, (void**)&raw), res, out);
+  if (v) ZU_CHECK_GOTO(zp_tmp_get(ctx, c.slice * es, (void**)&tmp), res, out);
+  uint32_t k = 0;
+  for (size_t lo = 0; zp_slice(n, c.slice, lo, &m); lo += c.slice, k++) {
+    const uint8_t* own = zp_at(a->sendbuff, lo, es);
+    uint8_t* acc = v ? tmp : zp_at(a->recvbuff, lo, es); /* the root sums in recvbuff (in place: own) */
+    for (int i = 0; i < nc; i++) {
+      zp_recv_at(ctx, &x[i], (child[i] + a->root) % N, k, st[i + 1], c.cap);
+      x[i].var = 1;
+    }
+    ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nc), res, out);
+    int summed = 0; /* acc holds a sum (the first child's adds to own) */
+    for (int i = 0; i < nc; i++) {
+      sz[i + 1] = x[i].req.length;
+      if (!zp_cpr_incoming(what, (child[i] + a->root) % N, sz[i + 1], &bad)) continue;
+      ZU_CHECK_GOTO(zp_decode(ctx, &c, st[i + 1], &sz[i + 1], raw, m), res, out);
+      ZU_CHECK_GOTO(zd_reduce_fill(ctx->dev, acc, summed ? acc : own, raw, m, a->datatype, op, c.p.has_fill,
+                                   c.p.fill),
+                    res, out);
+      summed = 1;
+    }
+    if (v) { /* a leaf sends its own values */
+      zp_cpr_outgoing(ctx, what, &c, summed ? acc : own, m, st[0], &sz[0], &bad);
+      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, parent, st[0], sz[0], m * es, -1, NULL, 0, NULL, k), res, out);
+    } else {
+      if (!summed && acc != own) ZU_CHECK_GOTO(zd_copy(ctx->dev, acc, own, m * es), res, out);
+      if (bad == zcclSuccess) ZU_CHECK_GOTO(zp_avg_divide(ctx, a, acc, m), res, out);
+    }
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+  }
+  res = zp_cpr_finish(ctx, a, &c, bad);
+out:
+  (void)zd_sync(ctx->dev);
+  zp_tmp_put(ctx, tmp);
+  zp_tmp_put(ctx, raw);
+  for (int i = nc; i >= 0; i--) zp_tmp_put(ctx, st[i]);
   return res;
 }

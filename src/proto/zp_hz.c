@@ -9,7 +9,12 @@
  *   - allreduce SUM: |error| <= N eb; AVG: <= eb (plus the float rounding
  *     of the division); MAX/MIN: <= eb; bit-identical on every rank;
  *   - allgather: <= eb for every element; identical on every rank.
- * Fill values and non-finite values travel exactly. */
+ * Fill values and non-finite values travel exactly. The data-movement
+ * algorithms (allgather ... alltoall) go through zp_encode/zp_decode, so
+ * they also carry RLE (exact) and ZFP (fixed accuracy, within eb) streams;
+ * ZFP has no exceptions, and NaN, Inf or a declared fill value make the
+ * call zcclInvalidArgument on every rank before anything moves
+ * (zp_streams_get). */
 #include <string.h>
 
 #include "zp_stream.h"

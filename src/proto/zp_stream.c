@@ -39,6 +39,45 @@ zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void*
   return zcclSuccess;
 }
 
+zcclResult_t zp_eb_agreed(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t in_n, int root,
+                          double* eb) {
+  const zcclCompression_t* cm = &a->compression;
+  const char* fn = zp_coll_name(a->coll);
+  int zfp = cm->codec == zcclCodecZfp;
+  /* The same setting on every rank: every rank returns here. */
+  ZU_RETURN_ERR_IF(zfp && cm->hasFill, zcclInvalidArgument,
+                   "%s: codec=zfp cannot keep fill values exactly (ZFP has no fill handling); use codec=hz or szp, "
+                   "or drop fill=", fn);
+  int mine = root < 0 || ctx->rank == root;
+  double v[2] = {0, 0}; /* the bound (root's: NaN if it has none), the last rank + 1 with non-finite input */
+  zcclResult_t res = zcclSuccess;
+  if (mine) {
+    res = zp_eb_abs(ctx, a, in, in_n, root < 0, &v[0]);
+    if (res != zcclSuccess && root < 0) return res; /* agreed: the same on every rank */
+    if (res != zcclSuccess) v[0] = NAN;
+    if (zfp) {
+      double mn = 0, mx = 0;
+      size_t valid = 0;
+      ZU_CHECK(zd_value_range(ctx->dev, in, in_n, a->datatype, 0, 0.0, &mn, &mx, &valid));
+      if (valid < in_n) v[1] = ctx->rank + 1;
+    }
+  }
+  if (root >= 0 || zfp) {
+    double w[2] = {v[0], v[1]};
+    /* Global: only the flag needs agreeing (the bound already is). */
+    ZU_CHECK(zp_agree(ctx, root < 0 ? &w[1] : w, root < 0 ? 1 : 2, root, 0x7100));
+    v[0] = root < 0 ? v[0] : w[0];
+    v[1] = w[1];
+  }
+  if (res != zcclSuccess) return res; /* the root's own error, after telling the others */
+  ZU_RETURN_ERR_IF(isnan(v[0]), zcclInvalidArgument, "%s: the root (rank %d) has no valid error bound", fn, root);
+  ZU_RETURN_ERR_IF(v[1] > 0, zcclInvalidArgument,
+                   "%s: codec=zfp cannot carry NaN or Inf, and rank %d's input has some; use codec=hz or szp", fn,
+                   (int)v[1] - 1);
+  *eb = v[0];
+  return zcclSuccess;
+}
+
 zc_params_t zp_params(const zp_coll_args_t* a, double eb) {
   zc_params_t p = {.dtype = a->datatype, .eb = eb, .has_fill = a->compression.hasFill,
                    .fill = a->compression.fillValue};
@@ -156,7 +195,14 @@ zcclResult_t zp_streams_get(const zp_ctx_t* ctx, const zp_coll_args_t* a, int eb
   double eb = 1.0;
   memset(z, 0, sizeof *z);
   z->rle = a->compression.codec == zcclCodecRle; /* lossless: no bound to agree on */
-  if (eb_from != ZP_EB_NONE && !z->rle)
+  z->zfp = a->compression.codec == zcclCodecZfp;
+  /* ZFP refuses NaN, Inf and fill values on every rank before anything
+   * moves; the receive-only ranks learn the root's tolerance with that, so
+   * every rank sizes the same streams. */
+  if (z->zfp)
+    ZU_CHECK(zp_eb_agreed(ctx, a, a->sendbuff, eb_from == ZP_EB_NONE ? 0 : in_n,
+                          eb_from == ZP_EB_GLOBAL ? -1 : a->root, &eb));
+  else if (eb_from != ZP_EB_NONE && !z->rle)
     ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, in_n, eb_from == ZP_EB_GLOBAL, &eb));
   z->p = zp_params(a, eb);
   z->slice = zp_slice_for(ctx, z, block, fit);

@@ -25,6 +25,13 @@ enum { ZP_EB_NONE, ZP_EB_LOCAL, ZP_EB_GLOBAL };
 zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t n, int global,
                        double* eb);
 zc_params_t zp_params(const zp_coll_args_t* a, double eb);
+/* zp_eb_abs agreed: every rank's values (root < 0) or the root's, which
+ * it then sends to every rank (the others pass in_n 0). With codec=zfp
+ * also the check, agreed likewise, that those values are finite and that
+ * no fill value is declared (ZFP can keep neither): zcclInvalidArgument on
+ * every rank before anything moves. Every rank returns the same result. */
+zcclResult_t zp_eb_agreed(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t in_n, int root,
+                          double* eb);
 
 /* The bound from a->sendbuff[0, in_n) (eb_from), slices of a block of
  * `block` elements small enough that `fit` streams fit the pool (the same
