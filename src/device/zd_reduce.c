@@ -87,10 +87,12 @@ void zd_reduce_kernel(void* dst, const void* a, const void* b, size_t count, zcc
 
 /* ---- divide ---------------------------------------------------------------- */
 
-#define ZD_DIV_INT(tag, T)                                                          \
+/* Integers divide by n in a type W that holds every n >= 1 (as T, int8's
+ * n = 200 would be -56 and uint8's n = 256 zero). */
+#define ZD_DIV_INT(tag, T, W)                                                       \
   static void zd_div_##tag(void* buf, size_t n, int by) {                          \
     T* restrict d = buf;                                                            \
-    const T q = (T)by;                                                              \
+    const W q = (W)by;                                                              \
     for (size_t i = 0; i < n; i++) d[i] = (T)(d[i] / q);                            \
   }
 #define ZD_DIV_FLOAT(tag, S, C, LOAD, STORE)                                        \
@@ -100,12 +102,12 @@ void zd_reduce_kernel(void* dst, const void* a, const void* b, size_t count, zcc
     for (size_t i = 0; i < n; i++) d[i] = (S)STORE(LOAD(d[i]) / q);                 \
   }
 
-ZD_DIV_INT(i8, int8_t)
-ZD_DIV_INT(u8, uint8_t)
-ZD_DIV_INT(i32, int32_t)
-ZD_DIV_INT(u32, uint32_t)
-ZD_DIV_INT(i64, int64_t)
-ZD_DIV_INT(u64, uint64_t)
+ZD_DIV_INT(i8, int8_t, int32_t)
+ZD_DIV_INT(u8, uint8_t, uint32_t)
+ZD_DIV_INT(i32, int32_t, int32_t)
+ZD_DIV_INT(u32, uint32_t, uint32_t)
+ZD_DIV_INT(i64, int64_t, int64_t)
+ZD_DIV_INT(u64, uint64_t, uint64_t)
 ZD_DIV_FLOAT(f32, float, float, ZD_ID, ZD_ID)
 ZD_DIV_FLOAT(f64, double, double, ZD_ID, ZD_ID)
 ZD_DIV_FLOAT(f16, uint16_t, float, zd_f16_load, zd_f16_store)

@@ -311,16 +311,19 @@ static void test_narrow_exhaustive(zd_dev_t* dev) {
 /* ---- divide ---------------------------------------------------------------- */
 
 static void test_divide(zd_dev_t* dev) {
-  static const int divs[] = {1, 2, 3, 4, 7, 16};
+  /* 200 and 300: more than int8 / uint8 hold (the divisor is not narrowed). */
+  static const int divs[] = {1, 2, 3, 4, 7, 16, 200, 300};
   for (size_t k = 0; k < sizeof divs / sizeof *divs; k++) {
     int q = divs[k];
     int8_t i8[] = {-128, -7, -1, 0, 1, 7, 127, -3};
     int32_t i32[] = {INT32_MIN, -7, -1, 0, 5, INT32_MAX, -100, 99};
     int64_t i64[] = {INT64_MIN, -7, -1, 0, 5, INT64_MAX, -100, 99};
+    uint8_t u8[] = {255, 7, 1, 0, 5, 100, 3, 200};
     uint32_t u32[] = {UINT32_MAX, 7, 1, 0, 5, 100, 3, 8};
     float f32[] = {1.0f, -1.0f, 3.0f, 1e-45f, -0.0f, INFINITY, 1e38f, 0.1f};
     double f64[] = {1.0, -1.0, 3.0, 5e-324, -0.0, -INFINITY, 1e308, 0.1};
     int8_t w8[8];
+    uint8_t wu8[8];
     int32_t w32[8];
     int64_t w64[8];
     uint32_t wu[8];
@@ -328,6 +331,7 @@ static void test_divide(zd_dev_t* dev) {
     double wd[8];
     for (int i = 0; i < 8; i++) {
       w8[i] = (int8_t)(i8[i] / q);
+      wu8[i] = (uint8_t)(u8[i] / q);
       w32[i] = i32[i] / q;
       w64[i] = i64[i] / q;
       wu[i] = u32[i] / (uint32_t)q;
@@ -335,6 +339,7 @@ static void test_divide(zd_dev_t* dev) {
       wd[i] = f64[i] / (double)q;
     }
     CHECK_RES(zd_divide(dev, i8, 8, zcclInt8, q), zcclSuccess);
+    CHECK_RES(zd_divide(dev, u8, 8, zcclUint8, q), zcclSuccess);
     CHECK_RES(zd_divide(dev, i32, 8, zcclInt32, q), zcclSuccess);
     CHECK_RES(zd_divide(dev, i64, 8, zcclInt64, q), zcclSuccess);
     CHECK_RES(zd_divide(dev, u32, 8, zcclUint32, q), zcclSuccess);
@@ -342,6 +347,7 @@ static void test_divide(zd_dev_t* dev) {
     CHECK_RES(zd_divide(dev, f64, 8, zcclFloat64, q), zcclSuccess);
     CHECK_RES(zd_sync(dev), zcclSuccess);
     CHECK(memcmp(i8, w8, sizeof w8) == 0);
+    CHECK(memcmp(u8, wu8, sizeof wu8) == 0);
     CHECK(memcmp(i32, w32, sizeof w32) == 0);
     CHECK(memcmp(i64, w64, sizeof w64) == 0);
     CHECK(memcmp(u32, wu, sizeof wu) == 0);
