@@ -609,11 +609,24 @@ static void test_sim_async(void) {
   free(d);
 }
 
+/* Creating a cuda device: refused, saying why, without CUDA or a GPU. */
 static void test_kinds(void) {
+  zd_cuda_info_t info;
+  CHECK_RES(zd_cuda_query(&info), zcclSuccess);
   zd_dev_t* dev = (zd_dev_t*)&dev;
-  CHECK_RES(zd_dev_create(ZD_CUDA, &dev), zcclInvalidUsage);
-  CHECK_LAST_ERROR_HAS("not built yet");
-  CHECK(dev == NULL);
+  if (!info.built) {
+    CHECK_RES(zd_dev_create(ZD_CUDA, &dev), zcclInvalidUsage);
+    CHECK_LAST_ERROR_HAS("ZCCL_CUDA=OFF");
+    CHECK(dev == NULL);
+  } else if (info.ndevices == 0) {
+    CHECK_RES(zd_dev_create(ZD_CUDA, &dev), zcclInvalidUsage);
+    CHECK_LAST_ERROR_HAS("no usable CUDA device");
+    CHECK(dev == NULL);
+  } else {
+    CHECK_RES(zd_dev_create(ZD_CUDA, &dev), zcclSuccess);
+    if (dev != NULL) CHECK(zd_dev_kind(dev) == ZD_CUDA);
+    zd_dev_destroy(dev);
+  }
   CHECK(strcmp(zd_kind_name(ZD_HOST), "host") == 0 && strcmp(zd_kind_name(ZD_SIM), "sim") == 0 &&
         strcmp(zd_kind_name(ZD_CUDA), "cuda") == 0);
   zd_kind_t k = ZD_CUDA;
@@ -623,6 +636,9 @@ static void test_kinds(void) {
   setenv("ZCCL_DEVICE", "sim", 1);
   CHECK_RES(zd_kind_from_env(&k), zcclSuccess);
   CHECK(k == ZD_SIM);
+  setenv("ZCCL_DEVICE", "CUDA", 1);
+  CHECK_RES(zd_kind_from_env(&k), zcclSuccess);
+  CHECK(k == ZD_CUDA);
   setenv("ZCCL_DEVICE", "gpu", 1);
   CHECK_RES(zd_kind_from_env(&k), zcclInvalidArgument);
   CHECK_LAST_ERROR_HAS("ZCCL_DEVICE");
