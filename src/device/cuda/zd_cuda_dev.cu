@@ -433,6 +433,11 @@ static zcclResult_t zd_cuda_wait(zd_dev_t* dev, zd_event_t ev) {
   zd_cuda_t* c = dev->cuda;
   zd_on_gpu on(c->ordinal);
   pthread_mutex_lock(&c->lock);
+  if (ev > c->issued) { /* would never pass: an idle stream is not a failed one */
+    pthread_mutex_unlock(&c->lock);
+    return ZU_ERROR(zcclInvalidArgument, "zd_event_wait: event %llu was not recorded on this device",
+                    (unsigned long long)ev);
+  }
   zcclResult_t res = zd_cuda_block(c, [c, ev] { return c->ran >= ev; });
   zcclResult_t err = c->err;
   char msg[sizeof c->err_msg];
