@@ -362,6 +362,7 @@ static void test_events(zd_dev_t* g) {
   /* Nothing queued since the last event: the same event, passed. */
   zd_event_t e0 = zd_event_record(g), e1 = zd_event_record(g);
   CHECK(e0 == e1 && zd_event_done(g, e0));
+  CHECK_RES(zd_event_wait(g, e0 + 5), zcclInvalidArgument); /* never recorded: refused, not waited for */
   memset(h, 0, (size_t)N * 4);
   to_gpu(g, d, h, (size_t)N * 4);
   zd_event_t evs[NE];
