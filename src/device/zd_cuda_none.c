@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "zd_device.h"
+#include "zd_dev_impl.h"
 #include "zu_error.h"
 
 zcclResult_t zd_cuda_query(zd_cuda_info_t* info) {
@@ -46,4 +46,18 @@ zcclResult_t zd_cuda_mem_alloc(void** ptr, size_t size) {
 zcclResult_t zd_cuda_mem_free(void* ptr) {
   ZU_RETURN_ERR_IF(ptr != NULL, zcclInvalidUsage, "zcclMemFree: zccl was built without CUDA (ZCCL_CUDA=OFF)");
   return zcclSuccess;
+}
+
+static zcclResult_t zd_cuda_none_init(zd_dev_t* dev) {
+  (void)dev;
+  return ZU_ERROR(zcclInvalidUsage, "the cuda device: zccl was built without CUDA (ZCCL_CUDA=OFF)");
+}
+
+/* init always fails, so nothing else of the row is ever called. */
+const zd_ops_t zd_cuda_ops = {.name = "cuda", .init = zd_cuda_none_init};
+
+zcclResult_t zd_cuda_post_error(zd_dev_t* dev, zcclResult_t code) {
+  (void)dev;
+  (void)code;
+  return ZU_ERROR(zcclInvalidUsage, "zd_cuda_post_error: zccl was built without CUDA (ZCCL_CUDA=OFF)");
 }

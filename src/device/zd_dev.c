@@ -45,11 +45,11 @@ static const zd_ops_t zd_host_ops = {
     .wait = zd_host_wait,
 };
 
-/* One row per kind; NULL: not built. */
+/* One row per kind (cuda: the CUDA build's, or zd_cuda_none.c's). */
 static const zd_ops_t* const zd_ops_table[] = {
     [ZD_HOST] = &zd_host_ops,
     [ZD_SIM] = &zd_sim_ops,
-    [ZD_CUDA] = NULL,
+    [ZD_CUDA] = &zd_cuda_ops,
 };
 
 const char* zd_kind_name(zd_kind_t kind) {
@@ -68,8 +68,10 @@ zcclResult_t zd_kind_from_env(zd_kind_t* kind) {
     *kind = ZD_HOST;
   } else if (strcasecmp(v, "sim") == 0) {
     *kind = ZD_SIM;
+  } else if (strcasecmp(v, "cuda") == 0) {
+    *kind = ZD_CUDA; /* without CUDA or a GPU, creating the device says why */
   } else {
-    return ZU_ERROR(zcclInvalidArgument, "ZCCL_DEVICE='%s': expected host or sim", v);
+    return ZU_ERROR(zcclInvalidArgument, "ZCCL_DEVICE='%s': expected host, sim or cuda", v);
   }
   return zcclSuccess;
 }
@@ -79,8 +81,6 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
   *out = NULL;
   ZU_RETURN_ERR_IF((int)kind < 0 || kind > ZD_CUDA, zcclInvalidArgument, "zd_dev_create: kind %d invalid",
                    (int)kind);
-  ZU_RETURN_ERR_IF(zd_ops_table[kind] == NULL, zcclInvalidUsage, "zd_dev_create: the %s device is not built yet",
-                   zd_kind_name(kind));
   int64_t threads = 0, split = 0;
   ZU_CHECK(zu_param_int(ZU_PARAM_REDUCE_THREADS, &threads));
   ZU_CHECK(zu_param_int(ZU_PARAM_REDUCE_SPLIT_BYTES, &split));
@@ -117,7 +117,12 @@ void zd_dev_destroy(zd_dev_t* dev) {
   for (int i = 0; i < dev->bufs.nsegs; i++) outstanding += dev->bufs.segs[i].used;
   if (outstanding)
     ZU_WARN("zd_dev_destroy: %d buffer pool piece(s) still out; freeing the pool anyway", outstanding);
-  free(dev->bufs.base);
+  if (dev->bufs.base != NULL) {
+    if (dev->ops->pool_free)
+      dev->ops->pool_free(dev, dev->bufs.base);
+    else
+      free(dev->bufs.base);
+  }
   free(dev->bufs.segs);
   pthread_mutex_destroy(&dev->run_lock);
   pthread_mutex_destroy(&dev->bufs.lock);
@@ -130,8 +135,10 @@ zd_kind_t zd_dev_kind(const zd_dev_t* dev) { return dev->kind; }
 
 #define ZD_ALIGN 64
 
-/* Called with the lock held. */
-static zcclResult_t zd_bufpool_init(zd_bufpool_t* p) {
+/* Called with the lock held. The memory is the kind's (device memory for
+ * cuda), the bookkeeping host memory. */
+static zcclResult_t zd_bufpool_init(zd_dev_t* dev) {
+  zd_bufpool_t* p = &dev->bufs;
   int64_t bytes = 0;
   ZU_CHECK(zu_param_int(ZU_PARAM_BUFFER_POOL_BYTES, &bytes));
   size_t size = (size_t)bytes & ~(size_t)(ZD_ALIGN - 1);
@@ -139,14 +146,22 @@ static zcclResult_t zd_bufpool_init(zd_bufpool_t* p) {
                    (long long)bytes, ZD_ALIGN);
   p->cap = 64;
   p->segs = malloc((size_t)p->cap * sizeof *p->segs);
-  p->base = aligned_alloc(ZD_ALIGN, size);
-  if (p->segs == NULL || p->base == NULL) {
-    free(p->segs);
-    free(p->base);
-    p->segs = NULL;
-    p->base = NULL;
-    return ZU_ERROR(zcclSystemError, "cannot allocate the buffer pool (ZCCL_BUFFER_POOL_BYTES=%zu)", size);
+  ZU_RETURN_ERR_IF(p->segs == NULL, zcclSystemError, "cannot allocate the buffer pool's bookkeeping");
+  void* mem = NULL;
+  zcclResult_t res = zcclSuccess;
+  if (dev->ops->pool_alloc) {
+    res = dev->ops->pool_alloc(dev, size, &mem);
+  } else {
+    mem = aligned_alloc(ZD_ALIGN, size);
+    if (mem == NULL)
+      res = ZU_ERROR(zcclSystemError, "cannot allocate the buffer pool (ZCCL_BUFFER_POOL_BYTES=%zu)", size);
   }
+  if (res != zcclSuccess) {
+    free(p->segs);
+    p->segs = NULL;
+    return res;
+  }
+  p->base = mem;
   p->size = size;
   p->segs[0] = (zd_seg_t){0, size, 0};
   p->nsegs = 1;
@@ -167,7 +182,7 @@ zcclResult_t zd_buf_get(zd_dev_t* dev, size_t bytes, void** buf) {
   zd_bufpool_t* p = &dev->bufs;
   zcclResult_t res = zcclSuccess;
   pthread_mutex_lock(&p->lock);
-  if (p->base == NULL) ZU_CHECK_GOTO(zd_bufpool_init(p), res, unlock);
+  if (p->base == NULL) ZU_CHECK_GOTO(zd_bufpool_init(dev), res, unlock);
   size_t need = bytes == 0 ? ZD_ALIGN : (bytes + ZD_ALIGN - 1) & ~(size_t)(ZD_ALIGN - 1);
   if (need < bytes) need = SIZE_MAX; /* rounding overflowed: too large for any pool */
   int i = 0;
@@ -343,6 +358,8 @@ zcclResult_t zd_value_range(zd_dev_t* dev, const void* in, size_t count, zcclDat
   ZU_RETURN_ERR_IF(dev == NULL || (count && in == NULL), zcclInvalidArgument, "zd_value_range: NULL argument");
   ZU_RETURN_ERR_IF(dtype != zcclFloat32 && dtype != zcclFloat64, zcclInvalidArgument,
                    "zd_value_range: datatype %d, expected float32 or float64", (int)dtype);
+  ZU_RETURN_ERR_IF(min == NULL || max == NULL || valid == NULL, zcclInvalidArgument, "zd_value_range: NULL result");
+  if (dev->ops->value_range) return dev->ops->value_range(dev, in, count, dtype, has_fill, fill, min, max, valid);
   ZU_CHECK(zd_sync(dev)); /* host and sim memory: read once what is queued has run */
   zc_value_range(in, count, dtype, has_fill, fill, min, max, valid);
   return zcclSuccess;

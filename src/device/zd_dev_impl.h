@@ -9,6 +9,10 @@
 #include "zd_device.h"
 #include "zd_pool.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Codec operations (ZD_OP_COMPRESS and after) run in zd_codec_exec. */
 typedef enum {
   ZD_OP_COPY,
@@ -50,6 +54,14 @@ typedef struct {
   zd_event_t (*record)(zd_dev_t* dev);
   int (*done)(zd_dev_t* dev, zd_event_t ev);
   zcclResult_t (*wait)(zd_dev_t* dev, zd_event_t ev);
+  /* The buffer pool's memory, allocated at the first zd_buf_get and freed
+   * after fini (NULL: host memory, aligned_alloc / free). */
+  zcclResult_t (*pool_alloc)(zd_dev_t* dev, size_t bytes, void** mem);
+  void (*pool_free)(zd_dev_t* dev, void* mem);
+  /* zd_value_range once its arguments are checked (NULL: sync, then read
+   * the values as host memory). */
+  zcclResult_t (*value_range)(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
+                              double fill, double* min, double* max, size_t* valid);
 } zd_ops_t;
 
 typedef struct {
@@ -68,6 +80,7 @@ typedef struct {
 } zd_bufpool_t;
 
 typedef struct zd_sim zd_sim_t;
+typedef struct zd_cuda zd_cuda_t;
 
 struct zd_dev {
   zd_kind_t kind;
@@ -80,9 +93,19 @@ struct zd_dev {
   int nthreads;       /* ZCCL_REDUCE_THREADS, 0: hwloc cores */
   size_t split_bytes; /* ZCCL_REDUCE_SPLIT_BYTES */
   zd_sim_t* sim;
+  zd_cuda_t* cuda;
+  int gpu; /* cuda: the CUDA device it was created on (the pool is freed there after fini) */
 };
 
 extern const zd_ops_t zd_sim_ops;
+/* cuda/zd_cuda_dev.cu; without CUDA, zd_cuda_none.c's row, whose init
+ * fails naming ZCCL_CUDA=OFF. */
+extern const zd_ops_t zd_cuda_ops;
+
+/* Tests: queues on a cuda device a kernel that stores code in the device's
+ * status word as a failing codec kernel would, so the next wait reports it.
+ * zcclInvalidUsage on other kinds or without CUDA. */
+zcclResult_t zd_cuda_post_error(zd_dev_t* dev, zcclResult_t code);
 
 /* Runs op now on the calling thread, spreading it over dev's thread pool
  * when it is larger than dev->split_bytes (zd_reduce.c). */
@@ -94,5 +117,9 @@ zcclResult_t zd_op_exec(zd_dev_t* dev, const zd_op_t* op);
 void zd_reduce_kernel(void* dst, const void* a, const void* b, size_t count, zcclDataType_t dtype,
                       zcclRedOp_t op);
 void zd_divide_kernel(void* buf, size_t count, zcclDataType_t dtype, int n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* ZD_DEV_IMPL_H_ */

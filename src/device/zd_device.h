@@ -52,7 +52,12 @@ int zd_host_ncores(void);
  * visible only after zd_sync / zd_event_wait (a missing sync in an algorithm
  * shows up as wrong data in tests). Enqueueing blocks while 1024 operations
  * are pending, as a full GPU launch queue does.
- * cuda: zcclInvalidUsage "not built yet".
+ * cuda: the GPU current on the creating thread, one non-blocking stream
+ * (with the same asynchronous semantics as sim; enqueueing blocks while 2048
+ * host functions are pending); buffers must be GPU-visible (pool pieces,
+ * cudaMalloc'd or managed memory; zd_copy also takes host memory). Without
+ * a usable GPU, or in a build without CUDA, creating one is zcclInvalidUsage
+ * saying why.
  * Queued operations of one device are issued from one thread at a time (it is
  * a stream); the buffer pool may be used from any thread. */
 typedef enum { ZD_HOST = 0, ZD_SIM = 1, ZD_CUDA = 2 } zd_kind_t;
@@ -63,8 +68,9 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** dev);
 void zd_dev_destroy(zd_dev_t* dev); /* waits for queued work */
 zd_kind_t zd_dev_kind(const zd_dev_t* dev);
 const char* zd_kind_name(zd_kind_t kind); /* "host", "sim", "cuda" ("invalid") */
-/* ZCCL_DEVICE=host|sim (default host) for communicators on host buffers;
- * zcclInvalidArgument naming the variable for anything else. */
+/* ZCCL_DEVICE=host|sim|cuda (default host); zcclInvalidArgument naming the
+ * variable for anything else (cuda without CUDA or a GPU fails at
+ * zd_dev_create, which says why). */
 zcclResult_t zd_kind_from_env(zd_kind_t* kind);
 
 /* Buffer pool: ZCCL_BUFFER_POOL_BYTES allocated once, lazily, at the first
@@ -72,7 +78,8 @@ zcclResult_t zd_kind_from_env(zd_kind_t* kind);
  * size are multiples of 64 bytes (a request of 0 bytes gets 64). A request
  * larger than the largest free piece returns zcclInvalidUsage naming
  * ZCCL_BUFFER_POOL_BYTES: the caller splits its work (zd_buf_largest says how
- * much fits). Pieces are host memory for host and sim. get/put are immediate,
+ * much fits). Pieces are host memory for host and sim, GPU memory (one
+ * cudaMalloc) for cuda. get/put are immediate,
  * not queued: put a piece only after the operations using it have completed
  * (zd_sync / zd_event_wait). Thread-safe. */
 zcclResult_t zd_buf_get(zd_dev_t* dev, size_t bytes, void** buf);
@@ -125,7 +132,9 @@ zcclResult_t zd_divide_fill(zd_dev_t* dev, void* buf, size_t count, zcclDataType
  *   (out may be a or b itself). */
 size_t zd_compress_bound(size_t count, zcclDataType_t dtype);
 /* Range of the finite, non-fill values of in (for REL bounds), after
- * everything queued so far; *valid counts them (min/max untouched at 0). */
+ * everything queued so far; *valid counts them (min/max untouched at 0).
+ * Blocks until it is known (cuda: a kernel, then a wait). A zero bound may
+ * come back as -0.0 on the host (the first zero seen), +0.0 on cuda. */
 zcclResult_t zd_value_range(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
                             double fill, double* min, double* max, size_t* valid);
 zcclResult_t zd_compress(zd_dev_t* dev, const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,

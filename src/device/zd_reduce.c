@@ -1,6 +1,7 @@
 /* Host reduction kernels: one plain loop per dtype x op over restrict
  * pointers, written so GCC -O3 vectorizes it, and the split of large
- * operations over the device's thread pool. */
+ * operations over the device's thread pool. The element arithmetic (narrow
+ * floats, NaN-aware max/min) is zd_narrow.h, shared with the CUDA kernels. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,91 +10,14 @@
 #include "zc_zfp.h"
 #include "zd_dev_impl.h"
 #include "zd_host_codec.h"
+#include "zd_narrow.h"
 #include "zu_dtype.h"
 #include "zu_error.h"
 #include "zu_log.h"
 
-/* ---- narrow floats <-> float32 (bit manipulation, no branches) ------------
- * A format has M mantissa bits, E exponent bits and bias B. Decoding keeps
- * NaN payloads; encoding rounds to nearest even, returns the canonical NaN
- * (CUDA's: 0x7fff for 16-bit, 0x7f for fp8) and on overflow either inf
- * (fp16, bf16) or, saturating, the largest finite code (fp8, __NV_SATFINITE). */
-
-static inline uint32_t zd_f2u(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-static inline float zd_u2f(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-/* ieee: the all-ones exponent is inf/NaN (fp16, e5m2); otherwise (e4m3) only
- * the all-ones code is NaN. */
-static inline float zd_narrow_to_f32(uint32_t h, int M, int E, int B, int ieee) {
-  const uint32_t emask = (1u << (E + M)) - 1;
-  uint32_t s = (h >> (E + M)) << 31;
-  uint32_t em = h & emask;
-  uint32_t norm = (em << (23 - M)) + ((uint32_t)(127 - B) << 23);
-  /* Subnormal m * 2^(1-B-M): put m under the exponent 1-B, subtract 2^(1-B). */
-  uint32_t one = (uint32_t)(128 - B) << 23;
-  uint32_t sub = zd_f2u(zd_u2f((em << (23 - M)) | one) - zd_u2f(one));
-  uint32_t r = em < (1u << M) ? sub : norm;
-  if (ieee)
-    r = em >= (((1u << E) - 1) << M) ? ((em << (23 - M)) | 0x7f800000u) : r;
-  else
-    r = em == emask ? 0x7fc00000u : r;
-  return zd_u2f(r | s);
-}
-
-/* top: the code overflow goes to (inf, or the largest finite when saturating). */
-static inline uint32_t zd_f32_to_narrow(float f, int M, int E, int B, uint32_t top, uint32_t nan) {
-  uint32_t x = zd_f2u(f);
-  uint32_t s = (x >> 31) << (E + M);
-  uint32_t ax = x & 0x7fffffffu;
-  const int drop = 23 - M;
-  /* Normal: round the mantissa at bit `drop` (a carry bumps the exponent,
-   * which is right), then rebias. Monotonic in ax, so clamping at top
-   * handles overflow and inf. */
-  uint32_t norm = ((ax + ((1u << (drop - 1)) - 1) + ((ax >> drop) & 1)) >> drop) - ((uint32_t)(127 - B) << M);
-  norm = norm > top ? top : norm;
-  /* Subnormal: adding 2^(24-B-M) makes the float unit round at the
-   * subnormal quantum (round to nearest even, the FPU's mode). */
-  float magic = zd_u2f((uint32_t)(127 + 24 - B - M) << 23);
-  uint32_t sub = zd_f2u(zd_u2f(ax) + magic) - zd_f2u(magic);
-  uint32_t r = ax < ((uint32_t)(128 - B) << 23) ? sub : norm;
-  return ax > 0x7f800000u ? nan : (r | s);
-}
-
-static inline float zd_f16_load(uint16_t h) { return zd_narrow_to_f32(h, 10, 5, 15, 1); }
-static inline uint16_t zd_f16_store(float f) { return (uint16_t)zd_f32_to_narrow(f, 10, 5, 15, 0x7c00, 0x7fff); }
-static inline float zd_bf16_load(uint16_t h) { return zd_u2f((uint32_t)h << 16); }
-static inline uint16_t zd_bf16_store(float f) {
-  uint32_t x = zd_f2u(f);
-  uint32_t r = (x + 0x7fffu + ((x >> 16) & 1)) >> 16; /* overflow carries into inf */
-  return (uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? 0x7fffu : r);
-}
-static inline float zd_e4m3_load(uint8_t h) { return zd_narrow_to_f32(h, 3, 4, 7, 0); }
-static inline uint8_t zd_e4m3_store(float f) { return (uint8_t)zd_f32_to_narrow(f, 3, 4, 7, 0x7e, 0x7f); }
-static inline float zd_e5m2_load(uint8_t h) { return zd_narrow_to_f32(h, 2, 5, 15, 1); }
-static inline uint8_t zd_e5m2_store(float f) { return (uint8_t)zd_f32_to_narrow(f, 2, 5, 15, 0x7b, 0x7f); }
-
 /* ---- kernels ---------------------------------------------------------------
  * Four loops per dtype x op: out of place, and dst == a, dst == b, dst == a
  * == b, so every loop has restrict pointers that really do not alias. */
-
-#define ZD_ID(x) (x)
-#define ZD_ADD(x, y) ((x) + (y))
-#define ZD_MUL(x, y) ((x) * (y))
-#define ZD_MAXI(x, y) ((x) > (y) ? (x) : (y))
-#define ZD_MINI(x, y) ((x) < (y) ? (x) : (y))
-/* NaN in a: a; otherwise the comparison picks b when b is NaN. Both
- * comparisons always run (| not ||) so the loop has no branch to vectorize. */
-#define ZD_MAXF(x, y) (((int)((x) > (y)) | (int)((x) != (x))) ? (x) : (y))
-#define ZD_MINF(x, y) (((int)((x) < (y)) | (int)((x) != (x))) ? (x) : (y))
 
 typedef void (*zd_kern_fn)(void* d, const void* a, const void* b, size_t n);
 
@@ -163,10 +87,12 @@ void zd_reduce_kernel(void* dst, const void* a, const void* b, size_t count, zcc
 
 /* ---- divide ---------------------------------------------------------------- */
 
-#define ZD_DIV_INT(tag, T)                                                          \
+/* Integers divide by n in a type W that holds every n >= 1 (as T, int8's
+ * n = 200 would be -56 and uint8's n = 256 zero). */
+#define ZD_DIV_INT(tag, T, W)                                                       \
   static void zd_div_##tag(void* buf, size_t n, int by) {                          \
     T* restrict d = buf;                                                            \
-    const T q = (T)by;                                                              \
+    const W q = (W)by;                                                              \
     for (size_t i = 0; i < n; i++) d[i] = (T)(d[i] / q);                            \
   }
 #define ZD_DIV_FLOAT(tag, S, C, LOAD, STORE)                                        \
@@ -176,12 +102,12 @@ void zd_reduce_kernel(void* dst, const void* a, const void* b, size_t count, zcc
     for (size_t i = 0; i < n; i++) d[i] = (S)STORE(LOAD(d[i]) / q);                 \
   }
 
-ZD_DIV_INT(i8, int8_t)
-ZD_DIV_INT(u8, uint8_t)
-ZD_DIV_INT(i32, int32_t)
-ZD_DIV_INT(u32, uint32_t)
-ZD_DIV_INT(i64, int64_t)
-ZD_DIV_INT(u64, uint64_t)
+ZD_DIV_INT(i8, int8_t, int32_t)
+ZD_DIV_INT(u8, uint8_t, uint32_t)
+ZD_DIV_INT(i32, int32_t, int32_t)
+ZD_DIV_INT(u32, uint32_t, uint32_t)
+ZD_DIV_INT(i64, int64_t, int64_t)
+ZD_DIV_INT(u64, uint64_t, uint64_t)
 ZD_DIV_FLOAT(f32, float, float, ZD_ID, ZD_ID)
 ZD_DIV_FLOAT(f64, double, double, ZD_ID, ZD_ID)
 ZD_DIV_FLOAT(f16, uint16_t, float, zd_f16_load, zd_f16_store)
@@ -209,7 +135,7 @@ void zd_divide_kernel(void* buf, size_t count, zcclDataType_t dtype, int n) {
   static void zd_fill_##tag(S* d, const S* a, const S* b, size_t n, S f) {                         \
     for (size_t i = 0; i < n; i++) {                                                                \
       S x = a[i], y = b[i];                                                                         \
-      d[i] = ((int)(x == f) | (int)(y == f)) ? f : OP(x, y);                                        \
+      d[i] = ZD_FILL_OP(OP, x, y, f);                                                               \
     }                                                                                               \
   }
 #define ZD_FILL_KERNELS(tag, S)                                                                     \

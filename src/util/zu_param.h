@@ -62,9 +62,11 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "Instruction set of the host codec kernels: auto, scalar, avx2, avx2-gfni or avx512 " \
     "(every level writes identical bytes; a level the CPU lacks is an error).")          \
   X(DEVICE, STR, "host",                                                                  \
-    "Device that runs copies and reductions of communicators on host buffers: host (the " \
-    "calling thread and a thread pool) or sim (a simulated GPU stream: asynchronous, for " \
-    "tests).")                                                                            \
+    "Device that runs a communicator's copies and reductions: host (the calling thread "  \
+    "and a thread pool), sim (a simulated GPU stream: asynchronous, for tests) or cuda "  \
+    "(the GPU current at creation, one CUDA stream; buffers in GPU memory; in a build "   \
+    "without CUDA or on a machine without a usable GPU, communicator creation fails with " \
+    "zcclInvalidUsage saying why).")                                                      \
   X(BUFFER_POOL_BYTES, SIZE, "64M",                                                       \
     "Size of each device's buffer pool, allocated at its first use; an algorithm needing " \
     "more splits its work into pieces.")                                                  \

@@ -1,0 +1,493 @@
+/* The cuda device: one non-blocking stream on the GPU that was current when
+ * the device was created; the buffer pool in cudaMalloc'd memory.
+ *
+ * Host functions on the stream ("notes", cudaLaunchHostFunc) bridge what
+ * the host must see in stream order:
+ * - stream sizes: proto passes host size_t pointers that are read and
+ *   written when the operation runs. A note before a kernel copies *size
+ *   into a slot of pinned, mapped memory that the kernel reads; a note after
+ *   a kernel copies the slot the kernel wrote into *out_size. Slots are a
+ *   ring, free again once a note after the kernel using them has run.
+ * - events: an event is a note's sequence number; it has passed when that
+ *   many notes have run (the stream runs them in order).
+ * - errors: kernels store a zcclResult_t in a mapped status word (first
+ *   wins); each note, running while the stream waits for it, moves a stored
+ *   error to the device and resets the word; the next wait reports it.
+ *   A failed launch is returned at once. After a fault in the context CUDA
+ *   runs no more host functions, so waits poll the stream for its error.
+ * The issuer never holds the lock across a CUDA call: a host function
+ * waiting for the lock could otherwise stall a launch waiting for room in
+ * the stream. */
+#include <cuda_runtime.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "zd_cuda_kernels.h"
+#include "zd_cuda_util.h"
+#include "zd_dev_impl.h"
+
+#define ZD_CUDA_SLOTS 1024 /* stream sizes in flight */
+#define ZD_CUDA_NOTES 2048 /* host functions in flight; issuing waits beyond */
+#define ZD_CUDA_POLL_NS 10000000L /* how often a wait checks for a failed stream */
+
+typedef struct {
+  double range[2];
+  unsigned long long valid;
+} zd_range_t;
+
+/* Pinned and mapped: host and kernels share it. */
+typedef struct {
+  int status; /* zcclResult_t, written by kernels with atomicCAS from zcclSuccess */
+  zd_range_t range;
+  uint64_t slots[ZD_CUDA_SLOTS];
+} zd_pinned_t;
+
+/* One host function's work: before a kernel, *in_slot[i] = *in[i]; after
+ * one, *out = *out_slot. */
+typedef struct {
+  zd_cuda_t* c;
+  const size_t* in[2];
+  uint64_t* in_slot[2];
+  size_t* out;
+  const uint64_t* out_slot;
+  uint64_t release; /* slots taken before this index are free once it has run */
+  const char* what; /* the last operation with a status word before it */
+} zd_note_t;
+
+struct zd_cuda {
+  int ordinal;
+  cudaStream_t stream;
+  zd_pinned_t* pin;   /* host address */
+  zd_pinned_t* pin_d; /* device address */
+  zd_range_t* range_d; /* device memory: the range kernels' atomics stay on the GPU */
+  void* scratch;       /* codec scratch: grows, stream-ordered, never shrinks */
+  size_t scratch_bytes;
+  pthread_mutex_t lock;
+  pthread_cond_t ran_cv;
+  /* under lock; ran also read without it (zd_event_done) */
+  uint64_t issued, ran;
+  uint64_t slots_taken, slots_free; /* slot ring: free below slots_free */
+  zcclResult_t err;                 /* first error since the last wait reported one */
+  char err_msg[256];
+  /* issuer only */
+  int dirty;        /* work queued after the last note */
+  const char* what; /* the last operation given the status word */
+  zd_note_t notes[ZD_CUDA_NOTES];
+};
+
+/* Makes the device's GPU current on this thread for a scope (proto issues
+ * from the communicator's threads, whose current device may be another). */
+struct zd_on_gpu {
+  int prev, want;
+  explicit zd_on_gpu(int gpu) : prev(-1), want(gpu) {
+    if (cudaGetDevice(&prev) != cudaSuccess) {
+      cudaGetLastError();
+      prev = -1;
+    }
+    if (prev != want) cudaSetDevice(want); /* a failure shows in the calls that follow */
+  }
+  ~zd_on_gpu() {
+    if (prev >= 0 && prev != want) cudaSetDevice(prev);
+  }
+};
+
+/* ---- notes ------------------------------------------------------------- */
+
+static void CUDART_CB zd_note_run(void* arg) {
+  zd_note_t* n = (zd_note_t*)arg;
+  zd_cuda_t* c = n->c;
+  for (int i = 0; i < 2; i++)
+    if (n->in[i]) *n->in_slot[i] = (uint64_t)*n->in[i];
+  if (n->out) *n->out = (size_t)*n->out_slot;
+  /* The stream waits for this function: no kernel of it writes the word now. */
+  volatile int* status = &c->pin->status;
+  int st = *status;
+  if (st != zcclSuccess) *status = zcclSuccess;
+  pthread_mutex_lock(&c->lock);
+  if (st != zcclSuccess && c->err == zcclSuccess) {
+    c->err = (zcclResult_t)st;
+    snprintf(c->err_msg, sizeof c->err_msg, "%s (queued on the cuda device) reported %s",
+             n->what ? n->what : "a kernel", zu_error_name((zcclResult_t)st));
+  }
+  if (n->release > c->slots_free) c->slots_free = n->release;
+  __atomic_store_n(&c->ran, c->ran + 1, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&c->ran_cv);
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* Waits, lock held, until ready(): host functions never run after a fault
+ * in the context, so every ZD_CUDA_POLL_NS the stream is asked for its error. */
+template <class READY>
+static zcclResult_t zd_cuda_block(zd_cuda_t* c, READY ready) {
+  while (!ready()) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += ZD_CUDA_POLL_NS;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    if (pthread_cond_timedwait(&c->ran_cv, &c->lock, &ts) != ETIMEDOUT || ready()) continue;
+    pthread_mutex_unlock(&c->lock);
+    cudaError_t e = cudaStreamQuery(c->stream);
+    pthread_mutex_lock(&c->lock);
+    if (e != cudaSuccess && e != cudaErrorNotReady)
+      return ZU_ERROR(zcclUnhandledCudaError, "cuda device: the stream failed: %s (%s)", cudaGetErrorString(e),
+                      cudaGetErrorName(e));
+  }
+  return zcclSuccess;
+}
+
+/* Reserves the next note, waiting while the ring is full; release: the
+ * slots free once it has run (UINT64_MAX: every slot taken so far). */
+static zcclResult_t zd_note_reserve(zd_cuda_t* c, uint64_t release, zd_note_t** out) {
+  pthread_mutex_lock(&c->lock);
+  zcclResult_t res = zd_cuda_block(c, [c] { return c->issued - c->ran < ZD_CUDA_NOTES; });
+  if (res == zcclSuccess) {
+    zd_note_t* n = &c->notes[c->issued % ZD_CUDA_NOTES];
+    c->issued++;
+    memset(n, 0, sizeof *n);
+    n->c = c;
+    n->release = release == UINT64_MAX ? c->slots_taken : release;
+    n->what = c->what;
+    *out = n;
+  }
+  pthread_mutex_unlock(&c->lock);
+  return res;
+}
+
+/* Queues the note reserved last; a failed launch takes the reservation back
+ * (the note will never run, so no event may count it). */
+static zcclResult_t zd_note_issue(zd_cuda_t* c, zd_note_t* n) {
+  cudaError_t e = cudaLaunchHostFunc(c->stream, zd_note_run, n);
+  if (e != cudaSuccess) {
+    pthread_mutex_lock(&c->lock);
+    c->issued--;
+    pthread_mutex_unlock(&c->lock);
+    return ZU_ERROR(zcclUnhandledCudaError, "cuda device: cudaLaunchHostFunc: %s (%s)", cudaGetErrorString(e),
+                    cudaGetErrorName(e));
+  }
+  c->dirty = 0;
+  return zcclSuccess;
+}
+
+/* A note with nothing to copy: an event, or freeing slots. */
+static zcclResult_t zd_note_mark(zd_cuda_t* c) {
+  zd_note_t* n = NULL;
+  ZU_CHECK(zd_note_reserve(c, UINT64_MAX, &n));
+  return zd_note_issue(c, n);
+}
+
+/* k slots for one operation: host and device addresses. *before: the slots
+ * taken until now (an IN note before the kernel frees only those). */
+static zcclResult_t zd_slots_take(zd_cuda_t* c, int k, uint64_t** host, uint64_t** dev, uint64_t* before) {
+  pthread_mutex_lock(&c->lock);
+  int full = c->slots_taken - c->slots_free + (uint64_t)k > ZD_CUDA_SLOTS;
+  pthread_mutex_unlock(&c->lock);
+  if (full) ZU_CHECK(zd_note_mark(c)); /* frees every slot of the operations queued so far */
+  pthread_mutex_lock(&c->lock);
+  zcclResult_t res =
+      zd_cuda_block(c, [c, k] { return c->slots_taken - c->slots_free + (uint64_t)k <= ZD_CUDA_SLOTS; });
+  if (res == zcclSuccess) {
+    *before = c->slots_taken;
+    for (int i = 0; i < k; i++) {
+      size_t at = (size_t)(c->slots_taken++ % ZD_CUDA_SLOTS);
+      host[i] = &c->pin->slots[at];
+      dev[i] = &c->pin_d->slots[at];
+    }
+  }
+  pthread_mutex_unlock(&c->lock);
+  return res;
+}
+
+/* Codec scratch of at least bytes. Growing frees the old one in stream
+ * order (after the kernels using it) and allocates from the stream-ordered
+ * pool: no device synchronisation; it happens only when a larger call than
+ * any before comes. */
+static zcclResult_t zd_scratch(zd_cuda_t* c, size_t bytes) {
+  if (bytes <= c->scratch_bytes) return zcclSuccess;
+  size_t size = 64 << 10;
+  while (size < bytes) size *= 2;
+  if (c->scratch) ZD_CUDA_RETURN(cudaFreeAsync(c->scratch, c->stream));
+  c->scratch = NULL;
+  c->scratch_bytes = 0;
+  ZD_CUDA_RETURN(cudaMallocAsync(&c->scratch, size, c->stream));
+  c->scratch_bytes = size;
+  return zcclSuccess;
+}
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+/* Frees what init made (any part may be missing), after the stream's work. */
+static void zd_cuda_release(zd_cuda_t* c) {
+  if (c->scratch) cudaFreeAsync(c->scratch, c->stream);
+  if (c->stream) cudaStreamSynchronize(c->stream); /* host functions included */
+  if (c->range_d) cudaFree(c->range_d);
+  if (c->pin) cudaFreeHost(c->pin);
+  if (c->stream) cudaStreamDestroy(c->stream);
+  cudaGetLastError(); /* a failed context fails these too; nothing more to do */
+  pthread_cond_destroy(&c->ran_cv);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
+
+static zcclResult_t zd_cuda_init(zd_dev_t* dev) {
+  int gpu = zd_cuda_current_device();
+  if (gpu < 0) {
+    zd_cuda_info_t info;
+    zd_cuda_query(&info);
+    if (strstr(info.status, "no usable CUDA device") != NULL)
+      return ZU_ERROR(zcclInvalidUsage, "the cuda device: %s", info.status);
+    return ZU_ERROR(zcclInvalidUsage, "the cuda device: no usable CUDA device (%s)", info.status);
+  }
+  zd_cuda_t* c = (zd_cuda_t*)calloc(1, sizeof *c);
+  ZU_RETURN_ERR_IF(c == NULL, zcclSystemError, "cuda device: out of memory");
+  c->ordinal = gpu;
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&c->ran_cv, &attr);
+  pthread_condattr_destroy(&attr);
+  zcclResult_t res = zcclSuccess;
+  {
+    zd_on_gpu on(gpu);
+    cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    const char* what = "cudaStreamCreateWithFlags";
+    if (e == cudaSuccess) {
+      what = "cudaHostAlloc (mapped)";
+      e = cudaHostAlloc((void**)&c->pin, sizeof *c->pin, cudaHostAllocMapped);
+    }
+    if (e == cudaSuccess) {
+      what = "cudaHostGetDevicePointer";
+      e = cudaHostGetDevicePointer((void**)&c->pin_d, c->pin, 0);
+    }
+    if (e == cudaSuccess) {
+      what = "cudaMalloc";
+      e = cudaMalloc((void**)&c->range_d, sizeof *c->range_d);
+    }
+    if (e != cudaSuccess) {
+      res = ZU_ERROR(zcclUnhandledCudaError, "cuda device on GPU %d: %s: %s (%s)", gpu, what, cudaGetErrorString(e),
+                     cudaGetErrorName(e));
+      zd_cuda_release(c);
+      return res;
+    }
+  }
+  memset(c->pin, 0, sizeof *c->pin);
+  c->pin->status = zcclSuccess;
+  dev->cuda = c;
+  dev->gpu = gpu;
+  ZU_INFO(ZU_LOG_DEVICE, "cuda device on GPU %d: a non-blocking stream, %d size slots", gpu, ZD_CUDA_SLOTS);
+  return zcclSuccess;
+}
+
+static void zd_cuda_fini(zd_dev_t* dev) {
+  zd_cuda_t* c = dev->cuda;
+  zd_on_gpu on(c->ordinal);
+  cudaError_t e = cudaStreamSynchronize(c->stream);
+  if (e != cudaSuccess)
+    ZU_WARN("cuda device destroyed after its stream failed: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+  else if (c->err != zcclSuccess)
+    ZU_WARN("cuda device destroyed with an unreported error: %s", c->err_msg);
+  zd_cuda_release(c);
+  dev->cuda = NULL;
+}
+
+static zcclResult_t zd_cuda_pool_alloc(zd_dev_t* dev, size_t bytes, void** mem) {
+  zd_on_gpu on(dev->gpu);
+  cudaError_t e = cudaMalloc(mem, bytes);
+  if (e != cudaSuccess) {
+    *mem = NULL;
+    return ZU_ERROR(zcclUnhandledCudaError,
+                    "cannot allocate the buffer pool on GPU %d (ZCCL_BUFFER_POOL_BYTES=%zu): %s (%s)", dev->gpu, bytes,
+                    cudaGetErrorString(e), cudaGetErrorName(e));
+  }
+  return zcclSuccess;
+}
+
+static void zd_cuda_pool_free(zd_dev_t* dev, void* mem) {
+  zd_on_gpu on(dev->gpu);
+  cudaFree(mem);
+}
+
+/* ---- operations ------------------------------------------------------------ */
+
+/* Scratch for a hop: the host knows neither count nor chunk size (they are
+ * in the streams' headers, on the GPU), only cap. Every chunk has a 4-byte
+ * index entry in the output, so it holds at most (cap - header) / 4 chunks;
+ * sized as that many chunks of the smallest chunk size. */
+static size_t zd_hop_scratch(size_t cap) {
+  size_t chunks = cap > ZC_HEADER_BYTES ? (cap - ZC_HEADER_BYTES) / 4 : 0;
+  size_t count = chunks << ZC_CHUNK_LOG2_MIN;
+  size_t f = zd_cuda_codec_scratch_bytes(count, zcclFloat32, ZC_CHUNK_LOG2_MIN);
+  size_t d = zd_cuda_codec_scratch_bytes(count, zcclFloat64, ZC_CHUNK_LOG2_MIN);
+  return f > d ? f : d;
+}
+
+static zcclResult_t zd_cuda_codec_op(zd_cuda_t* c, const zd_op_t* op) {
+  uint64_t *hs[3], *ds[3], before = 0;
+  int* status = &c->pin_d->status;
+  zd_note_t* n = NULL;
+  switch (op->kind) {
+    case ZD_OP_COMPRESS: {
+      unsigned log2 = op->params.chunk_log2 ? op->params.chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
+      ZU_CHECK(zd_scratch(c, zd_cuda_codec_scratch_bytes(op->count, op->params.dtype, log2)));
+      ZU_CHECK(zd_slots_take(c, 1, hs, ds, &before));
+      c->what = "zd_compress";
+      ZU_CHECK(zd_cuda_compress(&op->params, op->a, op->count, op->dst, op->cap, ds[0], c->scratch, c->scratch_bytes,
+                                status, c->stream));
+      c->dirty = 1;
+      ZU_CHECK(zd_note_reserve(c, UINT64_MAX, &n));
+      n->out = op->out_size;
+      n->out_slot = hs[0];
+      return zd_note_issue(c, n);
+    }
+    case ZD_OP_DECOMPRESS:
+      ZU_CHECK(zd_slots_take(c, 1, hs, ds, &before));
+      ZU_CHECK(zd_note_reserve(c, before, &n));
+      n->in[0] = op->a_size;
+      n->in_slot[0] = hs[0];
+      ZU_CHECK(zd_note_issue(c, n));
+      c->what = "zd_decompress";
+      ZU_CHECK(zd_cuda_decompress(op->a, ds[0], op->dst, op->count, status, c->stream));
+      c->dirty = 1;
+      return zcclSuccess;
+    case ZD_OP_HOP:
+      ZU_CHECK(zd_scratch(c, zd_hop_scratch(op->cap)));
+      ZU_CHECK(zd_slots_take(c, 3, hs, ds, &before));
+      ZU_CHECK(zd_note_reserve(c, before, &n));
+      n->in[0] = op->a_size;
+      n->in_slot[0] = hs[0];
+      n->in[1] = op->b_size;
+      n->in_slot[1] = hs[1];
+      ZU_CHECK(zd_note_issue(c, n));
+      c->what = "zd_hop";
+      ZU_CHECK(zd_cuda_hop(op->op, op->a, ds[0], op->b, ds[1], op->dst, op->cap, ds[2], c->scratch, c->scratch_bytes,
+                           status, c->stream));
+      c->dirty = 1;
+      ZU_CHECK(zd_note_reserve(c, UINT64_MAX, &n));
+      n->out = op->out_size;
+      n->out_slot = hs[2];
+      return zd_note_issue(c, n);
+    default:
+      /* zd_dev.c refuses RLE and ZFP for this kind before queueing. */
+      return ZU_ERROR(zcclInvalidUsage, "the cuda device has no kernels for operation %d (RLE and ZFP are host-only)",
+                      (int)op->kind);
+  }
+}
+
+static zcclResult_t zd_cuda_submit(zd_dev_t* dev, const zd_op_t* op) {
+  zd_cuda_t* c = dev->cuda;
+  zd_on_gpu on(c->ordinal);
+  switch (op->kind) {
+    case ZD_OP_COPY:
+      ZD_CUDA_RETURN(cudaMemcpyAsync(op->dst, op->a, op->count, cudaMemcpyDefault, c->stream));
+      break;
+    case ZD_OP_REDUCE:
+      ZU_CHECK(zd_cuda_reduce(op->dst, op->a, op->b, op->count, op->dtype, op->op, op->params.has_fill,
+                              op->params.fill, c->stream));
+      break;
+    case ZD_OP_DIVIDE:
+      ZU_CHECK(zd_cuda_divide(op->dst, op->count, op->dtype, op->n, op->params.has_fill, op->params.fill, c->stream));
+      break;
+    default:
+      return zd_cuda_codec_op(c, op);
+  }
+  c->dirty = 1;
+  return zcclSuccess;
+}
+
+/* ---- events ------------------------------------------------------------------ */
+
+static zd_event_t zd_cuda_record(zd_dev_t* dev) {
+  zd_cuda_t* c = dev->cuda;
+  if (c->dirty) {
+    zd_on_gpu on(c->ordinal);
+    zcclResult_t res = zd_note_mark(c);
+    if (res != zcclSuccess) {
+      /* No event to give: the failure is kept for the next wait (whose
+       * event, an earlier one, passes). */
+      pthread_mutex_lock(&c->lock);
+      if (c->err == zcclSuccess) {
+        c->err = res;
+        snprintf(c->err_msg, sizeof c->err_msg, "zd_event_record: %s", zu_error_last());
+      }
+      pthread_mutex_unlock(&c->lock);
+    }
+  }
+  pthread_mutex_lock(&c->lock);
+  zd_event_t ev = c->issued;
+  pthread_mutex_unlock(&c->lock);
+  return ev;
+}
+
+static int zd_cuda_done(zd_dev_t* dev, zd_event_t ev) {
+  return __atomic_load_n(&dev->cuda->ran, __ATOMIC_ACQUIRE) >= ev;
+}
+
+static zcclResult_t zd_cuda_wait(zd_dev_t* dev, zd_event_t ev) {
+  zd_cuda_t* c = dev->cuda;
+  zd_on_gpu on(c->ordinal);
+  pthread_mutex_lock(&c->lock);
+  if (ev > c->issued) { /* would never pass: an idle stream is not a failed one */
+    pthread_mutex_unlock(&c->lock);
+    return ZU_ERROR(zcclInvalidArgument, "zd_event_wait: event %llu was not recorded on this device",
+                    (unsigned long long)ev);
+  }
+  zcclResult_t res = zd_cuda_block(c, [c, ev] { return c->ran >= ev; });
+  zcclResult_t err = c->err;
+  char msg[sizeof c->err_msg];
+  memcpy(msg, c->err_msg, sizeof msg);
+  c->err = zcclSuccess;
+  pthread_mutex_unlock(&c->lock);
+  if (res != zcclSuccess) return res;
+  /* Recorded again here so zcclGetLastError of the waiting thread has it. */
+  if (err != zcclSuccess) return ZU_ERROR(err, "a queued cuda operation failed: %s", msg);
+  return zcclSuccess;
+}
+
+/* The range into device memory, copied to the pinned area, then a wait. */
+static zcclResult_t zd_cuda_range(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
+                                  double fill, double* min, double* max, size_t* valid) {
+  zd_cuda_t* c = dev->cuda;
+  {
+    zd_on_gpu on(c->ordinal);
+    ZU_CHECK(zd_cuda_value_range(in, count, dtype, has_fill, fill, c->range_d->range, &c->range_d->valid, c->stream));
+    ZD_CUDA_RETURN(
+        cudaMemcpyAsync(&c->pin->range, c->range_d, sizeof c->pin->range, cudaMemcpyDeviceToHost, c->stream));
+    c->dirty = 1;
+  }
+  ZU_CHECK(zd_cuda_wait(dev, zd_cuda_record(dev)));
+  *valid = (size_t)c->pin->range.valid;
+  if (*valid) {
+    *min = c->pin->range.range[0];
+    *max = c->pin->range.range[1];
+  }
+  return zcclSuccess;
+}
+
+/* name, init, fini, submit, record, done, wait, pool_alloc, pool_free, value_range */
+extern "C" const zd_ops_t zd_cuda_ops = {
+    "cuda",          zd_cuda_init,       zd_cuda_fini,      zd_cuda_submit, zd_cuda_record,
+    zd_cuda_done,    zd_cuda_wait,       zd_cuda_pool_alloc, zd_cuda_pool_free, zd_cuda_range,
+};
+
+/* ---- tests ------------------------------------------------------------------- */
+
+__global__ static void zd_k_post_error(int* status, int code) { atomicCAS(status, (int)zcclSuccess, code); }
+
+extern "C" zcclResult_t zd_cuda_post_error(zd_dev_t* dev, zcclResult_t code) {
+  ZU_RETURN_ERR_IF(dev == NULL || zd_dev_kind(dev) != ZD_CUDA, zcclInvalidUsage,
+                   "zd_cuda_post_error: not a cuda device");
+  zd_cuda_t* c = dev->cuda;
+  zd_on_gpu on(c->ordinal);
+  c->what = "zd_cuda_post_error";
+  zd_k_post_error<<<1, 1, 0, c->stream>>>(&c->pin_d->status, (int)code);
+  ZD_CUDA_LAUNCHED("zd_cuda_post_error");
+  c->dirty = 1;
+  return zcclSuccess;
+}

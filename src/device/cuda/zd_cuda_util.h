@@ -1,0 +1,29 @@
+/* CUDA runtime errors as zcclResult_t, for the .cu files of the device layer. */
+#ifndef ZD_CUDA_UTIL_H_
+#define ZD_CUDA_UTIL_H_
+
+#include <cuda_runtime.h>
+
+#include "zu_error.h"
+
+/* Returns zcclUnhandledCudaError naming the call and CUDA's message when
+ * call fails. */
+#define ZD_CUDA_RETURN(call)                                                                 \
+  do {                                                                                       \
+    cudaError_t zd_e_ = (call);                                                              \
+    if (zd_e_ != cudaSuccess)                                                                \
+      return ZU_ERROR(zcclUnhandledCudaError, "%s: %s (%s)", #call, cudaGetErrorString(zd_e_), \
+                      cudaGetErrorName(zd_e_));                                              \
+  } while (0)
+
+/* After a <<<>>> launch: its configuration error (cleared, as launch errors
+ * are not sticky), as zcclUnhandledCudaError naming what launched. */
+#define ZD_CUDA_LAUNCHED(what)                                                                \
+  do {                                                                                        \
+    cudaError_t zd_e_ = cudaGetLastError();                                                   \
+    if (zd_e_ != cudaSuccess)                                                                 \
+      return ZU_ERROR(zcclUnhandledCudaError, "%s: kernel launch: %s (%s)", (what),           \
+                      cudaGetErrorString(zd_e_), cudaGetErrorName(zd_e_));                    \
+  } while (0)
+
+#endif /* ZD_CUDA_UTIL_H_ */
