@@ -1,6 +1,7 @@
 /* Device objects: argument checks and dispatch through the per-kind ops
  * table, the host kind (runs everything at once), and the buffer pool. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -95,11 +96,13 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
   dev->nthreads = (int)threads;
   dev->split_bytes = (size_t)split;
   pthread_mutex_init(&dev->bufs.lock, NULL);
+  pthread_mutex_init(&dev->stage.lock, NULL);
   pthread_mutex_init(&dev->run_lock, NULL);
   zcclResult_t res = dev->ops->init(dev);
   if (res != zcclSuccess) {
     pthread_mutex_destroy(&dev->run_lock);
     pthread_mutex_destroy(&dev->bufs.lock);
+    pthread_mutex_destroy(&dev->stage.lock);
     free(dev);
     return res;
   }
@@ -124,8 +127,16 @@ void zd_dev_destroy(zd_dev_t* dev) {
       free(dev->bufs.base);
   }
   free(dev->bufs.segs);
+  if (dev->stage.base != NULL) {
+    if (dev->ops->host_free)
+      dev->ops->host_free(dev, dev->stage.base);
+    else
+      free(dev->stage.base);
+  }
+  free(dev->stage.segs);
   pthread_mutex_destroy(&dev->run_lock);
   pthread_mutex_destroy(&dev->bufs.lock);
+  pthread_mutex_destroy(&dev->stage.lock);
   free(dev);
 }
 
@@ -136,9 +147,9 @@ zd_kind_t zd_dev_kind(const zd_dev_t* dev) { return dev->kind; }
 #define ZD_ALIGN 64
 
 /* Called with the lock held. The memory is the kind's (device memory for
- * cuda), the bookkeeping host memory. */
-static zcclResult_t zd_bufpool_init(zd_dev_t* dev) {
-  zd_bufpool_t* p = &dev->bufs;
+ * cuda) or, for the staging pool, host memory the transport can reach
+ * (pinned for cuda); the bookkeeping is host memory. */
+static zcclResult_t zd_bufpool_init(zd_dev_t* dev, zd_bufpool_t* p, int staging) {
   int64_t bytes = 0;
   ZU_CHECK(zu_param_int(ZU_PARAM_BUFFER_POOL_BYTES, &bytes));
   size_t size = (size_t)bytes & ~(size_t)(ZD_ALIGN - 1);
@@ -149,8 +160,9 @@ static zcclResult_t zd_bufpool_init(zd_dev_t* dev) {
   ZU_RETURN_ERR_IF(p->segs == NULL, zcclSystemError, "cannot allocate the buffer pool's bookkeeping");
   void* mem = NULL;
   zcclResult_t res = zcclSuccess;
-  if (dev->ops->pool_alloc) {
-    res = dev->ops->pool_alloc(dev, size, &mem);
+  zcclResult_t (*alloc)(zd_dev_t*, size_t, void**) = staging ? dev->ops->host_alloc : dev->ops->pool_alloc;
+  if (alloc) {
+    res = alloc(dev, size, &mem);
   } else {
     mem = aligned_alloc(ZD_ALIGN, size);
     if (mem == NULL)
@@ -165,7 +177,7 @@ static zcclResult_t zd_bufpool_init(zd_dev_t* dev) {
   p->size = size;
   p->segs[0] = (zd_seg_t){0, size, 0};
   p->nsegs = 1;
-  ZU_INFO(ZU_LOG_DEVICE, "buffer pool of %zu bytes", size);
+  ZU_INFO(ZU_LOG_DEVICE, "%s of %zu bytes", staging ? "staging pool" : "buffer pool", size);
   return zcclSuccess;
 }
 
@@ -176,17 +188,19 @@ static size_t zd_bufpool_largest(const zd_bufpool_t* p) {
   return best;
 }
 
-zcclResult_t zd_buf_get(zd_dev_t* dev, size_t bytes, void** buf) {
-  ZU_RETURN_ERR_IF(dev == NULL || buf == NULL, zcclInvalidArgument, "zd_buf_get: NULL argument");
+/* First fit in p. *buf NULL without an error when there is no room and
+ * quiet is set (the staging pool then allocates apart). */
+static zcclResult_t zd_bufpool_get(zd_dev_t* dev, zd_bufpool_t* p, int staging, int quiet, size_t bytes,
+                                   void** buf) {
   *buf = NULL;
-  zd_bufpool_t* p = &dev->bufs;
   zcclResult_t res = zcclSuccess;
   pthread_mutex_lock(&p->lock);
-  if (p->base == NULL) ZU_CHECK_GOTO(zd_bufpool_init(dev), res, unlock);
+  if (p->base == NULL) ZU_CHECK_GOTO(zd_bufpool_init(dev, p, staging), res, unlock);
   size_t need = bytes == 0 ? ZD_ALIGN : (bytes + ZD_ALIGN - 1) & ~(size_t)(ZD_ALIGN - 1);
   if (need < bytes) need = SIZE_MAX; /* rounding overflowed: too large for any pool */
   int i = 0;
   while (i < p->nsegs && (p->segs[i].used || p->segs[i].len < need)) i++;
+  if (i == p->nsegs && quiet) goto unlock;
   if (i == p->nsegs) {
     res = ZU_ERROR(zcclInvalidUsage,
                    "zd_buf_get: %zu bytes requested, the largest free piece is %zu of ZCCL_BUFFER_POOL_BYTES=%zu; "
@@ -218,9 +232,13 @@ unlock:
   return res;
 }
 
-void zd_buf_put(zd_dev_t* dev, void* buf) {
-  if (dev == NULL || buf == NULL) return;
-  zd_bufpool_t* p = &dev->bufs;
+zcclResult_t zd_buf_get(zd_dev_t* dev, size_t bytes, void** buf) {
+  ZU_RETURN_ERR_IF(dev == NULL || buf == NULL, zcclInvalidArgument, "zd_buf_get: NULL argument");
+  return zd_bufpool_get(dev, &dev->bufs, 0, 0, bytes, buf);
+}
+
+/* Returns buf's piece to p; 0 when buf is not a piece of p that is out. */
+static int zd_bufpool_put(zd_bufpool_t* p, void* buf) {
   pthread_mutex_lock(&p->lock);
   /* Binary search by offset. Compare addresses as integers: buf may not
    * point into the pool at all. */
@@ -242,8 +260,7 @@ void zd_buf_put(zd_dev_t* dev, void* buf) {
   }
   if (i < 0 || !p->segs[i].used) {
     pthread_mutex_unlock(&p->lock);
-    ZU_ERROR(zcclInvalidUsage, "zd_buf_put: %p is not a piece of this device's buffer pool that is out", buf);
-    return;
+    return 0;
   }
   p->segs[i].used = 0;
   /* Merge with free neighbours so first fit sees whole holes. */
@@ -258,6 +275,45 @@ void zd_buf_put(zd_dev_t* dev, void* buf) {
     p->nsegs--;
   }
   pthread_mutex_unlock(&p->lock);
+  return 1;
+}
+
+void zd_buf_put(zd_dev_t* dev, void* buf) {
+  if (dev == NULL || buf == NULL) return;
+  if (!zd_bufpool_put(&dev->bufs, buf))
+    ZU_ERROR(zcclInvalidUsage, "zd_buf_put: %p is not a piece of this device's buffer pool that is out", buf);
+}
+
+/* ---- staging --------------------------------------------------------------- */
+int zd_stage_needed(const zd_dev_t* dev) {
+  if (dev == NULL) return 0;
+  if (dev->kind == ZD_CUDA) return 1;
+  int64_t v = 0;
+  return dev->kind == ZD_SIM && zu_param_int(ZU_PARAM_SIM_STAGE, &v) == zcclSuccess && v != 0;
+}
+
+zcclResult_t zd_stage_get(zd_dev_t* dev, size_t bytes, void** buf) {
+  ZU_RETURN_ERR_IF(dev == NULL || buf == NULL, zcclInvalidArgument, "zd_stage_get: NULL argument");
+  ZU_CHECK(zd_bufpool_get(dev, &dev->stage, 1, 1, bytes, buf));
+  if (*buf) return zcclSuccess;
+  /* A message larger than the free staging memory: memory of its own, for
+   * this message only (slow: raise ZCCL_BUFFER_POOL_BYTES). */
+  static atomic_int said;
+  if (!atomic_exchange(&said, 1))
+    ZU_INFO(ZU_LOG_DEVICE, "a %zu-byte message does not fit the %zu-byte staging pool: it gets memory of its own "
+            "(raise ZCCL_BUFFER_POOL_BYTES to avoid the allocation)", bytes, dev->stage.size);
+  if (dev->ops->host_alloc) return dev->ops->host_alloc(dev, bytes ? bytes : 1, buf);
+  *buf = aligned_alloc(ZD_ALIGN, (bytes + ZD_ALIGN - 1) / ZD_ALIGN * ZD_ALIGN + ZD_ALIGN);
+  ZU_RETURN_ERR_IF(*buf == NULL, zcclSystemError, "zd_stage_get: out of memory for %zu bytes", bytes);
+  return zcclSuccess;
+}
+
+void zd_stage_put(zd_dev_t* dev, void* buf) {
+  if (dev == NULL || buf == NULL || zd_bufpool_put(&dev->stage, buf)) return;
+  if (dev->ops->host_free)
+    dev->ops->host_free(dev, buf);
+  else
+    free(buf);
 }
 
 size_t zd_buf_largest(zd_dev_t* dev) {

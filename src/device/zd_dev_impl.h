@@ -62,6 +62,10 @@ typedef struct {
    * the values as host memory). */
   zcclResult_t (*value_range)(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
                               double fill, double* min, double* max, size_t* valid);
+  /* Host memory for staging messages (zd_stage_get): pinned for cuda (NULL:
+   * aligned_alloc / free). */
+  zcclResult_t (*host_alloc)(zd_dev_t* dev, size_t bytes, void** mem);
+  void (*host_free)(zd_dev_t* dev, void* mem);
 } zd_ops_t;
 
 typedef struct {
@@ -86,6 +90,7 @@ struct zd_dev {
   zd_kind_t kind;
   const zd_ops_t* ops;
   zd_bufpool_t bufs;
+  zd_bufpool_t stage; /* host memory for messages the transport cannot send from bufs */
   /* Host compute: the pool starts at the first split operation. run_lock
    * serialises zd_pool_run (one job per pool). */
   pthread_mutex_t run_lock;

@@ -87,6 +87,16 @@ void zd_buf_put(zd_dev_t* dev, void* buf);
 /* Bytes of the largest free piece (the whole pool before the first get). */
 size_t zd_buf_largest(zd_dev_t* dev);
 
+/* Staging: whether the transport cannot send from this device's memory
+ * (cuda, unless UCX is CUDA-aware, which the caller checks; sim with
+ * ZCCL_SIM_STAGE=1, to run that path without a GPU), and host memory
+ * (pinned for cuda) for a message's bytes: a piece of a staging pool of
+ * ZCCL_BUFFER_POOL_BYTES made at the first get, or, for a message larger
+ * than its free room, memory of the message's own. Thread-safe. */
+int zd_stage_needed(const zd_dev_t* dev);
+zcclResult_t zd_stage_get(zd_dev_t* dev, size_t bytes, void** buf);
+void zd_stage_put(zd_dev_t* dev, void* buf);
+
 /* Queued operations, run in order. Arguments are checked when the operation
  * is queued (the error is returned then). dst may equal a or b exactly (in
  * place); any other overlap is zcclInvalidArgument. */

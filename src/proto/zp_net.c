@@ -52,6 +52,8 @@ static zcclResult_t zp_xfer_check(const zp_ctx_t* ctx, const char* what, const z
   return zcclRemoteError;
 }
 
+static void zp_stage_put(const zp_ctx_t* ctx, zp_xfer_t* x, int n);
+
 /* Cancels what is still in flight and drives UCX until UCX no longer
  * touches the buffers (bounded: cancelled requests complete at once). */
 void zp_xfers_cancel_what(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
@@ -60,31 +62,83 @@ void zp_xfers_cancel_what(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, i
   for (;;) {
     int pending = 0;
     for (int i = 0; i < n; i++) pending += !x[i].req.done;
-    if (!pending) return;
+    if (!pending) break;
     if (zu_now() > deadline) {
       /* A rendezvous send to a dead peer without UCX's peer error mode
-       * never completes; the peer cannot read it any more. */
+       * never completes; the peer cannot read it any more (its staging
+       * buffer, if any, stays out rather than be reused under UCX). */
       ZU_WARN("%s: %d messages did not complete after cancel", what, pending);
-      return;
+      break;
     }
     zt_progress(ctx->w);
   }
+  zp_stage_put(ctx, x, n);
+}
+
+/* ---- staging -------------------------------------------------------------------
+ * Device memory the transport cannot reach (a cuda device without a
+ * CUDA-aware UCX; sim with ZCCL_SIM_STAGE=1) moves through host staging
+ * buffers: a send's bytes are copied out before it is posted, a receive's
+ * copied in once it has completed, and the staging buffers go back after
+ * the wait (or the cancel) that lets UCX go of them. */
+static int zp_staged(const zp_ctx_t* ctx) { return zd_stage_needed(ctx->dev) && !zt_cuda_memory(); }
+
+static void zp_stage_put(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
+  for (int i = 0; i < n; i++) {
+    if (x[i].stage == NULL || !x[i].req.done) continue; /* UCX may still use one not done */
+    zd_stage_put(ctx->dev, x[i].stage);
+    x[i].stage = NULL;
+  }
+}
+
+static zcclResult_t zp_stage_out(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
+  int sends = 0;
+  for (int i = 0; i < n; i++) x[i].stage = NULL;
+  for (int i = 0; i < n; i++) {
+    if (x[i].bytes == 0) continue;
+    ZU_CHECK(zd_stage_get(ctx->dev, x[i].bytes, &x[i].stage));
+    if (!x[i].is_send) continue;
+    ZU_CHECK(zd_copy(ctx->dev, x[i].stage, x[i].buf, x[i].bytes));
+    sends++;
+  }
+  return sends ? zd_sync(ctx->dev) : zcclSuccess;
+}
+
+/* The received bytes of completed, successful receives into their buffers. */
+static zcclResult_t zp_stage_in(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
+  int copies = 0;
+  for (int i = 0; i < n; i++) {
+    if (x[i].is_send || x[i].stage == NULL || !x[i].req.done || x[i].req.status != 0) continue;
+    size_t len = x[i].req.length < x[i].bytes ? x[i].req.length : x[i].bytes;
+    if (len == 0) continue;
+    ZU_CHECK(zd_copy(ctx->dev, x[i].buf, x[i].stage, len));
+    copies++;
+  }
+  return copies ? zd_sync(ctx->dev) : zcclSuccess;
 }
 
 zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
   double now = zu_now();
-  for (int i = 0; i < n; i++) {
+  zcclResult_t res = zcclSuccess;
+  if (zp_staged(ctx))
+    res = zp_stage_out(ctx, x, n);
+  else
+    for (int i = 0; i < n; i++) x[i].stage = NULL;
+  for (int i = 0; i < n && res == zcclSuccess; i++) {
     x[i].t_post = now;
-    zcclResult_t res = x[i].is_send
-                           ? zt_isend(ctx->w, x[i].peer, x[i].tag, x[i].buf, x[i].bytes, NULL, &x[i].req)
-                           : zt_irecv(ctx->w, x[i].peer, x[i].tag, ZT_TAG_MASK_ALL, x[i].buf, x[i].bytes, NULL,
-                                      &x[i].req);
+    void* buf = x[i].stage ? x[i].stage : x[i].buf;
+    res = x[i].is_send ? zt_isend(ctx->w, x[i].peer, x[i].tag, buf, x[i].bytes, NULL, &x[i].req)
+                       : zt_irecv(ctx->w, x[i].peer, x[i].tag, ZT_TAG_MASK_ALL, buf, x[i].bytes, NULL, &x[i].req);
     if (res != zcclSuccess) {
       for (int k = i + 1; k < n; k++) memset(&x[k].req, 0, sizeof x[k].req), x[k].req.done = 1;
       return res;
     }
   }
-  return zcclSuccess;
+  if (res != zcclSuccess) { /* staging failed before anything was posted */
+    for (int k = 0; k < n; k++) memset(&x[k].req, 0, sizeof x[k].req), x[k].req.done = 1;
+    zp_stage_put(ctx, x, n);
+  }
+  return res;
 }
 
 zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
@@ -159,9 +213,12 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
     sched_yield();
   }
   if (fatal != zcclSuccess) {
-    zp_xfers_cancel_what(ctx, what, x, n);
+    zp_xfers_cancel_what(ctx, what, x, n); /* also returns the staging buffers */
     return ZU_ERROR(fatal, "%s", why);
   }
+  zcclResult_t staged = zp_stage_in(ctx, x, n);
+  zp_stage_put(ctx, x, n);
+  if (staged != zcclSuccess) return staged;
   if (mismatch[0]) return ZU_ERROR(zcclInvalidUsage, "%s", mismatch);
   return zcclSuccess;
 }
@@ -221,7 +278,7 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   zcclResult_t res;
   ZU_CHECK_GOTO(zd_buf_get(ctx->dev, big, &sb), res, out);
   ZU_CHECK_GOTO(zd_buf_get(ctx->dev, big, &rb), res, out);
-  memset(sb, 0, big);
+  if (zd_dev_kind(ctx->dev) != ZD_CUDA) memset(sb, 0, big); /* (device memory: any bytes time the same) */
   double t_small = 1e9, t_big = 1e9;
   for (uint32_t k = 0; k < 6; k++) {
     size_t bytes = k < 3 ? 8 : big;
@@ -255,13 +312,15 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
     if (ctx->rank != 0) fan = 0; /* rank 0's figure wins the max below */
   }
   double mine[3] = {t_small, (t_big - t_small) / (double)big, fan}, all[3];
-  memcpy(sb, mine, sizeof mine);
+  ZU_CHECK_GOTO(zd_copy(ctx->dev, sb, mine, sizeof mine), res, out);
+  ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 3,
                       .datatype = zcclFloat64, .op = zcclMax, .rank = ctx->rank, .nranks = N};
   zp_ctx_t c2 = *ctx;
   c2.seq = ctx->seq; /* same operation: sub-tags above the exchanges' */
   ZU_CHECK_GOTO(zp_rd_allreduce_sub(&c2, &a, 0x100), res, out);
-  memcpy(all, rb, sizeof all);
+  ZU_CHECK_GOTO(zd_copy(ctx->dev, all, rb, sizeof all), res, out);
+  ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   link->alpha = all[0] > 1e-7 ? all[0] : 1e-7;
   link->bandwidth = all[1] > 1e-12 ? 1.0 / all[1] : 1e12;
   link->fanout = N > 2 ? all[2] : 1;

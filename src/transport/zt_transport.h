@@ -28,6 +28,10 @@ typedef struct {
 /* Creates a throw-away UCP context to learn what this UCX build supports. */
 zcclResult_t zt_ucx_query(zt_ucx_info_t* info);
 
+/* 1 when the process's UCX context sends from and receives into CUDA
+ * memory (a CUDA-aware UCX build); else device buffers need staging. */
+int zt_cuda_memory(void);
+
 /* RDMA devices libibverbs finds (0 when none or no driver). */
 int zt_verbs_ndevices(void);
 

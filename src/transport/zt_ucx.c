@@ -1,6 +1,7 @@
 /* UCX UCP: the process's context, a worker per communicator, endpoints
  * made on first use, tagged non-blocking send/receive, registrations. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,21 @@ static zcclResult_t zt_ctx_get(ucp_context_h* ctx) {
   }
   pthread_mutex_unlock(&zt_ctx_lock);
   return res;
+}
+
+static void zt_ctx_put(void);
+
+int zt_cuda_memory(void) {
+  static atomic_int known = -1; /* asked once: progress threads of several communicators */
+  int k = atomic_load(&known);
+  if (k >= 0) return k;
+  ucp_context_h ctx;
+  if (zt_ctx_get(&ctx) != zcclSuccess) return 0;
+  ucp_context_attr_t attr = {.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES};
+  int cuda = ucp_context_query(ctx, &attr) == UCS_OK && (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  zt_ctx_put();
+  atomic_store(&known, cuda);
+  return cuda;
 }
 
 static void zt_ctx_put(void) {

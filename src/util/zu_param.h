@@ -80,7 +80,10 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "pool costs ~10 us; on a 2-core VM splitting first broke even at 4 MiB).")          \
   X(SIM_DELAY_US, INT, "50",                                                              \
     "sim device: each queued operation runs after a random delay of 0..this many "        \
-    "microseconds, so a missing synchronization shows up as wrong data.")
+    "microseconds, so a missing synchronization shows up as wrong data.")                 \
+  X(SIM_STAGE, INT, "0",                                                                  \
+    "sim device: 1 treats its memory as the transport cannot reach it (a GPU's without "  \
+    "CUDA-aware UCX), so every message goes through host staging buffers as on a GPU.")
 
 typedef enum {
 #define ZU_PARAM_ENUM(id, type, def, desc) ZU_PARAM_##id,

@@ -470,10 +470,28 @@ static zcclResult_t zd_cuda_range(zd_dev_t* dev, const void* in, size_t count, z
   return zcclSuccess;
 }
 
-/* name, init, fini, submit, record, done, wait, pool_alloc, pool_free, value_range */
+/* Staging memory: pinned, so the copies in and out are DMA at full speed. */
+static zcclResult_t zd_cuda_host_alloc(zd_dev_t* dev, size_t bytes, void** mem) {
+  zd_on_gpu on(dev->gpu);
+  cudaError_t e = cudaHostAlloc(mem, bytes, cudaHostAllocPortable);
+  if (e != cudaSuccess) {
+    *mem = NULL;
+    return ZU_ERROR(zcclUnhandledCudaError, "cannot allocate %zu bytes of pinned staging memory: %s (%s)", bytes,
+                    cudaGetErrorString(e), cudaGetErrorName(e));
+  }
+  return zcclSuccess;
+}
+
+static void zd_cuda_host_free(zd_dev_t* dev, void* mem) {
+  zd_on_gpu on(dev->gpu);
+  cudaFreeHost(mem);
+}
+
+/* name, init, fini, submit, record, done, wait, pool_alloc, pool_free, value_range, host_alloc, host_free */
 extern "C" const zd_ops_t zd_cuda_ops = {
     "cuda",          zd_cuda_init,       zd_cuda_fini,      zd_cuda_submit, zd_cuda_record,
     zd_cuda_done,    zd_cuda_wait,       zd_cuda_pool_alloc, zd_cuda_pool_free, zd_cuda_range,
+    zd_cuda_host_alloc, zd_cuda_host_free,
 };
 
 /* ---- tests ------------------------------------------------------------------- */
