@@ -170,6 +170,13 @@ zcclResult_t zccl_runtime_create(zcclComm_t comm) {
   comm->link = (zp_link_t){.alpha = 10e-6, .bandwidth = 1e9, .cpu_share = 1};
   zd_kind_t kind;
   ZU_CHECK(zd_kind_from_env(&kind));
+  /* cuda: the GPU's device now (so a missing GPU fails here); host buffers
+   * keep the host device, whose kernels can read them. */
+  if (kind == ZD_CUDA) {
+    zd_cuda_use_device(comm->cuda_dev);
+    ZU_CHECK(zd_dev_create(ZD_CUDA, &comm->gpu));
+    kind = ZD_HOST;
+  }
   ZU_CHECK(zd_dev_create(kind, &comm->dev));
   return zt_worker_create(&comm->worker);
 }

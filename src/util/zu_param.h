@@ -62,11 +62,13 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "Instruction set of the host codec kernels: auto, scalar, avx2, avx2-gfni or avx512 " \
     "(every level writes identical bytes; a level the CPU lacks is an error).")          \
   X(DEVICE, STR, "host",                                                                  \
-    "Device that runs a communicator's copies and reductions: host (the calling thread "  \
-    "and a thread pool), sim (a simulated GPU stream: asynchronous, for tests) or cuda "  \
-    "(the GPU current at creation, one CUDA stream; buffers in GPU memory; in a build "   \
-    "without CUDA or on a machine without a usable GPU, communicator creation fails with " \
-    "zcclInvalidUsage saying why).")                                                      \
+    "Device that runs a communicator's copies and reductions on host buffers: host (the " \
+    "calling thread and a thread pool) or sim (a simulated GPU stream: asynchronous, for " \
+    "tests; its sim streams make calls stream-ordered). Calls on CUDA device buffers "   \
+    "always run on the GPU current at the communicator's creation, whose device is made " \
+    "at the first such call; cuda makes it at creation (host buffers still use host), "  \
+    "so a build without CUDA or a machine without a usable GPU fails communicator "     \
+    "creation with zcclInvalidUsage saying why.")                                         \
   X(BUFFER_POOL_BYTES, SIZE, "64M",                                                       \
     "Size of each device's buffer pool, allocated at its first use; an algorithm needing " \
     "more splits its work into pieces.")                                                  \
