@@ -118,7 +118,11 @@ static void test_sparse_codec(zcclComm_t comm, int codec, int all_ranks, int kin
    * last also pass the result on); never more than them plus the headers. */
   if (chain && n > 0 && (all_ranks || rank != root)) CHECK(raw >= n * es && wire > 0);
   CHECK(wire <= raw + 24 * (raw / 4096 + 2));
-  if (n > 100000 && kind != DENSE && raw > 0) CHECK(wire * 3 < raw * 2); /* partial sums grow denser toward the root */
+  /* Partial sums grow denser toward the root: with 95% zeros at random
+   * places, k inputs leave 1 - 0.95^k nonzero. Each rank sends one
+   * partial of at most N - 1 inputs, so it is below two thirds of the raw
+   * bytes while that stays under about a fifth (N <= 5). */
+  if (n > 100000 && kind != DENSE && raw > 0 && nranks <= 5) CHECK(wire * 3 < raw * 2);
   long bad = 0;
   if (all_ranks || rank == root)
     for (size_t i = 0; i < n; i++) {
