@@ -20,8 +20,10 @@
 
 #ifndef ZCCL_TEST_CUDA
 int main(void) {
-  printf("SKIP: zccl was built without CUDA\n");
-  return TEST_SKIP_CODE;
+  zd_cuda_info_t info;
+  CHECK_RES(zd_cuda_query(&info), zcclSuccess);
+  printf("SKIP: zccl was built without CUDA (%s)\n", info.status);
+  return test_failures ? 1 : TEST_SKIP_CODE;
 }
 #else
 #include <cuda_runtime_api.h>
