@@ -260,4 +260,41 @@ ZC_HD_INLINE int zc_block_decode(const uint8_t* in, size_t avail, int fill, zc_b
   return o;
 }
 
+/* Bytes the block at in[0 .. avail) takes with its raw values (esize bytes
+ * each), read from its head alone: what a decoder needs to find the next
+ * block without decoding this one (the CUDA decoder walks a chunk's block
+ * heads with it, then decodes the blocks in parallel). -1 when the head or
+ * the span does not fit. For every block zc_block_decode accepts whose raw
+ * values fit, this is its return plus nexc * esize; for a malformed block it
+ * may be anything, so it never replaces zc_block_decode's checks. */
+ZC_HD_INLINE int zc_block_span(const uint8_t* in, size_t avail, int esize) {
+  if (avail < 1) return -1;
+  int W = in[0] & 63, smode = in[0] >> 6, o = 1, has_x = 0, has_f = 0;
+  if (W == ZC_W_ALLFILL) return 1;
+  if (smode == ZC_SMODE_EXT) {
+    if (avail < 2) return -1;
+    smode = in[1] & 3;
+    has_x = (in[1] & ZC_EXT_EXC) != 0;
+    has_f = (in[1] & ZC_EXT_FILL) != 0;
+    o = 2;
+  }
+  int planes = 0;
+  if (W > 0) {
+    if (avail < (size_t)o + 2) return -1;
+    int base = W > 15 ? W - 15 : 0;
+    for (int k = 0; k < ZC_NSUB; k++) planes += base + ((in[o + k / 2] >> (4 * (k & 1))) & 15);
+    o += 2;
+  }
+  if (smode == ZC_SMODE_PLANE) o += 4;
+  uint32_t xbits = 0;
+  if (has_x) {
+    if (avail < (size_t)o + 4) return -1;
+    xbits = zc_get_u32(in + o);
+    o += 4;
+  }
+  if (has_f) o += 4;
+  size_t span = (size_t)o + (size_t)planes + (size_t)ZC_POPC32(xbits) * (size_t)esize;
+  return span <= avail ? (int)span : -1;
+}
+
 #endif /* ZC_SZP_BLOCK_H_ */

@@ -316,18 +316,6 @@ static void zd_cuda_pool_free(zd_dev_t* dev, void* mem) {
 
 /* ---- operations ------------------------------------------------------------ */
 
-/* Scratch for a hop: the host knows neither count nor chunk size (they are
- * in the streams' headers, on the GPU), only cap. Every chunk has a 4-byte
- * index entry in the output, so it holds at most (cap - header) / 4 chunks;
- * sized as that many chunks of the smallest chunk size. */
-static size_t zd_hop_scratch(size_t cap) {
-  size_t chunks = cap > ZC_HEADER_BYTES ? (cap - ZC_HEADER_BYTES) / 4 : 0;
-  size_t count = chunks << ZC_CHUNK_LOG2_MIN;
-  size_t f = zd_cuda_codec_scratch_bytes(count, zcclFloat32, ZC_CHUNK_LOG2_MIN);
-  size_t d = zd_cuda_codec_scratch_bytes(count, zcclFloat64, ZC_CHUNK_LOG2_MIN);
-  return f > d ? f : d;
-}
-
 static zcclResult_t zd_cuda_codec_op(zd_cuda_t* c, const zd_op_t* op) {
   uint64_t *hs[3], *ds[3], before = 0;
   int* status = &c->pin_d->status;
@@ -357,7 +345,7 @@ static zcclResult_t zd_cuda_codec_op(zd_cuda_t* c, const zd_op_t* op) {
       c->dirty = 1;
       return zcclSuccess;
     case ZD_OP_HOP:
-      ZU_CHECK(zd_scratch(c, zd_hop_scratch(op->cap)));
+      ZU_CHECK(zd_scratch(c, zd_cuda_hop_scratch_bytes(op->cap)));
       ZU_CHECK(zd_slots_take(c, 3, hs, ds, &before));
       ZU_CHECK(zd_note_reserve(c, before, &n));
       n->in[0] = op->a_size;

@@ -47,13 +47,20 @@ zcclResult_t zd_cuda_value_range(const void* in, size_t count, zcclDataType_t dt
 
 /* ---- the stream codec (zd_cuda_codec.cu), docs/format.md -----------------
  * Bit-identical to zc_compress / zc_decompress / zc_hop: the same per-block
- * functions (zc_szp_block.h) compiled for the device. Each is a single
- * kernel launch (plus a small reset of its scratch): one CUDA block per
- * chunk, one thread per 32-value block, chunks placed in the output by a
- * decoupled look-back scan over the chunk sizes.
+ * functions (zc_szp_block.h, zd_cuda_codec_blocks.h) compiled for the
+ * device. Each is a single kernel launch (plus a 64-byte reset of its
+ * scratch): one CUDA block per chunk at a time (CTAs take chunks in order),
+ * one thread per 32-value block, chunks placed in the output by a decoupled
+ * look-back scan over the chunk sizes. Failures the CPU codec reports as
+ * zcclInvalidArgument or zcclInvalidUsage are zcclInvalidUsage in *status,
+ * exactly where the CPU fails (output room included).
  * scratch: device memory of zd_cuda_codec_scratch_bytes(count, dtype,
- * chunk_log2) bytes, not shared between launches in flight together. */
+ * chunk_log2) bytes, 8-byte aligned, not shared between launches in flight
+ * together. Values (in, out) must be 4-byte aligned. */
 size_t zd_cuda_codec_scratch_bytes(size_t count, zcclDataType_t dtype, unsigned chunk_log2);
+/* Scratch enough for any hop whose output has room cap (the host knows no
+ * count or chunk size for a hop: they are in the streams, on the GPU). */
+size_t zd_cuda_hop_scratch_bytes(size_t cap);
 /* count values at in into a stream at out (room cap); *out_size its bytes
  * (0 and zcclInvalidUsage in *status when cap is too small). */
 zcclResult_t zd_cuda_compress(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
@@ -65,7 +72,8 @@ zcclResult_t zd_cuda_compress(const zc_params_t* p, const void* in, size_t count
 zcclResult_t zd_cuda_decompress(const void* stream_bytes, const uint64_t* size, void* out, size_t count,
                                 int* status, zd_cuda_stream_t stream);
 /* Homomorphic op (SUM, MAX, MIN) of two compatible streams into out (room
- * cap; out may be a or b: see zd_cuda_codec.cu for why that is safe). */
+ * cap; out may be a or b: see zd_cuda_codec.cu for why that is safe; only
+ * then may out_size be a_size or b_size). */
 zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_t* a_size, const void* b,
                          const uint64_t* b_size, void* out, size_t cap, uint64_t* out_size, void* scratch,
                          size_t scratch_bytes, int* status, zd_cuda_stream_t stream);

@@ -1,0 +1,990 @@
+/* The stream codec (docs/format.md) as CUDA kernels: compress, decompress and
+ * the homomorphic SUM/MAX/MIN, each one kernel launch that writes the bytes
+ * (or values) zc_compress, zc_decompress and zc_hop write. The per-block work
+ * is zc_szp_block.h's and zd_cuda_codec_blocks.h's functions, shared with the
+ * host; this file adds only how blocks and chunks are placed.
+ *
+ * Placement. A CTA does one chunk at a time, one thread per 32-value block
+ * (a chunk of more than ZD_T blocks takes several rounds of ZD_T blocks).
+ * CTAs take chunks in order from a ticket counter (so a CTA only ever waits
+ * for chunks that a running CTA holds) and loop until the chunks run out, so
+ * the grid can be sized by occupancy whatever the chunk count (decompress
+ * and hop do not know it on the host: it is in the stream's header).
+ * - Inside a chunk, CTA-wide scans (warp shuffles, then across warps through
+ *   shared memory) join the blocks: the sum of the blocks' coded sizes places
+ *   each block; for compression and the hop's result a "last valid" scan of
+ *   the blocks' last ordinary integers gives each block the chunk's predictor
+ *   entering it (the chunk-scope delta: exception, fill and padding positions
+ *   carry the previous integer; without an ordinary integer before it, a
+ *   block's first ordinary integer starts the track with delta 0 and is the
+ *   chunk's base); for decoding a scan of the blocks' delta sums gives each
+ *   block its entering integer. The carries of all three pass from round to
+ *   round.
+ * - A chunk's blocks have no offsets in the format, so before decoding one
+ *   thread walks the chunk's block heads (zc_block_span: a few bytes each,
+ *   from shared memory when the chunk fits there); the threads then decode
+ *   their blocks with zc_block_decode's full checks and check that each
+ *   block ends where the walk says the next begins.
+ * - Chunks are placed in the output by a decoupled look-back over their
+ *   sizes: a CTA publishes its chunk's size (aggregate), sums the
+ *   predecessors' aggregates backwards until one has published its inclusive
+ *   prefix, then publishes its own inclusive prefix. A chunk's bytes are
+ *   written only after its size is known, so compression and the hop run
+ *   their rounds twice: once for the sizes, once writing (a chunk of one
+ *   round keeps its encoded blocks in thread-local memory instead). The hop
+ *   places its input chunks the same way (their sizes are in the indexes,
+ *   available at once). Decompression writes values at fixed places; it has
+ *   no scratch, so each CTA sums the index in front of its range of chunks.
+ * - Scratch: 64 control bytes (the ticket counter and the grid barrier's
+ *   count, zeroed by the launcher before each launch: that memset is the
+ *   only other work enqueued) and a 64-byte slot per chunk for the look-back.
+ *   A slot's words are tagged with a launch epoch from the host instead of
+ *   being reset: the hop's launcher cannot know how many slots the stream
+ *   has without a host round trip.
+ * - Errors found by the kernels go to *status (atomicCAS from zcclSuccess) as
+ *   zcclInvalidUsage: every check zc_header_read, zc_parse_block and the
+ *   drivers make, each chunk's before it reads the chunk, so nothing is read
+ *   or written out of bounds. A chunk that fails still publishes its size
+ *   (with an error bit the look-back carries), so no CTA waits forever and
+ *   the last chunk knows to report a failure (*out_size 0). Output room
+ *   follows the CPU's rule exactly: the encoders demand room for a whole
+ *   worst-case block before each block (ZD_EMIT_MAX), so a stream that fits
+ *   its cap only tightly fails on the GPU exactly when it fails on the CPU.
+ *
+ * In-place hop (out == a or out == b). A result chunk may be larger than the
+ * input chunk whose place it takes, so chunk c's bytes may land on input that
+ * the CTA of a later chunk has not read yet (it may not even have started:
+ * the look-back orders writers, not readers). Waiting for those readers could
+ * deadlock (they may need the waiting CTA's SM), so instead every input that
+ * overlaps out is first copied into the scratch (behind the slots), the grid
+ * waits at a barrier, and the kernel then reads only the copies: a
+ * cooperative launch, so that all CTAs are resident and the barrier cannot
+ * hang. The copy costs one pass over the compressed input; zd_cuda_codec_
+ * scratch_bytes leaves room for one input of zc_compress_bound bytes. A
+ * failed in-place hop leaves out's bytes unspecified (the CPU leaves them).
+ *
+ * Floating point matches the host: the file is built with --fmad=false (no
+ * contraction, as -ffp-contract=off on the host), IEEE division and no
+ * flush-to-zero; exceptions' raw values are handled as bits (see
+ * zd_cuda_codec_blocks.h). */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "zd_cuda_codec_blocks.h"
+#include "zd_cuda_kernels.h"
+#include "zu_error.h"
+
+#define ZD_T 128 /* threads per CTA */
+#define ZD_WARPS (ZD_T / 32)
+#define ZD_MAX_NB (1u << (ZC_CHUNK_LOG2_MAX - 5)) /* blocks in a chunk, at most */
+#define ZD_CTL_BYTES 64ull
+#define ZD_SLOT_BYTES 64ull
+#define ZD_DBUF 16384u /* decompress: a chunk's bytes in shared memory when they fit */
+#define ZD_HBUF 8192u  /* hop: each input chunk's, likewise */
+#define ZD_ERR (1ull << 63)
+#define ZD_VAL (~ZD_ERR)
+#define ZD_AGG 1ull /* a slot holds the chunk's aggregate */
+#define ZD_INC 2ull /* ... and its inclusive prefix */
+#define ZD_FULL 0xffffffffu
+
+typedef struct {
+  unsigned long long ticket; /* next chunk to take */
+  unsigned int arrive;       /* CTAs at the in-place hop's barrier */
+} zd_ctl_t;
+
+/* One chunk's look-back words: status (epoch << 2 | ZD_AGG or ZD_INC), then
+ * values; out: the chunk's bytes in the output (| ZD_ERR when a chunk so far
+ * failed); in: its bytes in input a and b (hop). */
+typedef struct {
+  unsigned long long out_st, out_agg, out_inc;
+  unsigned long long in_st, in_agg[2], in_inc[2];
+} zd_slot_t;
+
+/* ---- device helpers --------------------------------------------------------- */
+
+__device__ static void zd_fail(int* status) { atomicCAS(status, (int)zcclSuccess, (int)zcclInvalidUsage); }
+
+__device__ static unsigned long long zd_ld(const unsigned long long* p) {
+  return *(const volatile unsigned long long*)p;
+}
+__device__ static void zd_st(unsigned long long* p, unsigned long long v) { *(volatile unsigned long long*)p = v; }
+
+/* Output sizes add; their error bits accumulate. */
+__device__ static unsigned long long zd_add(unsigned long long x, unsigned long long y) {
+  return ((x + y) & ZD_VAL) | ((x | y) & ZD_ERR);
+}
+
+/* Waits until slot word st is published in this launch; the values written
+ * before it are then visible. */
+__device__ static unsigned long long zd_wait(const unsigned long long* st, unsigned long long epoch) {
+  unsigned long long s;
+  while (((s = zd_ld(st)) >> 2) != epoch) __nanosleep(32);
+  __threadfence();
+  return s & 3;
+}
+
+/* Thread 0: publishes chunk c's output size agg, looks back for the bytes of
+ * the chunks before it, publishes its inclusive prefix; returns the
+ * exclusive prefix. */
+__device__ static unsigned long long zd_place_out(zd_slot_t* slots, unsigned long long c, unsigned long long agg,
+                                                  unsigned long long epoch) {
+  zd_slot_t* me = &slots[c];
+  unsigned long long excl = 0;
+  if (c > 0) {
+    zd_st(&me->out_agg, agg);
+    __threadfence();
+    zd_st(&me->out_st, epoch << 2 | ZD_AGG);
+    for (unsigned long long j = c; j-- > 0;) {
+      if (zd_wait(&slots[j].out_st, epoch) == ZD_INC) {
+        excl = zd_add(excl, zd_ld(&slots[j].out_inc));
+        break;
+      }
+      excl = zd_add(excl, zd_ld(&slots[j].out_agg));
+    }
+  }
+  zd_st(&me->out_inc, zd_add(excl, agg));
+  __threadfence();
+  zd_st(&me->out_st, epoch << 2 | ZD_INC);
+  return excl;
+}
+
+/* The same for the hop's input chunks (sizes of a and b). */
+__device__ static void zd_place_in(zd_slot_t* slots, unsigned long long c, const unsigned long long agg[2],
+                                   unsigned long long epoch, unsigned long long excl[2]) {
+  zd_slot_t* me = &slots[c];
+  excl[0] = excl[1] = 0;
+  if (c > 0) {
+    zd_st(&me->in_agg[0], agg[0]);
+    zd_st(&me->in_agg[1], agg[1]);
+    __threadfence();
+    zd_st(&me->in_st, epoch << 2 | ZD_AGG);
+    for (unsigned long long j = c; j-- > 0;) {
+      if (zd_wait(&slots[j].in_st, epoch) == ZD_INC) {
+        excl[0] += zd_ld(&slots[j].in_inc[0]);
+        excl[1] += zd_ld(&slots[j].in_inc[1]);
+        break;
+      }
+      excl[0] += zd_ld(&slots[j].in_agg[0]);
+      excl[1] += zd_ld(&slots[j].in_agg[1]);
+    }
+  }
+  zd_st(&me->in_inc[0], excl[0] + agg[0]);
+  zd_st(&me->in_inc[1], excl[1] + agg[1]);
+  __threadfence();
+  zd_st(&me->in_st, epoch << 2 | ZD_INC);
+}
+
+/* All CTAs of a cooperative launch meet here (one use per launch). */
+__device__ static void zd_grid_barrier(zd_ctl_t* ctl) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(&ctl->arrive, 1u);
+    while (*(volatile unsigned int*)&ctl->arrive < gridDim.x) __nanosleep(64);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+/* Exclusive sum (wrapping) of v over the CTA's threads in order; *total the
+ * sum of all. Every thread calls it. */
+__device__ static uint64_t zd_scan_add(uint64_t v, uint64_t* total) {
+  __shared__ uint64_t sh[ZD_WARPS];
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  uint64_t x = v;
+  for (unsigned o = 1; o < 32; o <<= 1) {
+    uint64_t y = __shfl_up_sync(ZD_FULL, x, o);
+    if (lane >= o) x += y;
+  }
+  if (lane == 31) sh[warp] = x;
+  __syncthreads();
+  uint64_t before = 0, all = 0;
+  for (unsigned w = 0; w < ZD_WARPS; w++) {
+    if (w < warp) before += sh[w];
+    all += sh[w];
+  }
+  __syncthreads();
+  *total = all;
+  return before + x - v;
+}
+
+/* Exclusive "last valid" scan: 1 and in *ev the value of the nearest thread
+ * before this one whose flag f is set, else 0; *tf and *tv: the last of all. */
+__device__ static int zd_scan_last(int f, int64_t v, int64_t* ev, int* tf, int64_t* tv) {
+  __shared__ int shf[ZD_WARPS];
+  __shared__ int64_t shv[ZD_WARPS];
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int xf = f;
+  int64_t xv = v;
+  for (unsigned o = 1; o < 32; o <<= 1) {
+    int yf = __shfl_up_sync(ZD_FULL, xf, o);
+    int64_t yv = __shfl_up_sync(ZD_FULL, xv, o);
+    if (lane >= o && !xf) {
+      xf = yf;
+      xv = yv;
+    }
+  }
+  int pf = __shfl_up_sync(ZD_FULL, xf, 1);
+  int64_t pv = __shfl_up_sync(ZD_FULL, xv, 1);
+  if (lane == 0) pf = 0;
+  if (lane == 31) {
+    shf[warp] = xf;
+    shv[warp] = xv;
+  }
+  __syncthreads();
+  int wf = 0, af = 0;
+  int64_t wv = 0, av = 0;
+  for (unsigned w = 0; w < ZD_WARPS; w++) {
+    if (!shf[w]) continue;
+    if (w < warp) {
+      wf = 1;
+      wv = shv[w];
+    }
+    af = 1;
+    av = shv[w];
+  }
+  __syncthreads();
+  *tf = af;
+  *tv = av;
+  *ev = pf ? pv : wv;
+  return pf || wf;
+}
+
+/* n 4-byte words at p (4-byte aligned) to w and back: 16-byte accesses where
+ * p is 16-byte aligned, single words for the head and the tail. */
+__device__ static void zd_load_words(const uint32_t* p, int n, uint32_t* w) {
+  int i = 0, head = (int)(((16u - ((uintptr_t)p & 15u)) & 15u) >> 2);
+  if (head > n) head = n;
+  for (; i < head; i++) w[i] = __ldg(p + i);
+  for (; i + 4 <= n; i += 4) {
+    uint4 t = __ldg((const uint4*)(p + i));
+    w[i] = t.x;
+    w[i + 1] = t.y;
+    w[i + 2] = t.z;
+    w[i + 3] = t.w;
+  }
+  for (; i < n; i++) w[i] = __ldg(p + i);
+}
+
+__device__ static void zd_store_words(uint32_t* p, int n, const uint32_t* w) {
+  int i = 0, head = (int)(((16u - ((uintptr_t)p & 15u)) & 15u) >> 2);
+  if (head > n) head = n;
+  for (; i < head; i++) p[i] = w[i];
+  for (; i + 4 <= n; i += 4) *(uint4*)(p + i) = make_uint4(w[i], w[i + 1], w[i + 2], w[i + 3]);
+  for (; i < n; i++) p[i] = w[i];
+}
+
+/* Copies n bytes from global memory to shared memory (the whole CTA). */
+__device__ static void zd_stage(uint8_t* dst, const uint8_t* src, uint32_t n) {
+  for (uint32_t k = threadIdx.x; k < n; k += ZD_T) dst[k] = src[k];
+}
+
+/* One thread finds a chunk's nb block offsets (off[nb]: the end); 0, or -1
+ * when a block head does not fit or the blocks do not end at the chunk's
+ * end. */
+__device__ static int zd_walk(const uint8_t* chunk, uint32_t bytes, uint32_t nb, int esize, uint32_t* off) {
+  uint32_t o = 8;
+  for (uint32_t k = 0; k < nb; k++) {
+    off[k] = o;
+    int sp = zc_block_span(chunk + o, bytes - o, esize);
+    if (sp < 0) return -1;
+    o += (uint32_t)sp;
+  }
+  off[nb] = o;
+  return o == bytes ? 0 : -1;
+}
+
+/* A thread's encoded block of the current round, and where it goes. */
+typedef struct {
+  uint8_t enc[ZD_EMIT_MAX(8)];
+  int n;        /* bytes (0: no block) */
+  uint32_t off; /* offset in the chunk */
+} zd_round_t;
+
+/* The scans' carries from one round of blocks to the next (the same in
+ * every thread). */
+typedef struct {
+  uint64_t qa, qb; /* the inputs' tracks (hop) */
+  int have_prev;   /* an ordinary integer before the round, */
+  int64_t prev;    /* the last one */
+  uint64_t bytes;  /* the chunk's bytes before the round */
+} zd_carry_t;
+
+/* Scans a round's result blocks (view v, has/fst/lst from zd_block_ends)
+ * into deltas and bytes: the block's encoding in rd, the chunk's base in
+ * *s_base (the one thread holding the chunk's first ordinary integer), the
+ * last block's offset in *s_last. */
+__device__ static void zd_emit_round(const zd_bview_t* v, int act, int has, int64_t fst, int64_t lst, uint32_t blk,
+                                     uint32_t nb, int fill, int esize, zd_carry_t* cy, int64_t* s_base,
+                                     uint32_t* s_last, zd_round_t* rd, int* err) {
+  int64_t ev, tv;
+  int tf;
+  int ef = zd_scan_last(has, lst, &ev, &tf, &tv);
+  int hp = ef || cy->have_prev;
+  int64_t pv = ef ? ev : cy->prev;
+  if (act && has && !hp) *s_base = fst;
+  int bytes = 0;
+  if (act) {
+    zc_block_t b;
+    uint32_t pad;
+    if (zd_block_deltas(v, hp, pv, &b, &pad) != 0) *err = 1;
+    bytes = zd_block_emit(&b, pad, fill, v, esize, rd->enc);
+  }
+  uint64_t total;
+  uint64_t off = cy->bytes + zd_scan_add((uint64_t)bytes, &total);
+  if (act && blk == nb - 1) *s_last = (uint32_t)off;
+  rd->n = bytes;
+  rd->off = (uint32_t)off;
+  cy->bytes += total;
+  if (tf) {
+    cy->have_prev = 1;
+    cy->prev = tv;
+  }
+}
+
+__device__ static void zd_write_block(uint8_t* chunk_out, const zd_round_t* rd) {
+  for (int k = 0; k < rd->n; k++) chunk_out[rd->off + k] = rd->enc[k];
+}
+
+/* Thread 0 of the CTA holding the stream's last chunk: *out_size, or 0 and
+ * a failure when a chunk failed or the CPU's room rule is not met (room for
+ * a worst-case block at the start of every block, the last one tightest). */
+__device__ static void zd_finish(uint64_t* out_size, int* status, unsigned long long excl, int err, uint64_t at,
+                                 uint64_t bytes, uint32_t last, uint64_t cap, int esize) {
+  int ok = !(excl & ZD_ERR) && !err && at + last <= cap && cap - (at + last) >= (uint64_t)ZD_EMIT_MAX(esize);
+  *out_size = ok ? at + bytes : 0;
+  if (!ok) zd_fail(status);
+}
+
+/* ---- compression -------------------------------------------------------- */
+
+typedef struct {
+  const uint8_t* in;
+  uint64_t count;
+  uint8_t* out;
+  uint64_t cap;
+  uint64_t* out_size;
+  int* status;
+  uint8_t* scratch;
+  unsigned long long epoch;
+  double eb, fill;
+  int has_fill, f64;
+  unsigned lg;
+  uint32_t nchunks;
+} zd_cargs_t;
+
+__device__ static void zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g, uint64_t first, uint32_t n,
+                                         uint32_t nb, uint32_t r, zd_carry_t* cy, int64_t* s_base, uint32_t* s_last,
+                                         zd_round_t* rd, int* err) {
+  const int esize = A->f64 ? 8 : 4;
+  uint32_t blk = r * ZD_T + threadIdx.x;
+  int act = blk < nb, has = 0;
+  int64_t fst = 0, lst = 0;
+  zd_bview_t v;
+  if (act) {
+    int nv = n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
+    union {
+      uint32_t w[2 * ZC_BLOCK];
+      float f[ZC_BLOCK];
+      double d[ZC_BLOCK];
+    } x;
+    zd_load_words((const uint32_t*)(A->in + (first + (uint64_t)blk * ZC_BLOCK) * esize), nv * esize / 4, x.w);
+    if (A->f64)
+      zd_quant_f64(x.d, nv, g, A->has_fill, A->fill, &v);
+    else
+      zd_quant_f32(x.f, nv, g, A->has_fill, (float)A->fill, &v);
+    has = zd_block_ends(&v, &fst, &lst);
+  }
+  zd_emit_round(&v, act, has, fst, lst, blk, nb, A->has_fill, esize, cy, s_base, s_last, rd, err);
+}
+
+__global__ static void __launch_bounds__(ZD_T) zd_compress_kernel(zd_cargs_t A) {
+  __shared__ unsigned long long s_c, s_excl;
+  __shared__ int64_t s_base;
+  __shared__ uint32_t s_last;
+  zd_ctl_t* ctl = (zd_ctl_t*)A.scratch;
+  zd_slot_t* slots = (zd_slot_t*)(A.scratch + ZD_CTL_BYTES);
+  const int esize = A.f64 ? 8 : 4;
+  const uint64_t head = ZC_HEADER_BYTES + 4ull * A.nchunks;
+  const int room = A.cap >= head;
+  zc_grid_t g;
+  zc_grid_init(A.eb, &g);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    if (room) zd_header_write(A.out, A.f64, A.count, A.eb, A.has_fill, A.fill, A.lg, A.nchunks);
+    if (!room) zd_fail(A.status);
+    if (A.nchunks == 0 || !room) *A.out_size = room ? head : 0;
+  }
+  if (!room) return; /* zc_compress_begin's failure: no CTA takes a chunk */
+  for (;;) {
+    if (threadIdx.x == 0) {
+      s_c = atomicAdd(&ctl->ticket, 1ull);
+      s_base = 0;
+    }
+    __syncthreads();
+    const unsigned long long c = s_c;
+    if (c >= A.nchunks) break;
+    const uint64_t first = c << A.lg;
+    const uint32_t n = A.count - first < (1ull << A.lg) ? (uint32_t)(A.count - first) : 1u << A.lg;
+    const uint32_t nb = (n + ZC_BLOCK - 1) / ZC_BLOCK, R = (nb + ZD_T - 1) / ZD_T;
+    zd_carry_t cy = {0, 0, 0, 0, 8};
+    zd_round_t rd;
+    int err = 0;
+    for (uint32_t r = 0; r < R; r++) zd_compress_round(&A, &g, first, n, nb, r, &cy, &s_base, &s_last, &rd, &err);
+    err = __syncthreads_or(err);
+    const uint64_t bytes = cy.bytes;
+    if (threadIdx.x == 0) s_excl = zd_place_out(slots, c, bytes | (err ? ZD_ERR : 0), A.epoch);
+    __syncthreads();
+    const unsigned long long excl = s_excl;
+    const int64_t base = s_base;
+    const uint32_t last = s_last;
+    const uint64_t at = head + (excl & ZD_VAL);
+    if (at + bytes <= A.cap && !err) {
+      if (threadIdx.x == 0) {
+        zc_put_u32(A.out + ZC_HEADER_BYTES + 4 * c, (uint32_t)bytes);
+        zd_put_u64(A.out + at, (uint64_t)base);
+      }
+      if (R == 1) {
+        zd_write_block(A.out + at, &rd);
+      } else { /* the rounds again, now that the chunk's place is known */
+        zd_carry_t cy2 = {0, 0, 0, 0, 8};
+        int64_t base2;
+        uint32_t last2;
+        for (uint32_t r = 0; r < R; r++) {
+          zd_compress_round(&A, &g, first, n, nb, r, &cy2, &base2, &last2, &rd, &err);
+          zd_write_block(A.out + at, &rd);
+        }
+      }
+    }
+    if (threadIdx.x == 0) {
+      if (err) zd_fail(A.status);
+      if (c == A.nchunks - 1) zd_finish(A.out_size, A.status, excl, err, at, bytes, last, A.cap, esize);
+    }
+    __syncthreads();
+  }
+}
+
+/* ---- decompression ------------------------------------------------------- */
+
+typedef struct {
+  const uint8_t* s;
+  const uint64_t* size;
+  uint8_t* out;
+  uint64_t count;
+  int* status;
+} zd_dargs_t;
+
+__global__ static void __launch_bounds__(ZD_T) zd_decompress_kernel(zd_dargs_t A) {
+  __shared__ zd_hdr_t s_h;
+  __shared__ uint64_t s_size;
+  __shared__ int s_ok;
+  __shared__ uint32_t s_off[ZD_MAX_NB + 1];
+  __shared__ __align__(16) uint8_t s_buf[ZD_DBUF];
+  if (threadIdx.x == 0) {
+    uint64_t size = *A.size;
+    int ok = zd_header_parse(A.s, size, &s_h) == 0 && s_h.count == A.count;
+    if (ok && s_h.nchunks == 0 && size != ZC_HEADER_BYTES) ok = 0; /* no chunk: nothing may follow */
+    if (!ok) zd_fail(A.status);
+    s_ok = ok;
+    s_size = size;
+  }
+  __syncthreads();
+  if (!s_ok) return;
+  const zd_hdr_t h = s_h;
+  const int esize = h.f64 ? 8 : 4;
+  const uint64_t head = ZC_HEADER_BYTES + 4ull * h.nchunks, body = s_size - head;
+  const uint8_t* index = A.s + ZC_HEADER_BYTES;
+  /* This CTA's chunks, and where they start: the index entries before. */
+  const uint64_t c0 = (uint64_t)blockIdx.x * h.nchunks / gridDim.x;
+  const uint64_t c1 = ((uint64_t)blockIdx.x + 1) * h.nchunks / gridDim.x;
+  if (c0 >= c1) return;
+  uint64_t part = 0, off;
+  for (uint64_t i = threadIdx.x; i < c0; i += ZD_T) part += zc_get_u32(index + 4 * i);
+  zd_scan_add(part, &off);
+  zc_grid_t g;
+  zc_grid_init(zd_bits_f64(h.eb_bits), &g);
+  for (uint64_t c = c0; c < c1; c++) {
+    const uint32_t bytes = zc_get_u32(index + 4 * c);
+    /* zc_header_read's index checks, for this chunk */
+    if (bytes < 8 || off + bytes > body || (c == h.nchunks - 1 && off + bytes != body)) {
+      if (threadIdx.x == 0) zd_fail(A.status);
+      return;
+    }
+    const uint8_t* chunk = A.s + head + off;
+    if (bytes <= ZD_DBUF) {
+      zd_stage(s_buf, chunk, bytes);
+      chunk = s_buf;
+      __syncthreads();
+    }
+    const uint64_t first = c << h.chunk_log2;
+    const uint32_t n = h.count - first < (1ull << h.chunk_log2) ? (uint32_t)(h.count - first) : 1u << h.chunk_log2;
+    const uint32_t nb = (n + ZC_BLOCK - 1) / ZC_BLOCK, R = (nb + ZD_T - 1) / ZD_T;
+    if (threadIdx.x == 0) s_ok = zd_walk(chunk, bytes, nb, esize, s_off) == 0;
+    __syncthreads();
+    int err = !s_ok;
+    uint64_t q = zd_get_u64(chunk); /* the base */
+    for (uint32_t r = 0; r < R && !err; r++) {
+      uint32_t blk = r * ZD_T + threadIdx.x;
+      int nv = 0, okb = 0;
+      uint64_t sum = 0;
+      zc_block_t b;
+      const uint8_t* raw = NULL;
+      if (blk < nb) {
+        nv = n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
+        uint32_t o = s_off[blk];
+        int used = zd_block_parse(chunk + o, bytes - o, nv, h.has_fill, esize, &b, &raw);
+        okb = used >= 0 && o + (uint32_t)used == s_off[blk + 1];
+        if (okb)
+          sum = zd_block_dsum(&b);
+        else
+          err = 1;
+      }
+      uint64_t total, ex = zd_scan_add(sum, &total);
+      if (okb) {
+        zd_bview_t v;
+        uint64_t y[ZC_BLOCK];
+        uint32_t w[2 * ZC_BLOCK];
+        zd_block_track(&b, raw, nv, esize, (int64_t)(q + ex), &v);
+        zd_block_values(&v, nv, h.f64, &g, h.divisor, h.fill_bits, y);
+        for (int i = 0; i < nv; i++) {
+          if (esize == 4) {
+            w[i] = (uint32_t)y[i];
+          } else {
+            w[2 * i] = (uint32_t)y[i];
+            w[2 * i + 1] = (uint32_t)(y[i] >> 32);
+          }
+        }
+        zd_store_words((uint32_t*)(A.out + (first + (uint64_t)blk * ZC_BLOCK) * esize), nv * esize / 4, w);
+      }
+      q += total;
+      err = __syncthreads_or(err);
+    }
+    if (err) {
+      if (threadIdx.x == 0) zd_fail(A.status);
+      return;
+    }
+    off += bytes;
+    __syncthreads(); /* s_buf and s_off are reused */
+  }
+}
+
+/* ---- homomorphic operations --------------------------------------------- */
+
+typedef struct {
+  zcclRedOp_t op;
+  const uint8_t* a;
+  const uint64_t* a_size;
+  const uint8_t* b;
+  const uint64_t* b_size;
+  uint8_t* out;
+  uint64_t cap;
+  uint64_t* out_size;
+  int* status;
+  uint8_t* scratch;
+  uint64_t scratch_bytes;
+  unsigned long long epoch;
+  int inplace; /* out == a or out == b: a cooperative launch */
+} zd_hargs_t;
+
+/* One input chunk as a round reads it. */
+typedef struct {
+  const uint8_t* p;   /* its bytes (shared or global memory) */
+  uint32_t bytes;
+  const uint32_t* off; /* its blocks' offsets (zd_walk) */
+} zd_in_t;
+
+__device__ static void zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const zc_grid_t* g, const zd_in_t* ia,
+                                    const zd_in_t* ib, uint32_t n, uint32_t nb, uint32_t r, zd_carry_t* cy,
+                                    int64_t* s_base, uint32_t* s_last, zd_round_t* rd, int* err) {
+  const int esize = h->f64 ? 8 : 4;
+  uint32_t blk = r * ZD_T + threadIdx.x;
+  int act = blk < nb, nv = 0, okb = 0, has = 0;
+  uint64_t sa = 0, sb = 0;
+  zc_block_t ba, bb;
+  const uint8_t *ra = NULL, *rb = NULL;
+  if (act) {
+    nv = n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
+    uint32_t oa = ia->off[blk], ob = ib->off[blk];
+    int ua = zd_block_parse(ia->p + oa, ia->bytes - oa, nv, h->has_fill, esize, &ba, &ra);
+    int ub = zd_block_parse(ib->p + ob, ib->bytes - ob, nv, h->has_fill, esize, &bb, &rb);
+    okb = ua >= 0 && oa + (uint32_t)ua == ia->off[blk + 1] && ub >= 0 && ob + (uint32_t)ub == ib->off[blk + 1];
+    if (okb) {
+      sa = zd_block_dsum(&ba);
+      sb = zd_block_dsum(&bb);
+    } else {
+      *err = 1;
+    }
+  }
+  uint64_t ta, tb;
+  uint64_t ea = zd_scan_add(sa, &ta), eb = zd_scan_add(sb, &tb);
+  zd_bview_t vr;
+  int64_t fst = 0, lst = 0;
+  if (okb) {
+    zd_bview_t va, vb;
+    zd_block_track(&ba, ra, nv, esize, (int64_t)(cy->qa + ea), &va);
+    zd_block_track(&bb, rb, nv, esize, (int64_t)(cy->qb + eb), &vb);
+    zd_block_hop(A->op, h->f64, g, &va, &vb, &vr);
+    has = zd_block_ends(&vr, &fst, &lst);
+  }
+  cy->qa += ta;
+  cy->qb += tb;
+  zd_emit_round(&vr, okb, has, fst, lst, blk, nb, h->has_fill, esize, cy, s_base, s_last, rd, err);
+}
+
+/* [p, p + n) and [q, q + m) share a byte. */
+__device__ static int zd_overlap(const uint8_t* p, uint64_t n, const uint8_t* q, uint64_t m) {
+  return n > 0 && m > 0 && p < q + m && q < p + n;
+}
+
+__device__ static uint64_t zd_round16(uint64_t x) { return (x + 15) & ~15ull; }
+
+__global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
+  __shared__ zd_hdr_t s_h;
+  __shared__ int s_ok;
+  __shared__ const uint8_t *s_pa, *s_pb;
+  __shared__ uint64_t s_asz, s_bsz;
+  __shared__ unsigned long long s_c, s_excl, s_in[2];
+  __shared__ uint32_t s_n[2];
+  __shared__ int64_t s_base;
+  __shared__ uint32_t s_last;
+  __shared__ uint32_t s_offa[ZD_MAX_NB + 1], s_offb[ZD_MAX_NB + 1];
+  __shared__ __align__(16) uint8_t s_bufa[ZD_HBUF], s_bufb[ZD_HBUF];
+  zd_ctl_t* ctl = (zd_ctl_t*)A.scratch;
+  zd_slot_t* slots = (zd_slot_t*)(A.scratch + ZD_CTL_BYTES);
+  /* zc_hop_begin's checks, from the inputs as they are before anything is
+   * written; where the kernel reads them from (in place: copies). */
+  if (threadIdx.x == 0) {
+    uint64_t asz = *A.a_size, bsz = *A.b_size;
+    zd_hdr_t hb;
+    int ok = zd_header_parse(A.a, asz, &s_h) == 0 && zd_header_parse(A.b, bsz, &hb) == 0 &&
+             zd_header_compatible(&s_h, &hb);
+    const uint64_t head = ZC_HEADER_BYTES + 4ull * (ok ? s_h.nchunks : 0);
+    if (ok && s_h.nchunks == 0 && (asz != head || bsz != head)) ok = 0; /* no chunk: nothing may follow */
+    if (A.cap < head) ok = 0;
+    int ova = zd_overlap(A.a, asz, A.out, A.cap), ovb = zd_overlap(A.b, bsz, A.out, A.cap);
+    const uint8_t *pa = A.a, *pb = A.b;
+    uint64_t stage = zd_round16(ZD_CTL_BYTES + ZD_SLOT_BYTES * (ok ? s_h.nchunks : 0));
+    if (stage > A.scratch_bytes) ok = 0;
+    if (!A.inplace) {
+      if (ova || ovb) ok = 0; /* zc_hop_begin: out overlaps an input */
+    } else if (ok) {
+      /* Every input out overlaps reads from a copy (the same copy for b == a). */
+      if (ova) {
+        pa = A.scratch + stage;
+        stage += zd_round16(asz);
+      }
+      if (ovb) {
+        if (ova && A.b == A.a && bsz <= asz) {
+          pb = pa;
+        } else {
+          pb = A.scratch + stage;
+          stage += zd_round16(bsz);
+        }
+      }
+      if (stage > A.scratch_bytes) ok = 0;
+    }
+    s_ok = ok;
+    s_pa = pa;
+    s_pb = pb;
+    s_asz = asz;
+    s_bsz = bsz;
+  }
+  __syncthreads();
+  if (A.inplace) {
+    if (s_ok) {
+      const uint64_t step = (uint64_t)gridDim.x * ZD_T, t0 = (uint64_t)blockIdx.x * ZD_T + threadIdx.x;
+      if (s_pa != A.a)
+        for (uint64_t k = t0; k < s_asz; k += step) ((uint8_t*)s_pa)[k] = A.a[k];
+      if (s_pb != A.b && s_pb != s_pa)
+        for (uint64_t k = t0; k < s_bsz; k += step) ((uint8_t*)s_pb)[k] = A.b[k];
+    }
+    zd_grid_barrier(ctl); /* no CTA writes out before every copy is made */
+  }
+  const zd_hdr_t h = s_h;
+  const uint8_t *pa = s_pa, *pb = s_pb;
+  const uint64_t asz = s_asz, bsz = s_bsz;
+  if (!s_ok) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      zd_fail(A.status);
+      *A.out_size = 0;
+    }
+    return;
+  }
+  const int esize = h.f64 ? 8 : 4;
+  const uint64_t head = ZC_HEADER_BYTES + 4ull * h.nchunks;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    for (int k = 0; k < ZC_HEADER_BYTES; k++) A.out[k] = pa[k]; /* a's header, as zc_hop_begin copies it */
+    if (h.nchunks == 0) *A.out_size = head;
+  }
+  zc_grid_t g;
+  zc_grid_init(zd_bits_f64(h.eb_bits), &g);
+  for (;;) {
+    if (threadIdx.x == 0) {
+      s_c = atomicAdd(&ctl->ticket, 1ull);
+      s_base = 0;
+    }
+    __syncthreads();
+    const unsigned long long c = s_c;
+    if (c >= h.nchunks) break;
+    /* Where the input chunks are, and zc_header_read's checks of them. */
+    if (threadIdx.x == 0) {
+      unsigned long long agg[2], ex[2];
+      agg[0] = zc_get_u32(pa + ZC_HEADER_BYTES + 4 * c);
+      agg[1] = zc_get_u32(pb + ZC_HEADER_BYTES + 4 * c);
+      zd_place_in(slots, c, agg, A.epoch, ex);
+      const int last = c == h.nchunks - 1;
+      s_ok = agg[0] >= 8 && ex[0] + agg[0] <= asz - head && (!last || ex[0] + agg[0] == asz - head) &&
+             agg[1] >= 8 && ex[1] + agg[1] <= bsz - head && (!last || ex[1] + agg[1] == bsz - head);
+      s_in[0] = ex[0];
+      s_in[1] = ex[1];
+      s_n[0] = (uint32_t)agg[0];
+      s_n[1] = (uint32_t)agg[1];
+    }
+    __syncthreads();
+    int ok = s_ok;
+    zd_in_t ia = {pa + head + s_in[0], s_n[0], s_offa};
+    zd_in_t ib = {pb + head + s_in[1], s_n[1], s_offb};
+    const uint64_t first = c << h.chunk_log2;
+    const uint32_t n = h.count - first < (1ull << h.chunk_log2) ? (uint32_t)(h.count - first) : 1u << h.chunk_log2;
+    const uint32_t nb = (n + ZC_BLOCK - 1) / ZC_BLOCK, R = (nb + ZD_T - 1) / ZD_T;
+    if (ok) {
+      if (ia.bytes <= ZD_HBUF) {
+        zd_stage(s_bufa, ia.p, ia.bytes);
+        ia.p = s_bufa;
+      }
+      if (ib.bytes <= ZD_HBUF) {
+        zd_stage(s_bufb, ib.p, ib.bytes);
+        ib.p = s_bufb;
+      }
+      __syncthreads();
+      if (threadIdx.x == 0 && zd_walk(ia.p, ia.bytes, nb, esize, s_offa) != 0) s_ok = 0;
+      if (threadIdx.x == 32 && zd_walk(ib.p, ib.bytes, nb, esize, s_offb) != 0) s_ok = 0;
+      __syncthreads();
+      ok = s_ok;
+    }
+    zd_carry_t cy = {0, 0, 0, 0, 8};
+    zd_round_t rd;
+    int err = !ok;
+    if (ok) {
+      cy.qa = zd_get_u64(ia.p);
+      cy.qb = zd_get_u64(ib.p);
+      for (uint32_t r = 0; r < R; r++) zd_hop_round(&A, &h, &g, &ia, &ib, n, nb, r, &cy, &s_base, &s_last, &rd, &err);
+    }
+    err = __syncthreads_or(err);
+    const uint64_t bytes = cy.bytes;
+    if (threadIdx.x == 0) s_excl = zd_place_out(slots, c, bytes | (err ? ZD_ERR : 0), A.epoch);
+    __syncthreads();
+    const unsigned long long excl = s_excl;
+    const int64_t base = s_base;
+    const uint32_t last = s_last;
+    const uint64_t at = head + (excl & ZD_VAL);
+    if (at + bytes <= A.cap && !err) {
+      if (threadIdx.x == 0) {
+        zc_put_u32(A.out + ZC_HEADER_BYTES + 4 * c, (uint32_t)bytes);
+        zd_put_u64(A.out + at, (uint64_t)base);
+      }
+      if (R == 1) {
+        zd_write_block(A.out + at, &rd);
+      } else { /* the rounds again, now that the chunk's place is known */
+        zd_carry_t cy2 = {zd_get_u64(ia.p), zd_get_u64(ib.p), 0, 0, 8};
+        int64_t base2;
+        uint32_t last2;
+        for (uint32_t r = 0; r < R; r++) {
+          zd_hop_round(&A, &h, &g, &ia, &ib, n, nb, r, &cy2, &base2, &last2, &rd, &err);
+          zd_write_block(A.out + at, &rd);
+        }
+      }
+    }
+    if (threadIdx.x == 0) {
+      if (err) zd_fail(A.status);
+      if (c == h.nchunks - 1) zd_finish(A.out_size, A.status, excl, err, at, bytes, last, A.cap, esize);
+    }
+    __syncthreads();
+  }
+}
+
+/* ---- launchers --------------------------------------------------------------- */
+
+/* Launches, as macros so that test/unit/test_cuda_codec_emu.cpp can run
+ * this file's kernels on the host under an emulation of the execution model
+ * (ZD_EMULATED). Each is a cudaError_t. */
+#ifndef ZD_EMULATED
+#define ZD_LAUNCH(kernel, grid, stream, args) (kernel<<<(grid), ZD_T, 0, (stream)>>>(args), cudaGetLastError())
+#define ZD_LAUNCH_COOP(kernel, grid, stream, args) zd_launch_coop((const void*)(kernel), (grid), (stream), &(args))
+static cudaError_t zd_launch_coop(const void* kernel, int grid, cudaStream_t stream, void* arg) {
+  void* argv[] = {arg};
+  return cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(ZD_T), argv, 0, stream);
+}
+#endif
+
+static zcclResult_t zd_cuda_fail(cudaError_t e, const char* what) {
+  return ZU_ERROR(zcclUnhandledCudaError, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+#define ZD_TRY(call)                                 \
+  do {                                               \
+    cudaError_t e_ = (call);                         \
+    if (e_ != cudaSuccess) return zd_cuda_fail(e_, #call); \
+  } while (0)
+
+/* Slot words of a launch carry its epoch, never reused in this process. */
+static unsigned long long zd_next_epoch(void) {
+  static unsigned long long next = 0;
+  return __atomic_add_fetch(&next, 1ull, __ATOMIC_RELAXED);
+}
+
+/* CTAs the device holds at once (a persistent grid), cached per device. */
+enum { ZD_K_COMPRESS, ZD_K_DECOMPRESS, ZD_K_HOP, ZD_K_NUM };
+#define ZD_MAX_DEVICES 64
+static int zd_grid_cache[ZD_K_NUM][ZD_MAX_DEVICES];
+
+static zcclResult_t zd_grid(int kind, const void* kernel, int* grid) {
+  int dev = 0, sms = 0, per = 0;
+  ZD_TRY(cudaGetDevice(&dev));
+  if (dev >= 0 && dev < ZD_MAX_DEVICES) {
+    int cached = __atomic_load_n(&zd_grid_cache[kind][dev], __ATOMIC_RELAXED);
+    if (cached > 0) {
+      *grid = cached;
+      return zcclSuccess;
+    }
+  }
+  ZD_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  ZD_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, ZD_T, 0));
+  if (per < 1) return ZU_ERROR(zcclInternalError, "codec kernel: no CTA fits on an SM");
+  *grid = sms * per;
+  if (dev >= 0 && dev < ZD_MAX_DEVICES) __atomic_store_n(&zd_grid_cache[kind][dev], *grid, __ATOMIC_RELAXED);
+  return zcclSuccess;
+}
+
+static uint64_t zd_nchunks(uint64_t count, unsigned lg) { return (count + (1ull << lg) - 1) >> lg; }
+
+extern "C" size_t zd_cuda_codec_scratch_bytes(size_t count, zcclDataType_t dtype, unsigned chunk_log2) {
+  unsigned lg = chunk_log2 ? chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
+  size_t slots = ZD_CTL_BYTES + ZD_SLOT_BYTES * zd_nchunks(count, lg);
+  /* room to copy one input of an in-place hop */
+  return ((slots + 15) & ~(size_t)15) + zc_compress_bound(count, dtype, lg) + 16;
+}
+
+/* A hop into cap bytes: a chunk takes at least 13 bytes of a stream (its
+ * index entry, its base, a one-byte zero block), so cap holds at most
+ * (cap - header) / 13 chunks; plus room to copy both inputs of an in-place
+ * hop (each no larger than cap). */
+extern "C" size_t zd_cuda_hop_scratch_bytes(size_t cap) {
+  size_t chunks = cap > ZC_HEADER_BYTES ? (cap - ZC_HEADER_BYTES) / 13 + 1 : 1;
+  return ((ZD_CTL_BYTES + ZD_SLOT_BYTES * chunks + 15) & ~(size_t)15) + 2 * ((cap + 15) & ~(size_t)15) + 16;
+}
+
+extern "C" zcclResult_t zd_cuda_compress(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
+                                         uint64_t* out_size, void* scratch, size_t scratch_bytes, int* status,
+                                         zd_cuda_stream_t stream) {
+  ZU_RETURN_ERR_IF(p == NULL || out == NULL || out_size == NULL || status == NULL || scratch == NULL ||
+                       (in == NULL && count > 0),
+                   zcclInvalidArgument, "zd_cuda_compress: NULL argument");
+  ZU_RETURN_ERR_IF(p->dtype != zcclFloat32 && p->dtype != zcclFloat64, zcclInvalidArgument,
+                   "zd_cuda_compress: dtype %d is not float32/float64", (int)p->dtype);
+  ZU_RETURN_ERR_IF(!(isfinite(p->eb) && p->eb > 0), zcclInvalidArgument,
+                   "zd_cuda_compress: error bound %g must be finite and > 0", p->eb);
+  ZU_RETURN_ERR_IF(p->has_fill && !isfinite(p->fill), zcclInvalidArgument,
+                   "zd_cuda_compress: the fill value must be finite");
+  unsigned lg = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
+  ZU_RETURN_ERR_IF(lg < ZC_CHUNK_LOG2_MIN || lg > ZC_CHUNK_LOG2_MAX, zcclInvalidArgument,
+                   "zd_cuda_compress: chunk size 2^%u outside 2^%d..2^%d", lg, ZC_CHUNK_LOG2_MIN, ZC_CHUNK_LOG2_MAX);
+  uint64_t nchunks = zd_nchunks(count, lg);
+  ZU_RETURN_ERR_IF(nchunks > UINT32_MAX, zcclInvalidArgument, "zd_cuda_compress: %zu values is too many", count);
+  ZU_RETURN_ERR_IF(((uintptr_t)in & 3) != 0 || ((uintptr_t)scratch & 7) != 0, zcclInvalidArgument,
+                   "zd_cuda_compress: the input must be 4-byte aligned, the scratch 8-byte aligned");
+  ZU_RETURN_ERR_IF(scratch_bytes < ZD_CTL_BYTES + ZD_SLOT_BYTES * nchunks, zcclInvalidArgument,
+                   "zd_cuda_compress: scratch of %zu bytes, %llu needed", scratch_bytes,
+                   (unsigned long long)(ZD_CTL_BYTES + ZD_SLOT_BYTES * nchunks));
+  zd_cargs_t A;
+  A.in = (const uint8_t*)in;
+  A.count = count;
+  A.out = (uint8_t*)out;
+  A.cap = cap;
+  A.out_size = out_size;
+  A.status = status;
+  A.scratch = (uint8_t*)scratch;
+  A.epoch = zd_next_epoch();
+  A.eb = p->eb;
+  A.fill = p->fill;
+  A.has_fill = p->has_fill != 0;
+  A.f64 = p->dtype == zcclFloat64;
+  A.lg = lg;
+  A.nchunks = (uint32_t)nchunks;
+  int grid;
+  ZU_CHECK(zd_grid(ZD_K_COMPRESS, (const void*)zd_compress_kernel, &grid));
+  if ((uint64_t)grid > nchunks) grid = nchunks > 0 ? (int)nchunks : 1;
+  cudaStream_t s = (cudaStream_t)stream;
+  ZD_TRY(cudaMemsetAsync(scratch, 0, ZD_CTL_BYTES, s));
+  ZD_TRY(ZD_LAUNCH(zd_compress_kernel, grid, s, A));
+  return zcclSuccess;
+}
+
+extern "C" zcclResult_t zd_cuda_decompress(const void* stream_bytes, const uint64_t* size, void* out, size_t count,
+                                           int* status, zd_cuda_stream_t stream) {
+  ZU_RETURN_ERR_IF(stream_bytes == NULL || size == NULL || status == NULL || (out == NULL && count > 0),
+                   zcclInvalidArgument, "zd_cuda_decompress: NULL argument");
+  ZU_RETURN_ERR_IF(((uintptr_t)out & 3) != 0, zcclInvalidArgument,
+                   "zd_cuda_decompress: the output must be 4-byte aligned");
+  zd_dargs_t A;
+  A.s = (const uint8_t*)stream_bytes;
+  A.size = size;
+  A.out = (uint8_t*)out;
+  A.count = count;
+  A.status = status;
+  int grid;
+  ZU_CHECK(zd_grid(ZD_K_DECOMPRESS, (const void*)zd_decompress_kernel, &grid));
+  /* At most one CTA per smallest chunk (the chunk size is in the stream). */
+  uint64_t most = (count + ZC_BLOCK - 1) / ZC_BLOCK;
+  if ((uint64_t)grid > most) grid = most > 0 ? (int)most : 1;
+  ZD_TRY(ZD_LAUNCH(zd_decompress_kernel, grid, (cudaStream_t)stream, A));
+  return zcclSuccess;
+}
+
+extern "C" zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_t* a_size, const void* b,
+                                    const uint64_t* b_size, void* out, size_t cap, uint64_t* out_size, void* scratch,
+                                    size_t scratch_bytes, int* status, zd_cuda_stream_t stream) {
+  ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
+                   "zd_cuda_hop: op %d is not sum, max or min", (int)op);
+  ZU_RETURN_ERR_IF(a == NULL || a_size == NULL || b == NULL || b_size == NULL || out == NULL || out_size == NULL ||
+                       scratch == NULL || status == NULL,
+                   zcclInvalidArgument, "zd_cuda_hop: NULL argument");
+  ZU_RETURN_ERR_IF(scratch_bytes < ZD_CTL_BYTES || ((uintptr_t)scratch & 7) != 0, zcclInvalidArgument,
+                   "zd_cuda_hop: scratch of %zu bytes, or not 8-byte aligned", scratch_bytes);
+  zd_hargs_t A;
+  A.op = op;
+  A.a = (const uint8_t*)a;
+  A.a_size = a_size;
+  A.b = (const uint8_t*)b;
+  A.b_size = b_size;
+  A.out = (uint8_t*)out;
+  A.cap = cap;
+  A.out_size = out_size;
+  A.status = status;
+  A.scratch = (uint8_t*)scratch;
+  A.scratch_bytes = scratch_bytes;
+  A.epoch = zd_next_epoch();
+  A.inplace = out == a || out == b;
+  /* Out of place, a CTA may start after the last chunk wrote *out_size, so
+   * it must not be an input's size word (in place, every CTA reads the
+   * sizes before the grid barrier, and nothing is written before it). */
+  ZU_RETURN_ERR_IF(!A.inplace && (out_size == a_size || out_size == b_size), zcclInvalidArgument,
+                   "zd_cuda_hop: out_size is an input's size word (allowed in place only)");
+  int grid;
+  ZU_CHECK(zd_grid(ZD_K_HOP, (const void*)zd_hop_kernel, &grid));
+  cudaStream_t s = (cudaStream_t)stream;
+  ZD_TRY(cudaMemsetAsync(scratch, 0, ZD_CTL_BYTES, s));
+  if (!A.inplace) {
+    ZD_TRY(ZD_LAUNCH(zd_hop_kernel, grid, s, A));
+    return zcclSuccess;
+  }
+  /* In place: the grid waits at a barrier, so all of it must be resident. */
+  int dev = 0, coop = 0;
+  ZD_TRY(cudaGetDevice(&dev));
+  ZD_TRY(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  ZU_RETURN_ERR_IF(!coop, zcclInvalidUsage, "zd_cuda_hop: in place needs cooperative launches (device %d has none)",
+                   dev);
+  ZD_TRY(ZD_LAUNCH_COOP(zd_hop_kernel, grid, s, A));
+  return zcclSuccess;
+}

@@ -1,0 +1,400 @@
+/* The CUDA stream codec's steps for one block (zd_cuda_codec.cu), written
+ * once for the kernels and for a host test that runs the same steps block
+ * after block (test/unit/test_cuda_codec_blocks.c). A kernel splits the CPU
+ * codec's sequential chunk loop into per-block steps joined by CTA-wide
+ * scans; whatever a scan carries from the blocks before (the last ordinary
+ * integer, a track's entering integer) is an argument here, so that the
+ * split itself can be checked against zc_compress, zc_decompress and zc_hop
+ * on a machine without a GPU. Plain C and ZC_HD, like zc_szp_block.h.
+ *
+ * Floating point: where the CPU codec converts exceptions' raw values
+ * float -> double -> float or adds, divides or compares them, it runs x86
+ * SSE arithmetic, whose NaN results (quieted operands, the "indefinite" NaN
+ * of Inf - Inf) a GPU does not reproduce (it returns a canonical NaN). These
+ * steps therefore handle raw values as bits and spell the x86 results out. */
+#ifndef ZD_CUDA_CODEC_BLOCKS_H_
+#define ZD_CUDA_CODEC_BLOCKS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zc_szp.h"
+#include "zc_szp_block.h"
+#include "zccl.h"
+
+#define ZD_RC_RANGE (-2)
+/* Bytes of one block with its raw values, at most. */
+#define ZD_EMIT_MAX(esize) (ZC_BLOCK_MAX_CODED + ZC_BLOCK * (esize))
+
+/* One block's integer view. */
+typedef struct {
+  int64_t q[ZC_BLOCK];    /* the integers of ordinary positions (0 elsewhere) */
+  uint64_t raw[ZC_BLOCK]; /* exceptions' raw bits in the dtype's width (float32: low 32 bits) */
+  uint32_t xbits, fbits;  /* exception and fill positions */
+  uint32_t valid;         /* positions holding values (the others are padding) */
+} zd_bview_t;
+
+/* ---- bits ------------------------------------------------------------------ */
+
+ZC_HD_INLINE uint32_t zd_f32_bits(float f) {
+  union {
+    float f;
+    uint32_t u;
+  } x;
+  x.f = f;
+  return x.u;
+}
+ZC_HD_INLINE float zd_bits_f32(uint32_t u) {
+  union {
+    float f;
+    uint32_t u;
+  } x;
+  x.u = u;
+  return x.f;
+}
+ZC_HD_INLINE uint64_t zd_f64_bits(double f) {
+  union {
+    double f;
+    uint64_t u;
+  } x;
+  x.f = f;
+  return x.u;
+}
+ZC_HD_INLINE double zd_bits_f64(uint64_t u) {
+  union {
+    double f;
+    uint64_t u;
+  } x;
+  x.u = u;
+  return x.f;
+}
+ZC_HD_INLINE int zd_isnan32(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
+ZC_HD_INLINE int zd_isnan64(uint64_t u) { return (u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull; }
+/* x86 quiets a signalling NaN wherever it converts or computes with it. */
+ZC_HD_INLINE uint32_t zd_quiet32(uint32_t u) { return zd_isnan32(u) ? u | 0x00400000u : u; }
+ZC_HD_INLINE uint64_t zd_quiet64(uint64_t u) { return zd_isnan64(u) ? u | 0x0008000000000000ull : u; }
+#define ZD_NAN32 0x7fc00000u           /* C's NAN */
+#define ZD_NAN64 0x7ff8000000000000ull /* (double)NAN */
+#define ZD_INDEF32 0xffc00000u         /* x86's result of an invalid operation */
+#define ZD_INDEF64 0xfff8000000000000ull
+
+ZC_HD_INLINE uint64_t zd_get_u64(const uint8_t* p) {
+  return (uint64_t)zc_get_u32(p) | (uint64_t)zc_get_u32(p + 4) << 32;
+}
+ZC_HD_INLINE void zd_put_u64(uint8_t* p, uint64_t v) {
+  zc_put_u32(p, (uint32_t)v);
+  zc_put_u32(p + 4, (uint32_t)(v >> 32));
+}
+ZC_HD_INLINE uint32_t zd_valid_mask(int nv) { return nv >= ZC_BLOCK ? 0xffffffffu : ((1u << nv) - 1u); }
+
+/* ---- the header (docs/format.md) ------------------------------------------ */
+
+typedef struct {
+  int f64, has_fill;
+  unsigned chunk_log2;
+  uint64_t count, eb_bits, fill_bits;
+  uint32_t nchunks, divisor;
+} zd_hdr_t;
+
+ZC_HD_INLINE int zd_finite64(uint64_t u) { return (u & 0x7ff0000000000000ull) != 0x7ff0000000000000ull; }
+
+/* zc_header_read's checks of the header fields, and that the index fits;
+ * the index entries themselves are checked where a kernel reads them. 0 or
+ * -1. */
+ZC_HD_INLINE int zd_header_parse(const uint8_t* s, uint64_t size, zd_hdr_t* h) {
+  if (size < ZC_HEADER_BYTES) return -1;
+  if (s[0] != 'Z' || s[1] != 'C' || s[2] != 'C' || s[3] != 'S' || s[4] != 1) return -1;
+  if ((s[5] != 1 && s[5] != 2) || (s[6] & ~1u) || s[7] < ZC_CHUNK_LOG2_MIN || s[7] > ZC_CHUNK_LOG2_MAX) return -1;
+  h->f64 = s[5] == 2;
+  h->has_fill = s[6] & 1;
+  h->chunk_log2 = s[7];
+  h->count = zd_get_u64(s + 8);
+  h->eb_bits = zd_get_u64(s + 16);
+  h->fill_bits = zd_get_u64(s + 24);
+  h->nchunks = zc_get_u32(s + 32);
+  h->divisor = zc_get_u32(s + 36);
+  if (!(zd_finite64(h->eb_bits) && zd_bits_f64(h->eb_bits) > 0) || !zd_finite64(h->fill_bits) || h->divisor == 0)
+    return -1;
+  uint64_t want = (h->count + ((uint64_t)1 << h->chunk_log2) - 1) >> h->chunk_log2;
+  if (want != h->nchunks || (size - ZC_HEADER_BYTES) / 4 < h->nchunks) return -1;
+  return 0;
+}
+
+/* zc_hop's compatibility of two streams. */
+ZC_HD_INLINE int zd_header_compatible(const zd_hdr_t* a, const zd_hdr_t* b) {
+  return a->f64 == b->f64 && a->count == b->count && a->eb_bits == b->eb_bits && a->chunk_log2 == b->chunk_log2 &&
+         a->has_fill == b->has_fill && (!a->has_fill || a->fill_bits == b->fill_bits) && a->divisor == b->divisor;
+}
+
+/* The header zc_compress writes. */
+ZC_HD_INLINE void zd_header_write(uint8_t* o, int f64, uint64_t count, double eb, int has_fill, double fill,
+                                  unsigned chunk_log2, uint32_t nchunks) {
+  o[0] = 'Z';
+  o[1] = 'C';
+  o[2] = 'C';
+  o[3] = 'S';
+  o[4] = 1;
+  o[5] = f64 ? 2 : 1;
+  o[6] = has_fill ? 1 : 0;
+  o[7] = (uint8_t)chunk_log2;
+  zd_put_u64(o + 8, count);
+  zd_put_u64(o + 16, zd_f64_bits(eb));
+  zd_put_u64(o + 24, has_fill ? zd_f64_bits(fill) : 0);
+  zc_put_u32(o + 32, nchunks);
+  zc_put_u32(o + 36, 1);
+}
+
+/* ---- compression ---------------------------------------------------------- */
+
+/* zc_classify_f32/f64 of one block's nv values. */
+ZC_HD_INLINE void zd_quant_f32(const float* x, int nv, const zc_grid_t* g, int has_fill, float fill,
+                               zd_bview_t* v) {
+  v->xbits = 0;
+  v->fbits = 0;
+  v->valid = zd_valid_mask(nv);
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    v->q[i] = 0;
+    v->raw[i] = 0;
+    if (i >= nv) continue;
+    float f = x[i];
+    if (has_fill && f == fill) {
+      v->fbits |= 1u << i;
+    } else if (zc_quant_f32(f, g, &v->q[i])) {
+      v->xbits |= 1u << i;
+      v->raw[i] = zd_quiet32(zd_f32_bits(f)); /* the CPU keeps it as a double */
+    }
+  }
+}
+
+ZC_HD_INLINE void zd_quant_f64(const double* x, int nv, const zc_grid_t* g, int has_fill, double fill,
+                               zd_bview_t* v) {
+  v->xbits = 0;
+  v->fbits = 0;
+  v->valid = zd_valid_mask(nv);
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    v->q[i] = 0;
+    v->raw[i] = 0;
+    if (i >= nv) continue;
+    double f = x[i];
+    if (has_fill && f == fill) {
+      v->fbits |= 1u << i;
+    } else if (zc_quant_f64(f, g, &v->q[i])) {
+      v->xbits |= 1u << i;
+      v->raw[i] = zd_f64_bits(f);
+    }
+  }
+}
+
+/* 1 with the block's first and last ordinary integers, 0 when it has no
+ * ordinary position. The chunk's predictor entering a block is the last
+ * ordinary integer of the blocks before it (a "last valid" scan). */
+ZC_HD_INLINE int zd_block_ends(const zd_bview_t* v, int64_t* first, int64_t* last) {
+  uint32_t ord = v->valid & ~(v->xbits | v->fbits);
+  if (ord == 0) return 0;
+  int lo = -1, hi = 0;
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    if (!((ord >> i) & 1u)) continue;
+    if (lo < 0) lo = i;
+    hi = i;
+  }
+  *first = v->q[lo];
+  *last = v->q[hi];
+  return 1;
+}
+
+/* The block's deltas as zc_emit_block makes them: from prev, the last
+ * ordinary integer before the block in its chunk; without one (have_prev
+ * 0) the block's first ordinary integer starts the track (it is the chunk's
+ * base) with delta 0. 0, or ZD_RC_RANGE when a delta needs more than
+ * ZC_W_MAX bits. */
+ZC_HD_INLINE int zd_block_deltas(const zd_bview_t* v, int have_prev, int64_t prev, zc_block_t* b, uint32_t* pad) {
+  int rc = 0;
+  b->xbits = v->xbits;
+  b->fbits = v->fbits;
+  *pad = ~v->valid;
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    b->d[i] = 0;
+    if (!((v->valid >> i) & 1u) || (((v->xbits | v->fbits) >> i) & 1u)) continue;
+    if (!have_prev) {
+      prev = v->q[i];
+      have_prev = 1;
+    }
+    int64_t sd = (int64_t)((uint64_t)v->q[i] - (uint64_t)prev);
+    prev = v->q[i];
+    if (sd >= ((int64_t)1 << ZC_W_MAX) || sd <= -((int64_t)1 << ZC_W_MAX)) rc = ZD_RC_RANGE;
+    b->d[i] = sd;
+  }
+  return rc;
+}
+
+/* zc_emit_block's bytes: the coded block, then the exceptions' raw values
+ * (little-endian, esize bytes each, in position order). Returns the bytes
+ * (<= ZD_EMIT_MAX(esize)). */
+ZC_HD_INLINE int zd_block_emit(const zc_block_t* b, uint32_t pad, int fill, const zd_bview_t* v, int esize,
+                               uint8_t* out) {
+  int o = zc_block_encode(b, pad, fill, out);
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    if (!((b->xbits >> i) & 1u)) continue;
+    if (esize == 4) {
+      zc_put_u32(out + o, (uint32_t)v->raw[i]);
+    } else {
+      zd_put_u64(out + o, v->raw[i]);
+    }
+    o += esize;
+  }
+  return o;
+}
+
+/* ---- decompression -------------------------------------------------------- */
+
+/* Parses the block at in[0 .. avail) holding nv values (1..32) with
+ * zc_parse_block's checks: its deltas in b, its raw values at *raw. Returns
+ * the bytes the block takes with its raw values, or -1 when it is malformed
+ * or does not fit. */
+ZC_HD_INLINE int zd_block_parse(const uint8_t* in, size_t avail, int nv, int fill, int esize, zc_block_t* b,
+                                const uint8_t** raw) {
+  int nexc;
+  int n = zc_block_decode(in, avail, fill, b, &nexc);
+  if (n < 0) return -1;
+  uint32_t valid = zd_valid_mask(nv);
+  /* A padding position is neither exception nor fill, and has delta 0. */
+  if (((b->xbits | b->fbits) & ~valid) && b->fbits != 0xffffffffu) return -1;
+  if ((size_t)nexc * (size_t)esize > avail - (size_t)n) return -1;
+  for (int i = nv; i < ZC_BLOCK; i++)
+    if (b->d[i] != 0) return -1;
+  *raw = in + n;
+  return n + nexc * esize;
+}
+
+/* The sum of a parsed block's deltas (wrapping): how far it moves the
+ * track. A scan of these gives every block its entering integer. */
+ZC_HD_INLINE uint64_t zd_block_dsum(const zc_block_t* b) {
+  uint64_t s = 0;
+  for (int i = 0; i < ZC_BLOCK; i++) s += (uint64_t)b->d[i];
+  return s;
+}
+
+/* The integer view of a parsed block whose track enters at q (the integer
+ * before its first position). Float32 raw values are quieted, as the CPU's
+ * conversion to double does. */
+ZC_HD_INLINE void zd_block_track(const zc_block_t* b, const uint8_t* raw, int nv, int esize, int64_t q,
+                                 zd_bview_t* v) {
+  uint64_t t = (uint64_t)q;
+  v->valid = zd_valid_mask(nv);
+  v->xbits = b->xbits & v->valid;
+  v->fbits = b->fbits & v->valid;
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    t += (uint64_t)b->d[i];
+    v->q[i] = (int64_t)t;
+    v->raw[i] = 0;
+    if (!((v->xbits >> i) & 1u)) continue;
+    if (esize == 4) {
+      v->raw[i] = zd_quiet32(zc_get_u32(raw));
+    } else {
+      v->raw[i] = zd_get_u64(raw);
+    }
+    raw += esize;
+  }
+}
+
+/* zc_parse_block_values: the decoded values' bits (float32 in the low 32
+ * bits), nv of them. */
+ZC_HD_INLINE void zd_block_values(const zd_bview_t* v, int nv, int f64, const zc_grid_t* g, uint32_t divisor,
+                                  uint64_t fill_bits, uint64_t* y) {
+  if (!f64) {
+    float div = (float)divisor, fill = (float)zd_bits_f64(fill_bits);
+    for (int i = 0; i < nv; i++) {
+      uint32_t r;
+      if ((v->fbits >> i) & 1u) {
+        r = zd_f32_bits(fill);
+      } else if ((v->xbits >> i) & 1u) {
+        r = (uint32_t)v->raw[i]; /* quiet already; x86 divides a NaN into itself */
+        if (divisor > 1 && !zd_isnan32(r)) r = zd_f32_bits(zd_bits_f32(r) / div);
+      } else {
+        float f = zc_dequant_f32(v->q[i], g); /* finite or infinite, never NaN */
+        r = zd_f32_bits(divisor > 1 ? f / div : f);
+      }
+      y[i] = r;
+    }
+  } else {
+    double div = (double)divisor;
+    for (int i = 0; i < nv; i++) {
+      uint64_t r;
+      if ((v->fbits >> i) & 1u) {
+        r = fill_bits;
+      } else if ((v->xbits >> i) & 1u) {
+        r = v->raw[i]; /* copied exactly, a signalling NaN too, unless divided */
+        if (divisor > 1) r = zd_isnan64(r) ? zd_quiet64(r) : zd_f64_bits(zd_bits_f64(r) / div);
+      } else {
+        double f = zc_dequant_f64(v->q[i], g);
+        r = zd_f64_bits(divisor > 1 ? f / div : f);
+      }
+      y[i] = r;
+    }
+  }
+}
+
+/* ---- homomorphic operations ----------------------------------------------- */
+
+/* zc_op_f32/zc_op_f64 for SUM, MAX and MIN of exception positions, as the
+ * host's zc_hop_block_scalar computes them: MAX/MIN give NAN when either is
+ * NaN; SUM is x86's `b + a` (GCC emits the operands in that order there):
+ * b's NaN, else a's NaN, quieted, else the sum, whose own NaN (Inf - Inf)
+ * is x86's indefinite NaN. test_cuda_codec_blocks checks this against
+ * zc_hop. */
+ZC_HD_INLINE uint32_t zd_op_f32(zcclRedOp_t op, float a, float b) {
+  uint32_t ua = zd_f32_bits(a), ub = zd_f32_bits(b);
+  if (op == zcclMax || op == zcclMin) {
+    if (zd_isnan32(ua) || zd_isnan32(ub)) return ZD_NAN32;
+    return zd_f32_bits(op == zcclMax ? (a > b ? a : b) : (a < b ? a : b));
+  }
+  if (zd_isnan32(ub)) return zd_quiet32(ub);
+  if (zd_isnan32(ua)) return zd_quiet32(ua);
+  uint32_t s = zd_f32_bits(a + b);
+  return zd_isnan32(s) ? ZD_INDEF32 : s;
+}
+
+ZC_HD_INLINE uint64_t zd_op_f64(zcclRedOp_t op, double a, double b) {
+  uint64_t ua = zd_f64_bits(a), ub = zd_f64_bits(b);
+  if (op == zcclMax || op == zcclMin) {
+    if (zd_isnan64(ua) || zd_isnan64(ub)) return ZD_NAN64;
+    return zd_f64_bits(op == zcclMax ? (a > b ? a : b) : (a < b ? a : b));
+  }
+  if (zd_isnan64(ub)) return zd_quiet64(ub);
+  if (zd_isnan64(ua)) return zd_quiet64(ua);
+  uint64_t s = zd_f64_bits(a + b);
+  return zd_isnan64(s) ? ZD_INDEF64 : s;
+}
+
+/* zc_hop_block_scalar's result view of two blocks' views (same positions):
+ * fill where either is fill, else an exception where either is one (its
+ * value the op of the two decoded values), else the op of the integers. */
+ZC_HD_INLINE void zd_block_hop(zcclRedOp_t op, int f64, const zc_grid_t* g, const zd_bview_t* a, const zd_bview_t* b,
+                               zd_bview_t* r) {
+  r->valid = a->valid;
+  r->fbits = (a->fbits | b->fbits) & r->valid;
+  r->xbits = (a->xbits | b->xbits) & r->valid & ~r->fbits;
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    r->q[i] = 0;
+    r->raw[i] = 0;
+    if (!((r->valid >> i) & 1u) || ((r->fbits >> i) & 1u)) continue;
+    int xa = (a->xbits >> i) & 1u, xb = (b->xbits >> i) & 1u;
+    if (xa | xb) {
+      if (!f64) {
+        float x = xa ? zd_bits_f32((uint32_t)a->raw[i]) : zc_dequant_f32(a->q[i], g);
+        float y = xb ? zd_bits_f32((uint32_t)b->raw[i]) : zc_dequant_f32(b->q[i], g);
+        r->raw[i] = zd_op_f32(op, x, y);
+      } else {
+        double x = xa ? zd_bits_f64(a->raw[i]) : zc_dequant_f64(a->q[i], g);
+        double y = xb ? zd_bits_f64(b->raw[i]) : zc_dequant_f64(b->q[i], g);
+        r->raw[i] = zd_op_f64(op, x, y);
+      }
+    } else {
+      int64_t x = a->q[i], y = b->q[i];
+      r->q[i] = op == zcclSum ? (int64_t)((uint64_t)x + (uint64_t)y) : op == zcclMax ? (x > y ? x : y)
+                                                                                     : (x < y ? x : y);
+    }
+  }
+}
+
+#endif /* ZD_CUDA_CODEC_BLOCKS_H_ */

@@ -1,0 +1,268 @@
+/* A host emulation of the part of CUDA that src/device/cuda/zd_cuda_codec.cu
+ * uses, so test_cuda_codec_emu.cpp can compile that file as C++ and run its
+ * kernels on a machine without a GPU. Not a general CUDA emulator:
+ * - a CTA is an OS thread, so `__shared__` is `static thread_local`; the
+ *   CTAs of a launch run at once, so they really wait for each other in the
+ *   decoupled look-back and at the grid barrier;
+ * - a CTA's threads are coroutines (ucontext) on that OS thread, switched
+ *   only where a CUDA thread waits for others: __syncthreads,
+ *   __syncthreads_or and each __shfl_up_sync (a warp-wide exchange); so code
+ *   between two of those runs as if no other thread of the CTA ran, which
+ *   CUDA does not promise but the kernels never rely on the opposite;
+ * - memory is host memory; 16-byte vector loads check their alignment.
+ * Deadlocks (a barrier some threads never reach) abort with a message. */
+#ifndef ZEMU_CUDA_RUNTIME_H_
+#define ZEMU_CUDA_RUNTIME_H_
+
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include <functional>
+#include <thread>
+#include <vector>
+
+#define ZD_EMULATED 1
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static thread_local
+#define __align__(n) __attribute__((aligned(n)))
+
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x, y, z;
+  dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+struct uint4 {
+  unsigned x, y, z, w;
+};
+static inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return uint4{a, b, c, d}; }
+
+/* ---- CTAs and their threads -------------------------------------------------- */
+
+enum { ZEMU_RUN, ZEMU_CTA_BAR, ZEMU_WARP_BAR, ZEMU_DONE };
+#define ZEMU_STACK (128 * 1024)
+
+struct zemu_thread {
+  ucontext_t ctx;
+  uint3 tid;
+  int state, orval;
+  unsigned shfl_gen; /* which exchange buffer the next shuffle uses */
+  std::vector<char> stack;
+};
+
+struct zemu_cta {
+  ucontext_t sched;
+  std::vector<zemu_thread> th;
+  unsigned cur;
+  int bar_or;
+  uint64_t slot[2][32][32]; /* [buffer][warp][lane] */
+  const std::function<void()>* body;
+};
+
+inline thread_local zemu_cta* zemu_self;
+inline thread_local uint3 blockIdx;
+inline thread_local dim3 gridDim;
+inline thread_local dim3 blockDim;
+#define threadIdx (zemu_self->th[zemu_self->cur].tid)
+
+static inline void zemu_wait(int state) {
+  zemu_cta* c = zemu_self;
+  zemu_thread* t = &c->th[c->cur];
+  t->state = state;
+  swapcontext(&t->ctx, &c->sched);
+}
+
+static inline void __syncthreads(void) {
+  zemu_self->th[zemu_self->cur].orval = 0;
+  zemu_wait(ZEMU_CTA_BAR);
+}
+
+static inline int __syncthreads_or(int v) {
+  zemu_self->th[zemu_self->cur].orval = v != 0;
+  zemu_wait(ZEMU_CTA_BAR);
+  return zemu_self->bar_or;
+}
+
+/* Double-buffered: a thread writes buffer g, waits for its warp, reads; the
+ * next shuffle's wait cannot end before every lane has read buffer g. */
+template <typename T>
+static inline T __shfl_up_sync(unsigned mask, T v, unsigned delta) {
+  (void)mask;
+  zemu_cta* c = zemu_self;
+  zemu_thread* t = &c->th[c->cur];
+  unsigned lane = t->tid.x & 31, warp = t->tid.x >> 5, g = t->shfl_gen++ & 1;
+  uint64_t u = 0;
+  memcpy(&u, &v, sizeof v);
+  c->slot[g][warp][lane] = u;
+  zemu_wait(ZEMU_WARP_BAR);
+  uint64_t r = c->slot[g][warp][lane >= delta ? lane - delta : lane];
+  T out;
+  memcpy(&out, &r, sizeof out);
+  return out;
+}
+
+static void zemu_entry(void) {
+  zemu_cta* c = zemu_self;
+  (*c->body)();
+  c->th[c->cur].state = ZEMU_DONE;
+}
+
+/* Runs one CTA of nthreads on this OS thread until every thread returns. */
+static inline void zemu_run_cta(const std::function<void()>& body, unsigned nthreads) {
+  zemu_cta* c = new zemu_cta();
+  c->th.resize(nthreads);
+  c->body = &body;
+  zemu_self = c;
+  for (unsigned i = 0; i < nthreads; i++) {
+    zemu_thread* t = &c->th[i];
+    t->tid = uint3{i, 0, 0};
+    t->state = ZEMU_RUN;
+    t->shfl_gen = 0;
+    t->stack.resize(ZEMU_STACK);
+    getcontext(&t->ctx);
+    t->ctx.uc_stack.ss_sp = t->stack.data();
+    t->ctx.uc_stack.ss_size = ZEMU_STACK;
+    t->ctx.uc_link = &c->sched;
+    makecontext(&t->ctx, zemu_entry, 0);
+  }
+  for (;;) {
+    for (unsigned i = 0; i < nthreads; i++) {
+      if (c->th[i].state != ZEMU_RUN) continue;
+      c->cur = i;
+      swapcontext(&c->sched, &c->th[i].ctx);
+    }
+    /* Everyone waits or is done: release whatever barrier is complete. */
+    unsigned done = 0, at_cta = 0, released = 0;
+    int any_or = 0;
+    for (unsigned i = 0; i < nthreads; i++) {
+      done += c->th[i].state == ZEMU_DONE;
+      if (c->th[i].state == ZEMU_CTA_BAR) {
+        at_cta++;
+        any_or |= c->th[i].orval;
+      }
+    }
+    if (done == nthreads) break;
+    for (unsigned w = 0; w * 32 < nthreads; w++) {
+      unsigned waiting = 0;
+      for (unsigned l = 0; l < 32; l++) waiting += c->th[w * 32 + l].state == ZEMU_WARP_BAR;
+      if (waiting == 32) {
+        for (unsigned l = 0; l < 32; l++) c->th[w * 32 + l].state = ZEMU_RUN;
+        released++;
+      }
+    }
+    if (!released && at_cta + done == nthreads) {
+      if (done) {
+        fprintf(stderr, "emulated CTA %u: %u threads returned while %u wait at __syncthreads\n", blockIdx.x, done,
+                at_cta);
+        abort();
+      }
+      c->bar_or = any_or;
+      for (unsigned i = 0; i < nthreads; i++) c->th[i].state = ZEMU_RUN;
+      released++;
+    }
+    if (!released) {
+      fprintf(stderr, "emulated CTA %u: threads wait at different barriers\n", blockIdx.x);
+      abort();
+    }
+  }
+  delete c;
+  zemu_self = NULL;
+}
+
+/* A launch: every CTA on its own OS thread, all at once, then joined. */
+static inline int zemu_launch(const std::function<void()>& body, unsigned grid, unsigned threads) {
+  std::vector<std::thread> ctas;
+  for (unsigned b = 0; b < grid; b++) {
+    ctas.emplace_back([&body, b, grid, threads] {
+      blockIdx = uint3{b, 0, 0};
+      gridDim = dim3(grid);
+      blockDim = dim3(threads);
+      zemu_run_cta(body, threads);
+    });
+  }
+  for (auto& t : ctas) t.join();
+  return 0;
+}
+
+#define ZD_LAUNCH(kernel, grid, stream, args) \
+  ((void)(stream), zemu_launch([&] { kernel(args); }, (unsigned)(grid), ZD_T))
+#define ZD_LAUNCH_COOP ZD_LAUNCH
+
+/* ---- device functions ----------------------------------------------------------- */
+
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+static inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static inline int atomicCAS(int* p, int cmp, int v) {
+  __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return cmp;
+}
+static inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __nanosleep(unsigned ns) {
+  (void)ns;
+  sched_yield();
+}
+static inline uint32_t __ldg(const uint32_t* p) {
+  if ((uintptr_t)p & 3) {
+    fprintf(stderr, "emulated: misaligned 4-byte load at %p\n", (const void*)p);
+    abort();
+  }
+  return *p;
+}
+static inline uint4 __ldg(const uint4* p) {
+  if ((uintptr_t)p & 15) {
+    fprintf(stderr, "emulated: misaligned 16-byte load at %p\n", (const void*)p);
+    abort();
+  }
+  return *p;
+}
+
+/* ---- runtime API ------------------------------------------------------------------ */
+
+typedef int cudaError_t;
+enum { cudaSuccess = 0 };
+typedef struct CUstream_st* cudaStream_t;
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount, cudaDevAttrCooperativeLaunch };
+#define ZEMU_SMS 3 /* CTAs of a persistent grid */
+static inline cudaError_t cudaGetDevice(int* d) {
+  *d = 0;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaDeviceGetAttribute(int* v, enum cudaDeviceAttr a, int dev) {
+  (void)dev;
+  *v = a == cudaDevAttrMultiProcessorCount ? ZEMU_SMS : 1;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void* k, int t, size_t s) {
+  (void)k;
+  (void)t;
+  (void)s;
+  *n = 1;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
+  (void)s;
+  memset(p, v, n);
+  return cudaSuccess;
+}
+static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+static inline const char* cudaGetErrorString(cudaError_t e) {
+  (void)e;
+  return "emulated";
+}
+static inline const char* cudaGetErrorName(cudaError_t e) {
+  (void)e;
+  return "emulated";
+}
+
+#endif /* ZEMU_CUDA_RUNTIME_H_ */

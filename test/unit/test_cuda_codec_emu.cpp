@@ -1,0 +1,429 @@
+/* The CUDA stream codec's kernels (src/device/cuda/zd_cuda_codec.cu, the
+ * file itself) run on the host under cuda_emu/cuda_runtime.h: CTAs as
+ * concurrent OS threads (so the decoupled look-back, the ticket order and
+ * the in-place grid barrier really interleave), a CTA's 128 threads as
+ * coroutines meeting at __syncthreads and the warp shuffles. Their streams,
+ * values and hop results must be the CPU codec's bit for bit and their
+ * failures the CPU's: chunk sizes 2^5 .. 2^16 (several rounds of blocks per
+ * chunk), counts around block and chunk edges, misaligned values, chunks
+ * too large for the shared-memory copies, in-place hops over either input,
+ * tight room, corrupted streams, wrong counts, overlapping outputs. What
+ * this cannot check (the GPU's memory model, real warps, occupancy, the
+ * compiled code) is test/gpu/test_gpu_codec.c's, on a GPU. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* The launchers under other names, in case the library has the real ones. */
+#define zd_cuda_codec_scratch_bytes zemu_codec_scratch_bytes
+#define zd_cuda_compress zemu_compress
+#define zd_cuda_decompress zemu_decompress
+#define zd_cuda_hop zemu_hop
+#include "zd_cuda_codec.cu"
+
+#include "test_util.h"
+extern "C" {
+#include "zccl_data.h"
+}
+
+static uint64_t rng_state = 0x6a09e667f3bcc909ull;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+
+static long n_compress, n_decompress, n_hop;
+#define GUARD 64
+
+/* The "device" words. */
+static int st_word;
+static uint64_t size_words[3];
+
+/* Kernel compression of x (at an offset of mis bytes) into room cap: the
+ * stream or NULL on a reported failure; nothing past cap written. */
+static uint8_t* emu_compress(const zc_params_t* p, const void* x, size_t n, size_t cap, size_t mis, size_t* size) {
+  size_t esize = p->dtype == zcclFloat32 ? 4 : 8;
+  uint8_t* in = (uint8_t*)aligned_alloc(16, n * esize + 32);
+  memcpy(in + mis, x, n * esize);
+  uint8_t* out = (uint8_t*)malloc(cap + GUARD);
+  memset(out, 0xa5, cap + GUARD);
+  size_t sb = zemu_codec_scratch_bytes(n, p->dtype, p->chunk_log2);
+  void* scratch = aligned_alloc(64, (sb + 63) & ~(size_t)63);
+  memset(scratch, 0x5a, sb); /* stale slots from "another launch" */
+  st_word = zcclSuccess;
+  size_words[0] = ~0ull;
+  CHECK_RES(zemu_compress(p, in + mis, n, out, cap, size_words, scratch, sb, &st_word, NULL), zcclSuccess);
+  for (int k = 0; k < GUARD; k++) CHECK(out[cap + k] == 0xa5);
+  uint8_t* s = NULL;
+  CHECK(st_word == zcclSuccess || st_word == zcclInvalidUsage);
+  if (st_word == zcclSuccess) {
+    CHECK(size_words[0] <= cap);
+    s = (uint8_t*)malloc(size_words[0] + 1);
+    memcpy(s, out, size_words[0]);
+    *size = size_words[0];
+  } else {
+    CHECK(size_words[0] == 0);
+  }
+  free(in);
+  free(out);
+  free(scratch);
+  n_compress++;
+  return s;
+}
+
+static int emu_decompress(const uint8_t* s, size_t size, size_t count, size_t esize, size_t mis, void* y) {
+  uint8_t* out = (uint8_t*)aligned_alloc(16, count * esize + 16 + GUARD);
+  memset(out, 0xa5, count * esize + 16 + GUARD);
+  st_word = zcclSuccess;
+  size_words[1] = size;
+  CHECK_RES(zemu_decompress(s, &size_words[1], out + mis, count, &st_word, NULL), zcclSuccess);
+  for (int k = 0; k < GUARD; k++) CHECK(out[mis + count * esize + k] == 0xa5);
+  for (size_t k = 0; k < mis; k++) CHECK(out[k] == 0xa5);
+  CHECK(st_word == zcclSuccess || st_word == zcclInvalidUsage);
+  if (st_word == zcclSuccess) memcpy(y, out + mis, count * esize);
+  free(out);
+  n_decompress++;
+  return st_word == zcclSuccess;
+}
+
+/* where: 0 out of place, 1 out = a, 2 out = b, 3 out = a = b (one buffer). */
+static uint8_t* emu_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t* b, size_t bn, size_t cap,
+                        int where, size_t* size) {
+  size_t ra = where == 1 || where == 3 ? (cap > an ? cap : an) : an, rb = where == 2 && cap > bn ? cap : bn;
+  uint8_t *da = (uint8_t*)malloc(ra + GUARD), *db = (uint8_t*)malloc(rb + GUARD), *dout = NULL;
+  memset(da, 0xa5, ra + GUARD);
+  memset(db, 0xa5, rb + GUARD);
+  memcpy(da, a, an);
+  memcpy(db, b, bn);
+  uint8_t* out = where == 1 || where == 3 ? da : where == 2 ? db : (dout = (uint8_t*)malloc(cap + GUARD));
+  if (dout) memset(dout, 0xa5, cap + GUARD);
+  const uint8_t* pb = where == 3 ? da : db;
+  zc_header_t h;
+  size_t sb = zc_header_read(a, an, &h) == zcclSuccess ? zemu_codec_scratch_bytes(h.count, h.dtype, h.chunk_log2)
+                                                       : 64 + 16 * an + 2 * (an + bn) + 256;
+  void* scratch = aligned_alloc(64, (sb + 63) & ~(size_t)63);
+  memset(scratch, 0x5a, sb);
+  st_word = zcclSuccess;
+  size_words[0] = ~0ull;
+  size_words[1] = an;
+  size_words[2] = where == 3 ? an : bn;
+  CHECK_RES(zemu_hop(op, da, &size_words[1], pb, &size_words[2], out, cap, size_words, scratch, sb, &st_word, NULL),
+            zcclSuccess);
+  size_t room = out == da ? ra : out == db ? rb : cap;
+  for (int k = 0; k < GUARD; k++) CHECK(out[room + k] == 0xa5);
+  CHECK(st_word == zcclSuccess || st_word == zcclInvalidUsage);
+  uint8_t* r = NULL;
+  if (st_word == zcclSuccess) {
+    CHECK(size_words[0] <= cap);
+    r = (uint8_t*)malloc(size_words[0] + 1);
+    memcpy(r, out, size_words[0]);
+    *size = size_words[0];
+  } else {
+    CHECK(size_words[0] == 0);
+  }
+  free(da);
+  free(db);
+  free(dout);
+  free(scratch);
+  n_hop++;
+  return r;
+}
+
+/* ---- against the CPU codec ----------------------------------------------------------- */
+
+static uint8_t* cpu_compress(const zc_params_t* p, const void* x, size_t n, size_t* size) {
+  size_t cap = zc_compress_bound(n, p->dtype, p->chunk_log2);
+  uint8_t* s = (uint8_t*)malloc(cap);
+  CHECK_RES(zc_compress(p, x, n, s, cap, size, NULL, NULL), zcclSuccess);
+  return s;
+}
+
+static uint8_t* check_compress(const zc_params_t* p, const void* x, size_t n, size_t mis, size_t* size) {
+  uint8_t* s = cpu_compress(p, x, n, size);
+  size_t gn = 0;
+  uint8_t* g = emu_compress(p, x, n, zc_compress_bound(n, p->dtype, p->chunk_log2), mis, &gn);
+  int same = g != NULL && gn == *size && memcmp(g, s, gn) == 0;
+  CHECK(same);
+  if (!same) {
+    size_t k = 0;
+    while (g && k < gn && k < *size && g[k] == s[k]) k++;
+    fprintf(stderr, "compress dtype %d n %zu eb %g lg %u mis %zu: sizes %zu/%zu, first difference %zu\n",
+            (int)p->dtype, n, p->eb, p->chunk_log2, mis, g ? gn : 0, *size, k);
+  }
+  free(g);
+  return s;
+}
+
+static void check_decompress(const uint8_t* s, size_t size, size_t count, size_t esize, size_t mis) {
+  uint8_t *y = (uint8_t*)malloc(count * esize + 8), *z = (uint8_t*)malloc(count * esize + 8);
+  size_t got = 0;
+  int cpu = zc_decompress(s, size, y, count, &got, NULL, NULL) == zcclSuccess && got == count;
+  int emu = emu_decompress(s, size, count, esize, mis, z);
+  CHECK(cpu == emu);
+  if (cpu && emu) CHECK(memcmp(y, z, count * esize) == 0);
+  if (cpu != emu) fprintf(stderr, "decompress of %zu bytes: cpu %d kernels %d\n", size, cpu, emu);
+  free(y);
+  free(z);
+}
+
+static void check_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t* b, size_t bn, size_t cap,
+                      int wheres) {
+  uint8_t* r = (uint8_t*)malloc(cap + 1);
+  size_t rn = 0;
+  int cpu = zc_hop(op, a, an, b, bn, r, cap, &rn) == zcclSuccess;
+  for (int where = 0; where < 4; where++) {
+    if (!((wheres >> where) & 1)) continue;
+    size_t gn = 0;
+    uint8_t* g;
+    if (where == 3) { /* a op a, in place over the one buffer */
+      size_t sn = 0;
+      uint8_t* rr = (uint8_t*)malloc(cap + 1);
+      int cpu2 = zc_hop(op, a, an, a, an, rr, cap, &sn) == zcclSuccess;
+      g = emu_hop(op, a, an, a, an, cap, 3, &gn);
+      CHECK((g != NULL) == cpu2);
+      if (g && cpu2) CHECK(gn == sn && memcmp(g, rr, sn) == 0);
+      free(rr);
+      free(g);
+      continue;
+    }
+    g = emu_hop(op, a, an, b, bn, cap, where, &gn);
+    CHECK((g != NULL) == cpu);
+    if (g && cpu) CHECK(gn == rn && memcmp(g, r, rn) == 0);
+    if ((g != NULL) != cpu || (g && (gn != rn || memcmp(g, r, rn) != 0)))
+      fprintf(stderr, "hop op %d where %d: cpu %d (%zu bytes) kernels %d (%zu bytes)\n", (int)op, where, cpu, rn,
+              g != NULL, gn);
+    free(g);
+  }
+  free(r);
+}
+
+/* ---- data -------------------------------------------------------------------------- */
+
+enum { G_SMOOTH, G_NOISY, G_SPARSE, G_CONST, G_NONFINITE, G_HUGE, G_FILL, G_NUM };
+static const uint32_t nan32s[] = {0x7fc00000u, 0xffc00000u, 0x7fc12345u, 0x7f800001u};
+static const uint64_t nan64s[] = {0x7ff8000000000000ull, 0xfff8000000000000ull, 0x7ff8000012345678ull,
+                                  0x7ff0000000000001ull};
+
+static void gen(int kind, int f64, size_t n, double fill, void* x, size_t salt) {
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r = rnd();
+    double v;
+    switch (kind) {
+      case G_SMOOTH: v = 20.0 * sin((double)(i + salt) * 0.001) + 3.0 * cos((double)i * 0.013); break;
+      case G_NOISY: v = urand() * 200.0 - 100.0; break;
+      case G_SPARSE: v = r % 20 == 0 ? urand() * 10.0 : 0.0; break;
+      case G_CONST: v = 4.25; break;
+      case G_NONFINITE: v = r % 9 == 0 ? INFINITY : r % 9 == 1 ? -INFINITY : sin((double)i * 0.01); break;
+      case G_HUGE: v = (urand() - 0.5) * (f64 ? 1e300 : 6e37) * ((r & 1) ? 1.0 : 1e-30); break;
+      default: v = r % 3 == 0 ? fill : sin((double)i * 0.01); break;
+    }
+    if (f64) {
+      ((double*)x)[i] = v;
+      if (kind == G_NONFINITE && r % 9 == 2) memcpy((double*)x + i, &nan64s[(r >> 8) % 4], 8);
+    } else {
+      ((float*)x)[i] = (float)v;
+      if (kind == G_NONFINITE && r % 9 == 2) memcpy((float*)x + i, &nan32s[(r >> 8) % 4], 4);
+    }
+  }
+}
+
+/* ---- tests ---------------------------------------------------------------------------- */
+
+static void test_matrix(void) {
+  const unsigned lgs[] = {5, 8, 12, 13, 16};
+  const double ebs[] = {1e-1, 1e-3, 1e-6};
+  for (int f64 = 0; f64 < 2; f64++) {
+    zcclDataType_t dt = f64 ? zcclFloat64 : zcclFloat32;
+    size_t esize = f64 ? 8 : 4;
+    for (size_t li = 0; li < sizeof lgs / sizeof lgs[0]; li++) {
+      size_t chunk = (size_t)1 << lgs[li];
+      size_t counts[] = {0, 1, 33, chunk - 1, chunk + 1, 2 * chunk + 40};
+      for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+        size_t n = counts[ci];
+        if (lgs[li] == 16 && ci != 4) continue; /* the emulation is slow: one large case */
+        int kind = (int)((ci + li * 3 + (size_t)f64) % G_NUM);
+        double eb = ebs[(ci + li) % 3], fill = kind == G_SPARSE ? 0.0 : -1e34;
+        int has_fill = kind == G_FILL || kind == G_SPARSE;
+        uint8_t *x = (uint8_t*)malloc(n * 8 + 8), *y = (uint8_t*)malloc(n * 8 + 8);
+        gen(kind, f64, n, fill, x, 0);
+        gen(kind == G_CONST ? G_NOISY : kind, f64, n, fill, y, 999);
+        zc_params_t p = {dt, eb, has_fill, fill, lgs[li]};
+        size_t mis = (ci & 1) ? 4 : 0, an, bn;
+        uint8_t* a = check_compress(&p, x, n, mis, &an);
+        uint8_t* b = check_compress(&p, y, n, 4 - mis, &bn);
+        check_decompress(a, an, n, esize, mis);
+        size_t cap = zc_compress_bound(n, dt, lgs[li]);
+        check_hop(zcclSum, a, an, b, bn, cap, ci % 2 ? 0xf : 0x1);
+        check_hop(zcclMax, a, an, b, bn, cap, ci % 3 == 0 ? 0x4 : 0x1);
+        check_hop(zcclMin, b, bn, a, an, cap, 0x1);
+        if (n && kind == G_NONFINITE) {
+          zc_set_divisor(a, an, 3);
+          check_decompress(a, an, n, esize, 0);
+        }
+        free(a);
+        free(b);
+        free(x);
+        free(y);
+      }
+    }
+  }
+}
+
+/* Noisy float64 chunks of 4096 values take more bytes than the shared
+ * copies hold: the kernels read them from global memory. */
+static void test_big_chunks(void) {
+  const size_t n = 3 * 4096 + 100;
+  double *x = (double*)malloc(n * 8), *y = (double*)malloc(n * 8);
+  gen(G_NOISY, 1, n, 0, x, 0);
+  gen(G_NONFINITE, 1, n, 0, y, 0);
+  zc_params_t p = {zcclFloat64, 1e-9, 0, 0, 12};
+  size_t an, bn;
+  uint8_t* a = check_compress(&p, x, n, 4, &an);
+  uint8_t* b = check_compress(&p, y, n, 0, &bn);
+  CHECK(an > 3 * 16384);
+  check_decompress(a, an, n, 8, 4);
+  size_t cap = zc_compress_bound(n, zcclFloat64, 12);
+  check_hop(zcclSum, a, an, b, bn, cap, 0x7);
+  check_hop(zcclMax, b, bn, a, an, cap, 0x1);
+  free(a);
+  free(b);
+  free(x);
+  free(y);
+}
+
+static void test_room(void) {
+  const size_t n = 3000;
+  float* x = (float*)malloc(n * 4);
+  gen(G_NONFINITE, 0, n, 0, x, 0);
+  zc_params_t p = {zcclFloat32, 1e-3, 0, 0, 8};
+  size_t sn, bn;
+  uint8_t* s = cpu_compress(&p, x, n, &sn);
+  gen(G_SMOOTH, 0, n, 0, x, 0);
+  uint8_t* b = cpu_compress(&p, x, n, &bn);
+  size_t caps[] = {0, 39, 40, 40 + 4 * 12, sn / 2, sn - 1, sn, sn + 1, sn + 300, sn + 391, sn + 392, sn + 800};
+  uint8_t* t = (uint8_t*)malloc(sn + 1000);
+  for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++) {
+    size_t cn = 0, gn = 0;
+    int cpu = zc_compress(&p, x, n, t, caps[k], &cn, NULL, NULL) == zcclSuccess;
+    uint8_t* g = emu_compress(&p, x, n, caps[k], 0, &gn);
+    CHECK(cpu == (g != NULL));
+    if (cpu && g) CHECK(gn == cn && memcmp(g, t, cn) == 0);
+    free(g);
+    check_hop(zcclSum, s, sn, b, bn, caps[k], 0x3);
+  }
+  free(t);
+  free(s);
+  free(b);
+  free(x);
+}
+
+static void test_bad(void) {
+  const size_t n = 1500;
+  for (int f64 = 0; f64 < 2; f64++) {
+    zcclDataType_t dt = f64 ? zcclFloat64 : zcclFloat32;
+    size_t esize = f64 ? 8 : 4;
+    uint8_t *x = (uint8_t*)malloc(n * 8), *y = (uint8_t*)malloc(n * 8);
+    gen(G_NONFINITE, f64, n, 0, x, 0);
+    gen(G_FILL, f64, n, 0.5, y, 5);
+    zc_params_t p = {dt, 1e-3, 1, 0.5, 6};
+    size_t an, bn;
+    uint8_t* a = cpu_compress(&p, x, n, &an);
+    uint8_t* b = cpu_compress(&p, y, n, &bn);
+    size_t cap = zc_compress_bound(n, dt, 6);
+    uint8_t* t = (uint8_t*)malloc(an);
+    for (int k = 0; k < 120; k++) {
+      memcpy(t, a, an);
+      size_t tn = an;
+      switch (rnd() % 4) {
+        case 0: tn = rnd() % an; break;
+        case 1: t[rnd() % an] ^= (uint8_t)(1u << (rnd() % 8)); break;
+        case 2: t[ZC_HEADER_BYTES + rnd() % (an - ZC_HEADER_BYTES)] = (uint8_t)rnd(); break;
+        default:
+          for (int f = 0; f < 4; f++) t[rnd() % an] ^= (uint8_t)rnd();
+      }
+      check_decompress(t, tn, n, esize, 0);
+      if (k % 2 == 0) check_hop(zcclSum, t, tn, b, bn, cap, k % 6 == 0 ? 0x3 : 0x1);
+    }
+    uint8_t* z = (uint8_t*)malloc(n * 8 + 8);
+    CHECK(!emu_decompress(a, an, n - 1, esize, 0, z));
+    CHECK(!emu_decompress(a, an, n + 1, esize, 0, z));
+    free(z);
+    free(t);
+    free(a);
+    free(b);
+    free(x);
+    free(y);
+  }
+  /* Out overlapping an input without being it; out_size aliasing an input's size. */
+  float x[200];
+  for (int i = 0; i < 200; i++) x[i] = (float)i * 0.1f;
+  zc_params_t p = {zcclFloat32, 1e-3, 0, 0, 5};
+  size_t an;
+  uint8_t* a = cpu_compress(&p, x, 200, &an);
+  size_t cap = zc_compress_bound(200, zcclFloat32, 5), sb = zemu_codec_scratch_bytes(200, zcclFloat32, 5);
+  uint8_t* buf = (uint8_t*)malloc(2 * cap + 64);
+  memcpy(buf, a, an);
+  void* scratch = aligned_alloc(64, (sb + 63) & ~(size_t)63);
+  st_word = zcclSuccess;
+  size_words[0] = ~0ull;
+  size_words[1] = size_words[2] = an;
+  CHECK_RES(zemu_hop(zcclSum, buf, &size_words[1], buf, &size_words[2], buf + 8, cap, size_words, scratch, sb,
+                     &st_word, NULL),
+            zcclSuccess);
+  CHECK(st_word == zcclInvalidUsage && size_words[0] == 0);
+  CHECK_RES(zemu_hop(zcclSum, buf, &size_words[1], buf, &size_words[2], buf + cap, cap, &size_words[1], scratch, sb,
+                     &st_word, NULL),
+            zcclInvalidArgument);
+  /* In place with out_size = a's size word: allowed. */
+  uint8_t ref[4096];
+  size_t rn;
+  CHECK_RES(zc_hop(zcclSum, a, an, a, an, ref, sizeof ref, &rn), zcclSuccess);
+  st_word = zcclSuccess;
+  size_words[1] = size_words[2] = an;
+  uint8_t* other = (uint8_t*)malloc(an);
+  memcpy(other, a, an);
+  CHECK_RES(zemu_hop(zcclSum, buf, &size_words[1], other, &size_words[2], buf, cap, &size_words[1], scratch, sb,
+                     &st_word, NULL),
+            zcclSuccess);
+  CHECK(st_word == zcclSuccess && size_words[1] == rn && memcmp(buf, ref, rn) == 0);
+  free(other);
+  free(scratch);
+  free(buf);
+  free(a);
+}
+
+static void test_levitus(void) {
+  zccl_data_t d;
+  char err[600];
+  if (zccl_data_load("levitus_climatology.cdf:TEMP", 0, &d, err, sizeof err) != 0) {
+    fprintf(stderr, "%s\n", err);
+    CHECK(0);
+    return;
+  }
+  const size_t n = 40000;
+  for (double eb = 1e-1; eb > 1e-6; eb /= 100) {
+    zc_params_t p = {zcclFloat32, eb, 1, d.fill, 12};
+    size_t an, bn;
+    uint8_t* a = check_compress(&p, (float*)d.values + 200000, n, 0, &an);
+    uint8_t* b = check_compress(&p, (float*)d.values + 300001, n, 4, &bn);
+    check_decompress(a, an, n, 4, 4);
+    check_hop(zcclSum, a, an, b, bn, zc_compress_bound(n, zcclFloat32, 12), 0x3);
+    free(a);
+    free(b);
+  }
+  zccl_data_free(&d);
+}
+
+int main(void) {
+  test_room();
+  test_bad();
+  test_big_chunks();
+  test_levitus();
+  test_matrix();
+  printf("emulated kernels: %ld compressions, %ld decompressions, %ld hops compared with the CPU codec\n",
+         n_compress, n_decompress, n_hop);
+  TEST_DONE();
+}
