@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "test_util.h"
+#include "test_codec_gen.h"
 #include "zc_szp.h"
 #include "zccl_data.h"
 #include "zd_device.h"
@@ -46,14 +47,6 @@ static cudaStream_t gst;
 static int* d_status;
 static uint64_t* d_sizes; /* [0] out, [1] a, [2] b */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 
 static long n_compress, n_decompress, n_hop, n_bad;
 
@@ -253,33 +246,6 @@ static void check_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t
 
 /* ---- data ------------------------------------------------------------------------------- */
 
-enum { G_SMOOTH, G_NOISY, G_SPARSE, G_CONST, G_NONFINITE, G_HUGE, G_FILL, G_NUM };
-static const uint32_t nan32s[] = {0x7fc00000u, 0xffc00000u, 0x7fc12345u, 0x7f800001u};
-static const uint64_t nan64s[] = {0x7ff8000000000000ull, 0xfff8000000000000ull, 0x7ff8000012345678ull,
-                                  0x7ff0000000000001ull};
-
-static void gen(int kind, int f64, size_t n, double fill, void* x, size_t salt) {
-  for (size_t i = 0; i < n; i++) {
-    uint64_t r = rnd();
-    double v;
-    switch (kind) {
-      case G_SMOOTH: v = 20.0 * sin((double)(i + salt) * 0.001) + 3.0 * cos((double)i * 0.013); break;
-      case G_NOISY: v = urand() * 200.0 - 100.0; break;
-      case G_SPARSE: v = r % 20 == 0 ? urand() * 10.0 : 0.0; break;
-      case G_CONST: v = 4.25; break;
-      case G_NONFINITE: v = r % 9 == 0 ? INFINITY : r % 9 == 1 ? -INFINITY : sin((double)i * 0.01); break;
-      case G_HUGE: v = (urand() - 0.5) * (f64 ? 1e300 : 6e37) * ((r & 1) ? 1.0 : 1e-30); break;
-      default: v = r % 3 == 0 ? fill : sin((double)i * 0.01); break;
-    }
-    if (f64) {
-      ((double*)x)[i] = v;
-      if (kind == G_NONFINITE && r % 9 == 2) memcpy((double*)x + i, &nan64s[(r >> 8) % 4], 8);
-    } else {
-      ((float*)x)[i] = (float)v;
-      if (kind == G_NONFINITE && r % 9 == 2) memcpy((float*)x + i, &nan32s[(r >> 8) % 4], 4);
-    }
-  }
-}
 
 /* ---- tests ------------------------------------------------------------------------------- */
 
