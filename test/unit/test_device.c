@@ -6,6 +6,7 @@
  * after a sync). Without a GPU the cuda part is skipped (it says so); the
  * GPU-only checks are test/gpu/test_gpu_device.c. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -764,6 +765,68 @@ static void test_progress_hook(zd_dev_t* dev) {
   free(x), free(y), free(s1), free(s2);
 }
 
+/* Sim user streams and tickets (zd_stream.c), as a stream-ordered call
+ * uses them: the ticket's wait passes only after the stream's earlier work,
+ * the stream's later work runs only after the release, a stop function
+ * ends a wait, and the staging pool hands out host memory (pieces, and
+ * memory of its own for what does not fit). */
+static atomic_int stream_steps;
+static void stream_step(void* arg) {
+  struct timespec ts = {0, 20 * 1000000L};
+  if (arg) nanosleep(&ts, NULL);
+  atomic_fetch_add(&stream_steps, 1);
+}
+static int stop_now(void* arg) { return *(int*)arg; }
+
+static void test_sim_streams(void) {
+  zd_dev_t* dev = NULL;
+  CHECK_RES(zd_dev_create(ZD_SIM, &dev), zcclSuccess);
+  zcclStream_t s = NULL;
+  CHECK_RES(zd_sim_stream_create(&s), zcclSuccess);
+  CHECK(zd_sim_stream_valid(s) && !zd_sim_stream_valid(NULL));
+  int go = 1;
+  CHECK_RES(zd_sim_stream_launch(s, stream_step, &go), zcclSuccess); /* slow */
+  zd_ticket_t* t = NULL;
+  CHECK_RES(zd_stream_enter(dev, s, &t), zcclSuccess);
+  CHECK_RES(zd_sim_stream_launch(s, stream_step, NULL), zcclSuccess); /* held */
+  CHECK_RES(zd_ticket_wait(t, NULL, NULL), zcclSuccess);
+  CHECK(atomic_load(&stream_steps) == 1); /* the earlier step ran, the later is held */
+  struct timespec ts = {0, 30 * 1000000L};
+  nanosleep(&ts, NULL);
+  CHECK(atomic_load(&stream_steps) == 1);
+  zd_ticket_release(t);
+  CHECK_RES(zd_sim_stream_sync(s), zcclSuccess);
+  CHECK(atomic_load(&stream_steps) == 2);
+  /* A wait behind a held stream gives up when told to. */
+  zd_ticket_t *t1 = NULL, *t2 = NULL;
+  CHECK_RES(zd_stream_enter(dev, s, &t1), zcclSuccess);
+  CHECK_RES(zd_stream_enter(dev, s, &t2), zcclSuccess);
+  CHECK_RES(zd_ticket_wait(t1, NULL, NULL), zcclSuccess);
+  int stop = 1;
+  CHECK_RES(zd_ticket_wait(t2, stop_now, &stop), zcclRemoteError);
+  zd_ticket_release(t1);
+  CHECK_RES(zd_ticket_wait(t2, NULL, NULL), zcclSuccess);
+  zd_ticket_release(t2);
+  /* Not a sim stream: refused, nothing queued. */
+  CHECK_RES(zd_stream_enter(dev, NULL, &t), zcclInvalidArgument);
+  CHECK(t == NULL);
+  zd_sim_stream_destroy(s);
+  /* Staging memory: host-writable pieces; one larger than the pool's free
+   * room gets memory of its own; every piece goes back. */
+  setenv("ZCCL_SIM_STAGE", "1", 1);
+  CHECK(zd_stage_needed(dev));
+  unsetenv("ZCCL_SIM_STAGE");
+  void *a = NULL, *b = NULL;
+  CHECK_RES(zd_stage_get(dev, 1000, &a), zcclSuccess);
+  memset(a, 1, 1000);
+  size_t big = zd_buf_largest(dev) + (1u << 20);
+  CHECK_RES(zd_stage_get(dev, big, &b), zcclSuccess);
+  memset(b, 2, big);
+  zd_stage_put(dev, b);
+  zd_stage_put(dev, a);
+  zd_dev_destroy(dev);
+}
+
 int main(void) {
   /* The sweep's largest counts then take the thread-pool split for every dtype. */
   setenv("ZCCL_REDUCE_SPLIT_BYTES", "64K", 0);
@@ -790,5 +853,6 @@ int main(void) {
   test_sweep(devs, ndevs);
   for (int k = 0; k < ndevs; k++) zd_dev_destroy(devs[k]);
   test_sim_async();
+  test_sim_streams();
   TEST_DONE();
 }
