@@ -35,16 +35,20 @@ static long n_compress, n_decompress, n_hop;
 static int st_word;
 static uint64_t size_words[3];
 
+/* aligned_alloc wants the size a multiple of the alignment (C11 7.22.3.1;
+ * ASan enforces it). */
+static void* alloc_aligned(size_t align, size_t size) { return aligned_alloc(align, (size + align - 1) / align * align); }
+
 /* Kernel compression of x (at an offset of mis bytes) into room cap: the
  * stream or NULL on a reported failure; nothing past cap written. */
 static uint8_t* emu_compress(const zc_params_t* p, const void* x, size_t n, size_t cap, size_t mis, size_t* size) {
   size_t esize = p->dtype == zcclFloat32 ? 4 : 8;
-  uint8_t* in = (uint8_t*)aligned_alloc(16, n * esize + 32);
+  uint8_t* in = (uint8_t*)alloc_aligned(16, n * esize + 32);
   memcpy(in + mis, x, n * esize);
   uint8_t* out = (uint8_t*)malloc(cap + GUARD);
   memset(out, 0xa5, cap + GUARD);
   size_t sb = zemu_codec_scratch_bytes(n, p->dtype, p->chunk_log2);
-  void* scratch = aligned_alloc(64, (sb + 63) & ~(size_t)63);
+  void* scratch = alloc_aligned(64, sb);
   memset(scratch, 0x5a, sb); /* stale slots from "another launch" */
   st_word = zcclSuccess;
   size_words[0] = ~0ull;
@@ -68,7 +72,7 @@ static uint8_t* emu_compress(const zc_params_t* p, const void* x, size_t n, size
 }
 
 static int emu_decompress(const uint8_t* s, size_t size, size_t count, size_t esize, size_t mis, void* y) {
-  uint8_t* out = (uint8_t*)aligned_alloc(16, count * esize + 16 + GUARD);
+  uint8_t* out = (uint8_t*)alloc_aligned(16, count * esize + 16 + GUARD);
   memset(out, 0xa5, count * esize + 16 + GUARD);
   st_word = zcclSuccess;
   size_words[1] = size;
@@ -97,7 +101,7 @@ static uint8_t* emu_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8
   zc_header_t h;
   size_t sb = zc_header_read(a, an, &h) == zcclSuccess ? zemu_codec_scratch_bytes(h.count, h.dtype, h.chunk_log2)
                                                        : 64 + 16 * an + 2 * (an + bn) + 256;
-  void* scratch = aligned_alloc(64, (sb + 63) & ~(size_t)63);
+  void* scratch = alloc_aligned(64, sb);
   memset(scratch, 0x5a, sb);
   st_word = zcclSuccess;
   size_words[0] = ~0ull;
@@ -332,7 +336,7 @@ static void test_bad(void) {
   size_t cap = zc_compress_bound(200, zcclFloat32, 5), sb = zemu_codec_scratch_bytes(200, zcclFloat32, 5);
   uint8_t* buf = (uint8_t*)malloc(2 * cap + 64);
   memcpy(buf, a, an);
-  void* scratch = aligned_alloc(64, (sb + 63) & ~(size_t)63);
+  void* scratch = alloc_aligned(64, sb);
   st_word = zcclSuccess;
   size_words[0] = ~0ull;
   size_words[1] = size_words[2] = an;
