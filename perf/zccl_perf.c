@@ -612,6 +612,7 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
 
 /* The collectives and codecs zccl compresses (src/proto/zp_coll.c). */
 static int has_compressed(coll_t coll, int codec) {
+  if (codec == zcclCodecNone) return 1; /* a control: the uncompressed path again (rows named zccl) */
   int hz = codec == zcclCodecHz || codec == zcclCodecAuto;
   if (codec == zcclCodecZfp) /* CPRP2P reductions; compress-once (allgather, broadcast: or CPRP2P) */
     return coll == COLL_ALLREDUCE || coll == COLL_REDUCESCATTER || coll == COLL_REDUCE || coll == COLL_ALLGATHER ||
@@ -907,9 +908,10 @@ int main(int argc, char** argv) {
       const char* malgo = m > 0 && comp_algo[m - 1][0] ? comp_algo[m - 1] : NULL;
       zcclCommSetCompression(c.comm, cm);
       static const char* codec_names[zcclNumCodecs] = {"none", "auto", "szp", "hz", "rle", "zfp"};
-      row = (row_t){.method = m == 0 ? "zccl" : "zccl-compressed", .codec = codec_names[cm->codec],
+      int plain_row = cm->codec == zcclCodecNone;
+      row = (row_t){.method = plain_row ? "zccl" : "zccl-compressed", .codec = codec_names[cm->codec],
                     .algo = malgo ? malgo : c.algo};
-      c.comp = m == 0 ? NULL : cm;
+      c.comp = plain_row ? NULL : cm;
       /* The library reads ZCCL_ALGO at every call; no call is in flight here. */
       if (malgo) setenv("ZCCL_ALGO", malgo, 1);
       int failed = time_method(&c, run_zccl, count, send, recv, &row) != 0;
