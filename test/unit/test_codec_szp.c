@@ -317,6 +317,7 @@ static void test_hops(void) {
       x[i] = (float)gen_value(kind, i, -1e34);
       y[i] = (float)gen_value((kind + 3) % NUM_GEN, i * 7, -1e34);
       if (i / 1000 % 3 == 1) x[i] = 0; /* zero blocks meeting non-zero ones */
+      if (i / 1000 % 5 == 0) x[i] = y[i] = 0; /* zero blocks meeting zero blocks, at a chunk's start too */
     }
     for (int fill = 0; fill < 2; fill++) {
       size_t an, bn;
