@@ -427,11 +427,73 @@ zcclResult_t zc_set_divisor(void* stream, size_t size, uint32_t divisor) {
   return zcclSuccess;
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define ZC_RANGE_BLOCK 1024
+/* Min and max of ZC_RANGE_BLOCK float32 values into lo and hi (4 lanes each),
+ * or 0, leaving them, when any value is non-finite or has the bits fb or fb2
+ * (the fill). REL mode scans every input once per call; value by value (the
+ * compiler does not vectorize a float min without -ffast-math) this ran at a
+ * quarter of compression speed. */
+static int zc_range_block_f32(const float* x, uint32_t fb, uint32_t fb2, __m128* lo, __m128* hi) {
+  const __m128i ex = _mm_set1_epi32(0x7f800000), f1 = _mm_set1_epi32((int)fb), f2 = _mm_set1_epi32((int)fb2);
+  __m128 l0 = *lo, l1 = *lo, h0 = *hi, h1 = *hi;
+  __m128i bad = _mm_setzero_si128();
+  for (int j = 0; j < ZC_RANGE_BLOCK; j += 8) {
+    __m128 a = _mm_loadu_ps(x + j), b = _mm_loadu_ps(x + j + 4);
+    __m128i ia = _mm_castps_si128(a), ib = _mm_castps_si128(b);
+    bad = _mm_or_si128(bad, _mm_or_si128(_mm_cmpeq_epi32(_mm_and_si128(ia, ex), ex),
+                                         _mm_cmpeq_epi32(_mm_and_si128(ib, ex), ex)));
+    bad = _mm_or_si128(bad, _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi32(ia, f1), _mm_cmpeq_epi32(ia, f2)),
+                                         _mm_or_si128(_mm_cmpeq_epi32(ib, f1), _mm_cmpeq_epi32(ib, f2))));
+    l0 = _mm_min_ps(l0, a);
+    l1 = _mm_min_ps(l1, b);
+    h0 = _mm_max_ps(h0, a);
+    h1 = _mm_max_ps(h1, b);
+  }
+  if (_mm_movemask_epi8(bad)) return 0;
+  *lo = _mm_min_ps(l0, l1);
+  *hi = _mm_max_ps(h0, h1);
+  return 1;
+}
+#endif
+
 void zc_value_range(const void* in, size_t count, zcclDataType_t dtype, int has_fill, double fill,
                     double* min, double* max, size_t* valid) {
   double lo = INFINITY, hi = -INFINITY;
-  size_t n = 0;
-  for (size_t i = 0; i < count; i++) {
+  size_t n = 0, i = 0;
+#if defined(__SSE2__)
+  if (dtype == zcclFloat32) {
+    /* The fill by its bits (both zeros for a zero fill); with no fill, a NaN,
+     * which the finiteness test flags anyway. */
+    float f = has_fill ? (float)fill : NAN, nf = f == 0 ? -f : f;
+    uint32_t fb, fb2;
+    memcpy(&fb, &f, 4);
+    memcpy(&fb2, &nf, 4);
+    __m128 vlo = _mm_set1_ps(INFINITY), vhi = _mm_set1_ps(-INFINITY);
+    for (; i + ZC_RANGE_BLOCK <= count; i += ZC_RANGE_BLOCK) {
+      if (zc_range_block_f32((const float*)in + i, fb, fb2, &vlo, &vhi)) {
+        n += ZC_RANGE_BLOCK;
+        continue;
+      }
+      for (size_t j = i; j < i + ZC_RANGE_BLOCK; j++) { /* a block with fill or non-finite values */
+        double v = ((const float*)in)[j];
+        if (!isfinite(v) || (has_fill && v == (double)(float)fill)) continue;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        n++;
+      }
+    }
+    float l4[4], h4[4];
+    _mm_storeu_ps(l4, vlo);
+    _mm_storeu_ps(h4, vhi);
+    for (int k = 0; k < 4; k++) {
+      lo = l4[k] < lo ? l4[k] : lo;
+      hi = h4[k] > hi ? h4[k] : hi;
+    }
+  }
+#endif
+  for (; i < count; i++) {
     double v = dtype == zcclFloat32 ? (double)((const float*)in)[i] : ((const double*)in)[i];
     if (!isfinite(v) || (has_fill && v == (dtype == zcclFloat32 ? (double)(float)fill : fill))) continue;
     lo = v < lo ? v : lo;

@@ -527,7 +527,53 @@ static void test_progress(void) {
   free(s);
 }
 
+/* zc_value_range against a value-by-value reference: valid = finite and
+ * not the fill (a zero fill matches -0.0 too), on blocks the vector scan
+ * takes whole and blocks it must rescan, for both dtypes. */
+static void test_value_range(void) {
+  static const size_t counts[] = {0, 1, 7, 1023, 1024, 1025, 5000, 100003};
+  static const double fills[] = {-1e34, 0.0, 3.5};
+  uint64_t seed = 12345;
+  for (int dt = 0; dt < 2; dt++) {
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+      for (int fi = -1; fi < 3; fi++) { /* -1: no fill */
+        for (int special = 0; special < 2; special++) {
+          size_t n = counts[c];
+          int has_fill = fi >= 0;
+          double fill = has_fill ? fills[fi] : 0.0;
+          void* x = malloc(n * 8 + 8);
+          double lo = INFINITY, hi = -INFINITY;
+          size_t want = 0;
+          for (size_t i = 0; i < n; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            double v = (double)(int64_t)(seed >> 20) * 1e-9;
+            unsigned r = (unsigned)(seed >> 8) % 4096;
+            if (special && r < 3) v = r == 0 ? NAN : r == 1 ? INFINITY : -INFINITY;
+            else if (special && r < 6) v = fill;
+            else if (special && r < 8) v = -0.0;
+            if (dt) ((double*)x)[i] = v;
+            else ((float*)x)[i] = (float)v;
+            double s = dt ? v : (double)(float)v, fs = dt ? fill : (double)(float)fill;
+            if (!isfinite(s) || (has_fill && s == fs)) continue;
+            lo = s < lo ? s : lo;
+            hi = s > hi ? s : hi;
+            want++;
+          }
+          double glo = 7, ghi = 7;
+          size_t got = 99;
+          zc_value_range(x, n, dt ? zcclFloat64 : zcclFloat32, has_fill, fill, &glo, &ghi, &got);
+          CHECK(got == want);
+          if (want) CHECK(glo == lo && ghi == hi);
+          else CHECK(glo == 7 && ghi == 7);
+          free(x);
+        }
+      }
+    }
+  }
+}
+
 int main(void) {
+  test_value_range();
   test_block_round_trip();
   test_grid_edges();
   test_round_trips_synthetic();
