@@ -187,13 +187,16 @@ static inline void zc_x86_deltas_held(const __m256i q[4], uint32_t fbits, zc_emi
   }
 }
 #else
-/* Quantizes 32 floats; 1 when every one is ordinary (same test as
- * zc_quant_f32, lane by lane), else 0 and the block goes scalar. */
-static inline int zc_x86_quant_f32(const float* x, const zc_grid_t* g, int has_fill, float fill, __m256i q[4]) {
+/* Quantizes 32 floats with the same test as zc_quant_f32, lane by lane: 1
+ * when every value is ordinary or (has_fill) equal to fill, *fbits then
+ * marking the fill positions; else 0 and the block goes scalar. */
+static inline int zc_x86_quant_held_f32(const float* x, const zc_grid_t* g, int has_fill, float fill, __m256i q[4],
+                                        uint32_t* fbits) {
   const __m256 inv = _mm256_set1_ps(g->inv_step_f), step = _mm256_set1_ps(g->step_f);
   const __m256 accept = _mm256_set1_ps(g->accept_f), lim = _mm256_set1_ps(ZC_QLIMIT_F32);
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), fv = _mm256_set1_ps(fill);
   int good = 0xff;
+  uint32_t f = 0;
   for (int k = 0; k < 4; k++) {
     __m256 xk = _mm256_loadu_ps(x + 8 * k);
     __m256 t = _mm256_mul_ps(xk, inv);
@@ -202,9 +205,14 @@ static inline int zc_x86_quant_f32(const float* x, const zc_grid_t* g, int has_f
     __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(q[k]), step);
     __m256 diff = _mm256_and_ps(_mm256_sub_ps(xk, r), absmask);
     ok = _mm256_and_ps(ok, _mm256_cmp_ps(diff, accept, _CMP_LE_OQ));
-    if (has_fill) ok = _mm256_andnot_ps(_mm256_cmp_ps(xk, fv, _CMP_EQ_OQ), ok);
+    if (has_fill) {
+      __m256 isfill = _mm256_cmp_ps(xk, fv, _CMP_EQ_OQ);
+      ok = _mm256_or_ps(ok, isfill);
+      f |= (uint32_t)_mm256_movemask_ps(isfill) << (8 * k);
+    }
     good &= _mm256_movemask_ps(ok);
   }
+  *fbits = f;
   return good == 0xff;
 }
 
@@ -235,6 +243,31 @@ static inline void zc_x86_deltas(const __m256i q[4], zc_emit_t* e, __m256i d[4])
 }
 
 
+#if !ZC_X86_AVX512
+/* Deltas of the non-fill integers, each against the previous non-fill one
+ * (fill positions hold the track: delta 0), as the AVX-512 version: each
+ * fill position takes the integer before it (before the block's first
+ * ordinary value the running one, or that first value when the chunk has
+ * none yet), then plain neighbour differences. Coasts are a few blocks in
+ * ten of an ocean field; without this they went scalar on AVX2. */
+static inline void zc_x86_deltas_held(const __m256i q[4], uint32_t fbits, zc_emit_t* e, __m256i d[4]) {
+  if (fbits == 0xffffffffu) { /* no ordinary position: the emitter keeps its state */
+    for (int k = 0; k < 4; k++) d[k] = _mm256_setzero_si256();
+    return;
+  }
+  int32_t v[ZC_BLOCK];
+  for (int k = 0; k < 4; k++) _mm256_storeu_si256((__m256i*)(v + 8 * k), q[k]);
+  int32_t held = e->have_prev ? (int32_t)e->prev : v[__builtin_ctz(~fbits)];
+  for (int i = 0; i < ZC_BLOCK; i++) {
+    if (fbits >> i & 1) v[i] = held;
+    else held = v[i];
+  }
+  __m256i h[4];
+  for (int k = 0; k < 4; k++) h[k] = _mm256_loadu_si256((const __m256i*)(v + 8 * k));
+  zc_x86_deltas(h, e, d);
+}
+#endif
+
 /* Lanes j = bit j of byte (0 or 1). */
 static inline __m256i zc_x86_bits(uint32_t byte) {
   return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)byte), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
@@ -252,6 +285,14 @@ static inline __m256i zc_x86_scan(__m256i x, __m256i* carry) {
   *carry = _mm256_permutevar8x32_epi32(x, _mm256_set1_epi32(7));
   return x;
 }
+
+#if !ZC_X86_AVX512
+/* The running values q + prefix(d) of a block, as 4 x 8 lanes. */
+static inline void zc_x86_track(const __m256i d[4], int64_t q, __m256i out[4]) {
+  __m256i carry = _mm256_set1_epi32((int32_t)q);
+  for (int k = 0; k < 4; k++) out[k] = zc_x86_scan(d[k], &carry);
+}
+#endif
 
 /* A block's sign plane (or all-negative mode) and fill bitmap after its
  * widths, at in + *o: -1 when they run past avail or the bitmap is empty. */
@@ -285,9 +326,9 @@ static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_
   if (W > 24) return 0;
   if (smode == ZC_SMODE_EXT) {
     /* Blocks with a fill bitmap (and no exceptions) stay on the vector
-     * path where the caller can place fill values; anything else, including
-     * every malformed form, is the scalar decoder's to judge. */
-    if (!ZC_X86_AVX512 || !allow_fill || avail < 2) return 0;
+     * path where the caller can place fill values (allow_fill); anything
+     * else, including every malformed form, is the scalar decoder's to judge. */
+    if (!allow_fill || avail < 2) return 0;
     int e = in[1];
     if ((e & 0xf0) || (e & 3) == ZC_SMODE_EXT || (e & (ZC_EXT_EXC | ZC_EXT_FILL)) != ZC_EXT_FILL) return 0;
     smode = e & 3;
@@ -556,13 +597,14 @@ static inline void zc_x86_values16_f32(__m512i mag, uint32_t neg, int32_t* q, co
 /* q (|q| < 2^30) plus the running sum of d, as float32 values. */
 static inline void zc_x86_values_f32(const __m256i d[4], int32_t* q, const zc_grid_t* g, float divisor,
                                       uint32_t fbits, float fill, float* y) {
-  (void)fbits; /* always 0 here: fill blocks reach the vector path only with AVX-512 */
-  (void)fill;
   __m256i carry = _mm256_set1_epi32(*q);
-  const __m256 step = _mm256_set1_ps(g->step_f), div = _mm256_set1_ps(divisor);
+  const __m256 step = _mm256_set1_ps(g->step_f), div = _mm256_set1_ps(divisor), fv = _mm256_set1_ps(fill);
   for (int k = 0; k < 4; k++) {
     __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(zc_x86_scan(d[k], &carry)), step);
     if (divisor != 1.0f) r = _mm256_div_ps(r, div);
+    if (fbits) /* fill is not divided */
+      r = _mm256_blendv_ps(r, fv, _mm256_castsi256_ps(_mm256_sub_epi32(_mm256_setzero_si256(),
+                                                                       zc_x86_bits((fbits >> (8 * k)) & 0xff))));
     _mm256_storeu_ps(y + 8 * k, r);
   }
   *q = _mm256_cvtsi256_si32(carry);
@@ -612,9 +654,11 @@ int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtyp
       }
     } else {
 #else
-    if (zc_x86_quant_f32(x + b, g, has_fill, (float)fill, q)) {
-      zc_x86_deltas(q, e, d);
-      e->o += zc_x86_emit_clean(d, 0, e->out + e->o);
+    uint32_t fbits;
+    if (zc_x86_quant_held_f32(x + b, g, has_fill, (float)fill, q, &fbits)) {
+      if (fbits) zc_x86_deltas_held(q, fbits, e, d);
+      else zc_x86_deltas(q, e, d);
+      e->o += zc_x86_emit_clean(d, fbits, e->out + e->o);
     } else {
 #endif
       int rc = zc_chunk_compress_scalar(x + b, ZC_BLOCK, dtype, g, has_fill, fill, e);
@@ -844,7 +888,7 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
       uint32_t fb = 0;
       int used = other->in[other->o] == ZC_W_ALLFILL
                      ? 1
-                     : zc_x86_parse_clean(other->in + other->o, other->size - other->o, ZC_X86_AVX512, d, &fb);
+                     : zc_x86_parse_clean(other->in + other->o, other->size - other->o, 1, d, &fb);
       if (used < 0) return ZC_RC_MALFORMED;
       if (used > 0) {
         if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
@@ -862,11 +906,10 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
       __m256i da[4], db[4];
       db[0] = db[1] = db[2] = db[3] = _mm256_setzero_si256(); /* read only when parsed */
       uint32_t fa = 0, fb = 0;
-      int allow_fill = ZC_X86_AVX512 && h->has_fill;
+      int allow_fill = h->has_fill;
       int ua = zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, allow_fill, da, &fa);
       int ub = ua > 0 ? zc_x86_parse_clean(pb->in + pb->o, pb->size - pb->o, allow_fill, db, &fb) : 0;
       if (ua < 0 || ub < 0) return ZC_RC_MALFORMED;
-#if ZC_X86_AVX512
       const int64_t lim = (int64_t)1 << 29;
       if (ua > 0 && ub > 0 && (fa | fb) && pa->q < lim && pa->q > -lim && pb->q < lim && pb->q > -lim &&
           e->prev < 2 * lim && e->prev > -2 * lim) {
@@ -883,8 +926,7 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
         e->o += zc_x86_emit_clean(dr, fa | fb, e->out + e->o);
         continue;
       }
-#endif
-      if (fa | fb) ua = 0; /* fill without the AVX-512 path: scalar */
+      if (fa | fb) ua = 0; /* fill with running values past 2^29: scalar */
       /* Both blocks all ordinary: the sum's deltas are the deltas' sums, the
        * first one corrected by how far the result's running value lags. */
       int64_t lag = e->have_prev ? pa->q + pb->q - e->prev : 0;
