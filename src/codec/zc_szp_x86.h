@@ -7,7 +7,7 @@
  * defines ZC_X86_GFNI, ZC_X86_AVX512 and ZC_X86_NAME(fn), and compiles with
  * the matching -m flags.
  *
- * A block takes the vector path when it is "clean" (every value ordinary,
+ * A block takes the vector path when it is "clean" (every value ordinary or fill,
  * widths that fit 32-bit lanes); any other block goes through the scalar
  * functions, so the bytes are always those of zc_block_encode (tests compare
  * every level on the same data). The format's 8-value sub-groups are one
