@@ -1,5 +1,5 @@
 /* x86 kernels of the stream codec, generated twice from this one body:
- * zc_szp_avx2.c (ZC_X86_GFNI 0: magnitude planes by movemask) and
+ * zc_szp_avx2.c (ZC_X86_GFNI 0: 8x8 bit transposes by 64-bit delta swaps) and
  * zc_szp_gfni.c (ZC_X86_GFNI 1: blocks whose widths are at most 16 turn their
  * 8x8 bit matrices into planes with GF2P8AFFINE transposes) and
  * zc_szp_avx512.c (GFNI plus ZC_X86_AVX512 1: quantization and
@@ -17,7 +17,6 @@
 
 #include "zc_szp_internal.h"
 
-#if ZC_X86_GFNI
 /* The first n (<= 8) bytes at p as a little-endian integer, upper bytes 0;
  * reads no byte at or past p + avail (avail >= n). */
 static inline uint64_t zc_x86_load_bytes(const uint8_t* p, size_t avail, int n) {
@@ -39,11 +38,30 @@ static inline void zc_x86_widen_bytes(__m256i bytes, __m256i out[4]) {
 /* Within each 64-bit lane: reverse the bytes, then transpose the 8x8 bit
  * matrix (byte i bit j <-> byte j bit i). Turns 8 magnitudes (bytes) into 8
  * planes (bytes) and back. */
+#if ZC_X86_GFNI
 static inline __m256i zc_x86_transpose8x8(__m256i v) {
   const __m256i rev = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2,
                                        1, 0, 15, 14, 13, 12, 11, 10, 9, 8);
   return _mm256_gf2p8affine_epi64_epi8(_mm256_set1_epi64x((long long)0x8040201008040201ull),
                                        _mm256_shuffle_epi8(v, rev), 0);
+}
+#else
+/* Without GFNI: three delta swaps on each 64-bit lane (2x2, 4x4, then 8x8
+ * sub-blocks; byte i bit j at bit 8i+j). */
+static inline uint64_t zc_x86_transpose_q(uint64_t x) {
+  uint64_t t = (x ^ (x >> 7)) & 0x00aa00aa00aa00aaull;
+  x ^= t ^ (t << 7);
+  t = (x ^ (x >> 14)) & 0x0000cccc0000ccccull;
+  x ^= t ^ (t << 14);
+  t = (x ^ (x >> 28)) & 0x00000000f0f0f0f0ull;
+  return x ^ t ^ (t << 28);
+}
+
+static inline __m256i zc_x86_transpose8x8(__m256i v) {
+  uint64_t q[4];
+  _mm256_storeu_si256((__m256i*)q, v);
+  return _mm256_setr_epi64x((long long)zc_x86_transpose_q(q[0]), (long long)zc_x86_transpose_q(q[1]),
+                            (long long)zc_x86_transpose_q(q[2]), (long long)zc_x86_transpose_q(q[3]));
 }
 #endif
 
@@ -104,7 +122,6 @@ static inline __attribute__((always_inline)) size_t zc_x86_emit_clean(const __m2
     memcpy(out + o, &fbits, 4);
     o += 4;
   }
-#if ZC_X86_GFNI
   if (W <= 16) {
     /* Magnitudes to bytes (low and high), sub-group k in 64-bit lane k, then
      * planes 0-7 and 8-15. The 8-byte stores overlap: each next one
@@ -128,7 +145,6 @@ static inline __attribute__((always_inline)) size_t zc_x86_emit_clean(const __m2
     }
     return o;
   }
-#endif
   for (int k = 0; k < 4; k++) {
     __m256i cur = mag[k];
     for (int p = 0; p < sw[k]; p++) {
@@ -354,7 +370,6 @@ static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_
   if (avail < (size_t)(o + sw[0] + sw[1] + sw[2] + sw[3])) return -1;
   const __m256i zero = _mm256_setzero_si256();
   __m256i mag[4];
-#if ZC_X86_GFNI
   if (W <= 16) {
     uint64_t plo[4], phi[4] = {0, 0, 0, 0};
     for (int k = 0; k < 4; k++) {
@@ -374,9 +389,7 @@ static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_
                          hi8);
       for (int k = 0; k < 4; k++) mag[k] = _mm256_or_si256(mag[k], _mm256_slli_epi32(hi8[k], 8));
     }
-  } else
-#endif
-  {
+  } else {
     for (int k = 0; k < 4; k++) {
       mag[k] = zero;
       const uint8_t* planes = in + o;
