@@ -699,17 +699,17 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
       y += ZC_BLOCK;
       continue;
     }
-#if ZC_X86_AVX512
     if (p.left >= ZC_BLOCK && p.o < p.size && p.in[p.o] == 0) { /* W 0, no sign plane: every value the running one */
       float r = (float)p.q * g->step_f;
       if (h->divisor > 1) r = r / divisor;
-      _mm512_storeu_ps(y, _mm512_set1_ps(r));
-      _mm512_storeu_ps(y + 16, _mm512_set1_ps(r));
+      const __m256 rv = _mm256_set1_ps(r);
+      for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + 8 * k, rv);
       p.o++;
       p.left -= ZC_BLOCK;
       y += ZC_BLOCK;
       continue;
     }
+#if ZC_X86_AVX512
     if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
       __m512i mag;
       uint32_t neg, fb;
