@@ -427,6 +427,18 @@ zcclResult_t zc_set_divisor(void* stream, size_t size, uint32_t divisor) {
   return zcclSuccess;
 }
 
+/* Values [i0, i1) value by value into lo/hi/n: finite and not the fill. */
+static void zc_range_values(const void* in, size_t i0, size_t i1, zcclDataType_t dtype, int has_fill, double fill,
+                            double* lo, double* hi, size_t* n) {
+  for (size_t i = i0; i < i1; i++) {
+    double v = dtype == zcclFloat32 ? (double)((const float*)in)[i] : ((const double*)in)[i];
+    if (!isfinite(v) || (has_fill && v == (dtype == zcclFloat32 ? (double)(float)fill : fill))) continue;
+    *lo = v < *lo ? v : *lo;
+    *hi = v > *hi ? v : *hi;
+    (*n)++;
+  }
+}
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #define ZC_RANGE_BLOCK 1024
@@ -476,13 +488,7 @@ void zc_value_range(const void* in, size_t count, zcclDataType_t dtype, int has_
         n += ZC_RANGE_BLOCK;
         continue;
       }
-      for (size_t j = i; j < i + ZC_RANGE_BLOCK; j++) { /* a block with fill or non-finite values */
-        double v = ((const float*)in)[j];
-        if (!isfinite(v) || (has_fill && v == (double)(float)fill)) continue;
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
-        n++;
-      }
+      zc_range_values(in, i, i + ZC_RANGE_BLOCK, dtype, has_fill, fill, &lo, &hi, &n); /* fill or non-finite */
     }
     float l4[4], h4[4];
     _mm_storeu_ps(l4, vlo);
@@ -493,13 +499,7 @@ void zc_value_range(const void* in, size_t count, zcclDataType_t dtype, int has_
     }
   }
 #endif
-  for (; i < count; i++) {
-    double v = dtype == zcclFloat32 ? (double)((const float*)in)[i] : ((const double*)in)[i];
-    if (!isfinite(v) || (has_fill && v == (dtype == zcclFloat32 ? (double)(float)fill : fill))) continue;
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
-    n++;
-  }
+  zc_range_values(in, i, count, dtype, has_fill, fill, &lo, &hi, &n);
   if (n) {
     *min = lo;
     *max = hi;

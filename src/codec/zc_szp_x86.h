@@ -35,9 +35,9 @@ static inline void zc_x86_widen_bytes(__m256i bytes, __m256i out[4]) {
   out[3] = _mm256_cvtepu8_epi32(_mm_srli_si128(h, 8));
 }
 
-/* Within each 64-bit lane: reverse the bytes, then transpose the 8x8 bit
- * matrix (byte i bit j <-> byte j bit i). Turns 8 magnitudes (bytes) into 8
- * planes (bytes) and back. */
+/* Within each 64-bit lane: transpose the 8x8 bit matrix (byte i bit j <->
+ * byte j bit i). Turns 8 magnitudes (bytes) into 8 planes (bytes) and back.
+ * With GFNI: one affine step with the byte-reversed lane as the matrix. */
 #if ZC_X86_GFNI
 static inline __m256i zc_x86_transpose8x8(__m256i v) {
   const __m256i rev = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2,
@@ -919,9 +919,8 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
       __m256i da[4], db[4];
       db[0] = db[1] = db[2] = db[3] = _mm256_setzero_si256(); /* read only when parsed */
       uint32_t fa = 0, fb = 0;
-      int allow_fill = h->has_fill;
-      int ua = zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, allow_fill, da, &fa);
-      int ub = ua > 0 ? zc_x86_parse_clean(pb->in + pb->o, pb->size - pb->o, allow_fill, db, &fb) : 0;
+      int ua = zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, h->has_fill, da, &fa);
+      int ub = ua > 0 ? zc_x86_parse_clean(pb->in + pb->o, pb->size - pb->o, h->has_fill, db, &fb) : 0;
       if (ua < 0 || ub < 0) return ZC_RC_MALFORMED;
       const int64_t lim = (int64_t)1 << 29;
       if (ua > 0 && ub > 0 && (fa | fb) && pa->q < lim && pa->q > -lim && pb->q < lim && pb->q > -lim &&
