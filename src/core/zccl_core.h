@@ -55,6 +55,7 @@ struct zcclComm {
   int runtime;             /* lock, conditions and worker exist */
   zt_worker_t* worker;
   double timeout;          /* ZCCL_TIMEOUT, seconds */
+  double spin;             /* ZCCL_SPIN_US, seconds; < 0: waits never sleep */
   pthread_t thread;
   int thread_started;
   pthread_mutex_t lock;    /* guards the queue, stop/abort and async_error */

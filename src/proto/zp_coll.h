@@ -75,6 +75,7 @@ typedef struct {
   int rank, nranks;
   uint32_t seq;
   double timeout;           /* ZCCL_TIMEOUT, seconds without progress */
+  double spin;              /* ZCCL_SPIN_US, in seconds; < 0: never sleep */
   const atomic_int* abort;  /* nonzero: give up */
 } zp_ctx_t;
 

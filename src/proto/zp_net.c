@@ -209,7 +209,11 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
      * rank that spins keeps the peer it waits for off the CPU for a whole
      * time slice (measured: 4 ranks on 2 cores, a 1 KiB allgather took
      * 350 us spinning 100 us first, 55 us yielding at once); on an idle
-     * core sched_yield returns at once. */
+     * core sched_yield returns at once. Still nothing after ZCCL_SPIN_US:
+     * sleep until UCX has an event (a peer that is compressing for
+     * milliseconds gets the whole core; yielding costs it system time).
+     * The sleep is short so the checks above still run. */
+    if (ctx->spin >= 0 && now - last_progress > ctx->spin && zt_wait(ctx->w, 0.01)) continue;
     sched_yield();
   }
   if (fatal != zcclSuccess) {

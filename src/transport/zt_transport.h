@@ -80,6 +80,10 @@ void zt_worker_destroy(zt_worker_t* w, double deadline_s, int force);
 
 /* Drives UCX; returns nonzero when something happened. */
 int zt_progress(zt_worker_t* w);
+/* Sleeps until the worker has something to progress or timeout_s passes.
+ * Call only after zt_progress returned 0. Returns 0 at once when it cannot
+ * sleep (events pending, or transports without wake-up): poll instead. */
+int zt_wait(zt_worker_t* w, double timeout_s);
 /* The same, shaped as the codec's between-chunks hook (zc_progress_fn,
  * arg = the worker): messages move while a long compression runs, on the
  * thread that owns the worker (ZCCL's overlap of compression and

@@ -1,5 +1,6 @@
 /* UCX UCP: the process's context, a worker per communicator, endpoints
  * made on first use, tagged non-blocking send/receive, registrations. */
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -56,8 +57,10 @@ static zcclResult_t zt_ctx_get(ucp_context_h* ctx) {
     ucs_status_t st = ucp_config_read(NULL, NULL, &config);
     if (st == UCS_OK) {
       /* Workers of different communicators progress on different threads. */
+      /* WAKEUP: a rank that has waited a while sleeps on the worker's
+       * event fd instead of taking turns on the core (zt_wait). */
       ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-                             .features = UCP_FEATURE_TAG,
+                             .features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP,
                              .mt_workers_shared = 1};
       st = ucp_init(&params, config, &zt_ctx);
       ucp_config_release(config);
@@ -127,6 +130,7 @@ struct zt_worker {
   zt_reg_t* regs;
   int nregs, capregs;
   int tearing_down; /* zt_worker_destroy runs: peers closing first is normal */
+  int efd;          /* the worker's event fd; -1: the transports cannot wake a sleeper */
 };
 
 /* The worker's own allocations (not UCX's). */
@@ -165,6 +169,11 @@ zcclResult_t zt_worker_create(zt_worker_t** out) {
   if (st == UCS_OK) {
     st = ucp_worker_get_address(w->worker, &w->addr, &w->addr_len);
     if (st != UCS_OK) ucp_worker_destroy(w->worker);
+  }
+  w->efd = -1;
+  if (st == UCS_OK && ucp_worker_get_efd(w->worker, &w->efd) != UCS_OK) {
+    ZU_INFO(ZU_LOG_NET, "transport: the worker has no event fd; waits poll");
+    w->efd = -1;
   }
   if (st != UCS_OK) {
     zt_ctx_put();
@@ -281,6 +290,15 @@ int zt_watch(zt_worker_t* w, int peer) {
 int zt_peer_failed(const zt_worker_t* w, int peer) { return (int)w->failed[peer]; }
 
 int zt_progress(zt_worker_t* w) { return (int)ucp_worker_progress(w->worker); }
+
+int zt_wait(zt_worker_t* w, double timeout_s) {
+  if (w->efd < 0) return 0;
+  /* BUSY: events came after the last progress call; the caller polls again. */
+  if (ucp_worker_arm(w->worker) != UCS_OK) return 0;
+  int ms = (int)(timeout_s * 1e3);
+  struct pollfd p = {.fd = w->efd, .events = POLLIN};
+  return poll(&p, 1, ms > 0 ? ms : 1) >= 0;
+}
 
 void zt_progress_hook(void* worker, uint32_t done, uint32_t total) {
   (void)done, (void)total;

@@ -44,6 +44,9 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "UCX endpoint error handling: none (shared memory usable; a dead peer is found by "   \
     "ZCCL_TIMEOUT, at once over TCP) or peer (UCX reports a dead peer at once, but "      \
     "UCX 1.13 then has no shared-memory transport and uses TCP even on one host).")      \
+  X(SPIN_US, INT, "200",                                                                  \
+    "Microseconds a rank waiting for messages polls (giving its core away between polls) " \
+    "before it sleeps until UCX signals an event; -1: never sleep (poll until done).")   \
   X(BOOTSTRAP_TIMEOUT, INT, "60",                                                         \
     "Seconds the bootstrap waits for every rank to join (and a rank for the root) before " \
     "failing with zcclRemoteError.")                                                      \
