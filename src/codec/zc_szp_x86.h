@@ -46,22 +46,17 @@ static inline __m256i zc_x86_transpose8x8(__m256i v) {
                                        _mm256_shuffle_epi8(v, rev), 0);
 }
 #else
-/* Without GFNI: three delta swaps on each 64-bit lane (2x2, 4x4, then 8x8
- * sub-blocks; byte i bit j at bit 8i+j). */
-static inline uint64_t zc_x86_transpose_q(uint64_t x) {
-  uint64_t t = (x ^ (x >> 7)) & 0x00aa00aa00aa00aaull;
-  x ^= t ^ (t << 7);
-  t = (x ^ (x >> 14)) & 0x0000cccc0000ccccull;
-  x ^= t ^ (t << 14);
-  t = (x ^ (x >> 28)) & 0x00000000f0f0f0f0ull;
-  return x ^ t ^ (t << 28);
+/* Without GFNI: three delta swaps on every 64-bit lane at once (2x2, 4x4,
+ * then 8x8 sub-blocks; byte i bit j at bit 8i+j). */
+static inline __m256i zc_x86_swap(__m256i x, int shift, long long mask) {
+  __m256i t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, shift)), _mm256_set1_epi64x(mask));
+  return _mm256_xor_si256(_mm256_xor_si256(x, t), _mm256_slli_epi64(t, shift));
 }
 
 static inline __m256i zc_x86_transpose8x8(__m256i v) {
-  uint64_t q[4];
-  _mm256_storeu_si256((__m256i*)q, v);
-  return _mm256_setr_epi64x((long long)zc_x86_transpose_q(q[0]), (long long)zc_x86_transpose_q(q[1]),
-                            (long long)zc_x86_transpose_q(q[2]), (long long)zc_x86_transpose_q(q[3]));
+  v = zc_x86_swap(v, 7, 0x00aa00aa00aa00aall);
+  v = zc_x86_swap(v, 14, 0x0000cccc0000ccccll);
+  return zc_x86_swap(v, 28, 0x00000000f0f0f0f0ll);
 }
 #endif
 
@@ -330,16 +325,18 @@ static inline __attribute__((always_inline)) int zc_x86_parse_tail(const uint8_t
   return 0;
 }
 
-/* Parses one full block whose deltas fit 32-bit lanes with room to spare
- * (no exceptions or fill, W <= 24) into 4 x 8 deltas, with the same checks
- * as zc_block_decode. Returns the bytes used, 0 when the block is not one
- * the vector path takes (the caller goes scalar), -1 when malformed. */
-static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_t* in, size_t avail, int allow_fill, __m256i d[4],
-                                     uint32_t* fbits) {
+/* A full block's head up to its planes, with zc_block_decode's checks:
+ * width (at most maxW), sub-group widths, sign plane, fill bitmap (only
+ * when allow_fill). Returns the offset of the planes, having checked that
+ * they are all there; 0 when the block is not one the vector path takes
+ * (the caller goes scalar), -1 when malformed. */
+static inline __attribute__((always_inline)) int zc_x86_parse_head(const uint8_t* in, size_t avail, int allow_fill,
+                                                                   int maxW, int* W_out, int sw[4], uint32_t* neg,
+                                                                   uint32_t* fbits) {
   if (avail < 1) return -1;
   int W = in[0] & 63, smode = in[0] >> 6, o = 1, has_f = 0;
   *fbits = 0;
-  if (W > 24) return 0;
+  if (W > maxW) return 0;
   if (smode == ZC_SMODE_EXT) {
     /* Blocks with a fill bitmap (and no exceptions) stay on the vector
      * path where the caller can place fill values (allow_fill); anything
@@ -351,7 +348,7 @@ static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_
     has_f = 1;
     o = 2;
   }
-  int sw[4] = {0, 0, 0, 0};
+  sw[0] = sw[1] = sw[2] = sw[3] = 0;
   if (W == 0) {
     if (smode != ZC_SMODE_POS) return -1;
   } else {
@@ -365,9 +362,23 @@ static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_
     if (top != W) return -1;
     o += 2;
   }
-  uint32_t neg;
-  if (zc_x86_parse_tail(in, avail, &o, smode, has_f, &neg, fbits)) return -1;
+  if (zc_x86_parse_tail(in, avail, &o, smode, has_f, neg, fbits)) return -1;
   if (avail < (size_t)(o + sw[0] + sw[1] + sw[2] + sw[3])) return -1;
+  *W_out = W;
+  return o;
+}
+
+/* Parses one full block whose deltas fit 32-bit lanes with room to spare
+ * (no exceptions or fill, W <= 24) into 4 x 8 deltas, with the same checks
+ * as zc_block_decode. Returns the bytes used, 0 when the block is not one
+ * the vector path takes (the caller goes scalar), -1 when malformed. */
+static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_t* in, size_t avail, int allow_fill, __m256i d[4],
+                                     uint32_t* fbits) {
+  int W = 0, sw[4];
+  uint32_t neg;
+  int o = zc_x86_parse_head(in, avail, allow_fill, 24, &W, sw, &neg, fbits);
+  if (o <= 0) return o;
+  int has_f = *fbits != 0;
   const __m256i zero = _mm256_setzero_si256();
   __m256i mag[4];
   if (W <= 16) {
@@ -756,6 +767,144 @@ static inline void zc_x86_advance(zc_parse_t* p, const __m256i d[4], int used) {
   p->left -= ZC_BLOCK;
 }
 
+#if !ZC_X86_AVX512
+/* Byte j all ones where bit j of bits is set. */
+static inline __m256i zc_x86_bytemask(uint32_t bits) {
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                          3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+  __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
+  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+/* Parses one full block of width W <= 6 without fill into 32 signed byte
+ * deltas (byte i: position i), checked as zc_x86_parse_clean checks.
+ * Returns the bytes used, 0 when the block is wider or has fill, -1 when
+ * malformed. */
+static inline __attribute__((always_inline)) int zc_x86_parse8(const uint8_t* in, size_t avail, __m256i* d) {
+  int W = 0, sw[4];
+  uint32_t neg, fbits;
+  int o = zc_x86_parse_head(in, avail, 0, 7, &W, sw, &neg, &fbits);
+  if (o <= 0) return o;
+  uint64_t p[4];
+  for (int k = 0; k < 4; k++) {
+    p[k] = zc_x86_load_bytes(in + o, avail - (size_t)o, sw[k]);
+    o += sw[k];
+  }
+  __m256i mag = zc_x86_transpose8x8(_mm256_setr_epi64x((long long)p[0], (long long)p[1], (long long)p[2],
+                                                       (long long)p[3]));
+  __m256i m = zc_x86_bytemask(neg);
+  *d = _mm256_sub_epi8(_mm256_xor_si256(mag, m), m);
+  return o;
+}
+
+/* Writes a block of 32 byte deltas (|d| <= 127, no fill): exactly
+ * zc_x86_emit_clean's bytes for the same deltas. */
+static inline __attribute__((always_inline)) size_t zc_x86_emit8(__m256i d, uint8_t* out) {
+  uint32_t neg = (uint32_t)_mm256_movemask_epi8(d);
+  uint32_t pos = (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(d, _mm256_setzero_si256()));
+  uint64_t p[4];
+  _mm256_storeu_si256((__m256i*)p, zc_x86_transpose8x8(_mm256_abs_epi8(d)));
+  int sw[4], W = 0;
+  for (int k = 0; k < 4; k++) { /* a sub-group's width: its highest non-zero plane */
+    sw[k] = p[k] ? (71 - __builtin_clzll(p[k])) / 8 : 0;
+    W = sw[k] > W ? sw[k] : W;
+  }
+  int smode;
+  size_t o = zc_x86_emit_head(W, neg, pos, 0, out, &smode);
+  if (W == 0) return o;
+  out[o++] = (uint8_t)(sw[0] | sw[1] << 4);
+  out[o++] = (uint8_t)(sw[2] | sw[3] << 4);
+  if (smode == ZC_SMODE_PLANE) {
+    memcpy(out + o, &neg, 4);
+    o += 4;
+  }
+  for (int k = 0; k < 4; k++) { /* overlapping 8-byte stores, as in emit_clean */
+    memcpy(out + o, &p[k], 8);
+    o += (size_t)sw[k];
+  }
+  return o;
+}
+
+/* Sum of the 32 signed bytes' (d + 128), per 64-bit lane. */
+static inline __m256i zc_x86_sum8_biased(__m256i d) {
+  return _mm256_sad_epu8(_mm256_xor_si256(d, _mm256_set1_epi8(-128)), _mm256_setzero_si256());
+}
+
+static inline int64_t zc_x86_reduce64(__m256i v) {
+  __m128i t = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  return (int64_t)((uint64_t)_mm_cvtsi128_si64(t) + (uint64_t)_mm_extract_epi64(t, 1));
+}
+
+/* SUM of block pairs on byte lanes while both blocks are narrow (W <= 6:
+ * sums within +-126) and the result is in step with the inputs (its running
+ * value pa->q + pb->q, so the sum's deltas are the deltas' sums; or no
+ * ordinary position yet). Stops at the first pair it does not take, with
+ * the cursors and running values moved past what it took; 0 or a ZC_RC_
+ * error. The AVX-512 kernel does the same on 16-bit lanes. */
+static inline __attribute__((always_inline)) int zc_x86_hop8_run(zc_parse_t* pa, zc_parse_t* pb, zc_emit_t* e) {
+  const uint8_t *ia = pa->in, *ib = pb->in;
+  const size_t sa = pa->size, sb = pb->size, ecap = e->cap, need = ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4;
+  size_t oa = pa->o, ob = pb->o, left = pa->left, eo = e->o;
+  uint8_t* out = e->out;
+  __m256i acc_a = _mm256_setzero_si256(), acc_b = acc_a;
+  uint64_t nparsed = 0; /* blocks summed into acc_a and acc_b, each biased by 32 x 128 */
+  int rc = 0, took = 0;
+  while (left >= ZC_BLOCK) {
+    if (ecap - eo < need) {
+      rc = ZC_RC_SPACE;
+      break;
+    }
+    if (oa < sa && ob < sb && ia[oa] == 0 && ib[ob] == 0) {
+      /* Both blocks all zero deltas (land, calm): so is the sum. */
+      if (!e->have_prev) {
+        e->base = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q);
+        e->have_prev = 1;
+      }
+      out[eo++] = 0;
+      oa++;
+      ob++;
+      left -= ZC_BLOCK;
+      took = 1;
+      continue;
+    }
+    __m256i da, db = _mm256_setzero_si256();
+    int ua = zc_x86_parse8(ia + oa, sa - oa, &da);
+    int ub = ua > 0 ? zc_x86_parse8(ib + ob, sb - ob, &db) : 0;
+    if (ua < 0 || ub < 0) {
+      rc = ZC_RC_MALFORMED;
+      break;
+    }
+    if (ua == 0 || ub == 0) break;
+    __m256i dr = _mm256_add_epi8(da, db);
+    if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(dr, _mm256_adds_epi8(da, db))) != -1) break; /* past +-128 */
+    acc_a = _mm256_add_epi64(acc_a, zc_x86_sum8_biased(da));
+    acc_b = _mm256_add_epi64(acc_b, zc_x86_sum8_biased(db));
+    nparsed++;
+    if (!e->have_prev) { /* the chunk's first ordinary position: base, delta 0 */
+      int8_t first = (int8_t)_mm256_extract_epi8(dr, 0);
+      e->base = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q + (uint64_t)(int64_t)first);
+      e->have_prev = 1;
+      dr = _mm256_insert_epi8(dr, 0, 0);
+    }
+    eo += zc_x86_emit8(dr, out + eo);
+    oa += (size_t)ua;
+    ob += (size_t)ub;
+    left -= ZC_BLOCK;
+    took = 1;
+  }
+  const uint64_t bias = nparsed * ZC_BLOCK * 128;
+  pa->q = (int64_t)((uint64_t)pa->q + (uint64_t)zc_x86_reduce64(acc_a) - bias);
+  pb->q = (int64_t)((uint64_t)pb->q + (uint64_t)zc_x86_reduce64(acc_b) - bias);
+  if (took) e->prev = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q);
+  pa->o = oa;
+  pb->o = ob;
+  pa->left = pb->left = left;
+  e->o = eo;
+  return rc;
+}
+#endif
+
 #if ZC_X86_AVX512
 /* SUM of block pairs on 16-bit lanes while both blocks are narrow (W <= 14:
  * sums below 2^15) and the result is in step with the inputs (*sync; or no
@@ -880,7 +1029,16 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
   } while (0)
 #endif
   while (pa->left > 0) {
-#if ZC_X86_AVX512
+#if !ZC_X86_AVX512
+    /* In step and both blocks narrow: byte lanes, as long as that lasts. */
+    if (pa->left >= ZC_BLOCK && pa->o < pa->size && pb->o < pb->size && (pa->in[pa->o] & 63) <= 7 &&
+        (pb->in[pb->o] & 63) <= 7 && (!e->have_prev || (uint64_t)e->prev == (uint64_t)pa->q + (uint64_t)pb->q)) {
+      size_t before = pa->left;
+      int rc = zc_x86_hop8_run(pa, pb, e);
+      if (rc != 0) return rc;
+      if (pa->left != before) continue;
+    }
+#else
     if (pa->left >= ZC_BLOCK) {
       if (!sync && e->have_prev && (uint64_t)e->prev == (uint64_t)pa->q + (uint64_t)pb->q) sync = 1;
       if (sync || !e->have_prev) {
@@ -917,7 +1075,8 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
     }
     if (pa->left >= ZC_BLOCK) {
       __m256i da[4], db[4];
-      db[0] = db[1] = db[2] = db[3] = _mm256_setzero_si256(); /* read only when parsed */
+      /* Read only when parsed (set so the compiler need not prove it). */
+      da[0] = da[1] = da[2] = da[3] = db[0] = db[1] = db[2] = db[3] = _mm256_setzero_si256();
       uint32_t fa = 0, fb = 0;
       int ua = zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, h->has_fill, da, &fa);
       int ub = ua > 0 ? zc_x86_parse_clean(pb->in + pb->o, pb->size - pb->o, h->has_fill, db, &fb) : 0;
