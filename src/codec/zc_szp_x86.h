@@ -777,7 +777,7 @@ static inline __m256i zc_x86_bytemask(uint32_t bits) {
   return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 
-/* Parses one full block of width W <= 6 without fill into 32 signed byte
+/* Parses one full block of width W <= 7 without fill into 32 signed byte
  * deltas (byte i: position i), checked as zc_x86_parse_clean checks.
  * Returns the bytes used, 0 when the block is wider or has fill, -1 when
  * malformed. */
@@ -798,6 +798,9 @@ static inline __attribute__((always_inline)) int zc_x86_parse8(const uint8_t* in
   return o;
 }
 
+/* A sub-group's plane count from its planes (byte p: plane p). */
+static inline int zc_x86_plane_count(uint64_t p) { return p ? (71 - __builtin_clzll(p)) / 8 : 0; }
+
 /* Writes a block of 32 byte deltas (|d| <= 127, no fill): exactly
  * zc_x86_emit_clean's bytes for the same deltas. */
 static inline __attribute__((always_inline)) size_t zc_x86_emit8(__m256i d, uint8_t* out) {
@@ -807,7 +810,7 @@ static inline __attribute__((always_inline)) size_t zc_x86_emit8(__m256i d, uint
   _mm256_storeu_si256((__m256i*)p, zc_x86_transpose8x8(_mm256_abs_epi8(d)));
   int sw[4], W = 0;
   for (int k = 0; k < 4; k++) { /* a sub-group's width: its highest non-zero plane */
-    sw[k] = p[k] ? (71 - __builtin_clzll(p[k])) / 8 : 0;
+    sw[k] = zc_x86_plane_count(p[k]);
     W = sw[k] > W ? sw[k] : W;
   }
   int smode;
@@ -836,19 +839,98 @@ static inline int64_t zc_x86_reduce64(__m256i v) {
   return (int64_t)((uint64_t)_mm_cvtsi128_si64(t) + (uint64_t)_mm_extract_epi64(t, 1));
 }
 
-/* SUM of block pairs on byte lanes while both blocks are narrow (W <= 6:
- * sums within +-126) and the result is in step with the inputs (its running
- * value pa->q + pb->q, so the sum's deltas are the deltas' sums; or no
- * ordinary position yet). Stops at the first pair it does not take, with
- * the cursors and running values moved past what it took; 0 or a ZC_RC_
- * error. The AVX-512 kernel does the same on 16-bit lanes. */
-static inline __attribute__((always_inline)) int zc_x86_hop8_run(zc_parse_t* pa, zc_parse_t* pb, zc_emit_t* e) {
+/* Parses one full block of width W <= 14 without fill into 32 signed
+ * 16-bit deltas, two registers in unpack order: d[0] holds positions 0-7
+ * and 16-23, d[1] 8-15 and 24-31 (what packs_epi16 puts back in order).
+ * Checked as zc_x86_parse_clean checks. Returns the bytes used, 0 when the
+ * block is wider or has fill, -1 when malformed. */
+static inline __attribute__((always_inline)) int zc_x86_parse_w16(const uint8_t* in, size_t avail, __m256i d[2]) {
+  int W = 0, sw[4];
+  uint32_t neg, fbits;
+  int o = zc_x86_parse_head(in, avail, 0, 14, &W, sw, &neg, &fbits);
+  if (o <= 0) return o;
+  uint64_t plo[4], phi[4] = {0, 0, 0, 0};
+  for (int k = 0; k < 4; k++) {
+    int nlo = sw[k] < 8 ? sw[k] : 8, nhi = sw[k] - nlo;
+    plo[k] = zc_x86_load_bytes(in + o, avail - (size_t)o, nlo);
+    if (nhi) phi[k] = zc_x86_load_bytes(in + o + 8, avail - (size_t)o - 8, nhi);
+    o += sw[k];
+  }
+  __m256i lo = zc_x86_transpose8x8(_mm256_setr_epi64x((long long)plo[0], (long long)plo[1], (long long)plo[2],
+                                                      (long long)plo[3]));
+  __m256i hi = W > 8 ? zc_x86_transpose8x8(_mm256_setr_epi64x((long long)phi[0], (long long)phi[1],
+                                                              (long long)phi[2], (long long)phi[3]))
+                     : _mm256_setzero_si256();
+  __m256i m = zc_x86_bytemask(neg);
+  __m256i s0 = _mm256_unpacklo_epi8(m, m), s1 = _mm256_unpackhi_epi8(m, m);
+  d[0] = _mm256_sub_epi16(_mm256_xor_si256(_mm256_unpacklo_epi8(lo, hi), s0), s0);
+  d[1] = _mm256_sub_epi16(_mm256_xor_si256(_mm256_unpackhi_epi8(lo, hi), s1), s1);
+  return o;
+}
+
+/* Writes a block of 32 16-bit deltas in zc_x86_parse_w16's order (no fill,
+ * |d| < 2^15):
+ * exactly zc_x86_emit_clean's bytes for the same deltas. */
+static inline __attribute__((always_inline)) size_t zc_x86_emit_w16(const __m256i d[2], uint8_t* out) {
+  const __m256i zero = _mm256_setzero_si256(), low = _mm256_set1_epi16(0xff);
+  uint32_t neg = (uint32_t)_mm256_movemask_epi8(_mm256_packs_epi16(d[0], d[1]));
+  uint32_t pos = (uint32_t)_mm256_movemask_epi8(
+      _mm256_packs_epi16(_mm256_cmpgt_epi16(d[0], zero), _mm256_cmpgt_epi16(d[1], zero)));
+  __m256i m0 = _mm256_abs_epi16(d[0]), m1 = _mm256_abs_epi16(d[1]);
+  __m256i hi = _mm256_packus_epi16(_mm256_srli_epi16(m0, 8), _mm256_srli_epi16(m1, 8));
+  uint64_t plo[4], phi[4] = {0, 0, 0, 0};
+  _mm256_storeu_si256((__m256i*)plo, zc_x86_transpose8x8(_mm256_packus_epi16(_mm256_and_si256(m0, low),
+                                                                             _mm256_and_si256(m1, low))));
+  int wide = !_mm256_testz_si256(hi, hi);
+  if (wide) _mm256_storeu_si256((__m256i*)phi, zc_x86_transpose8x8(hi));
+  int sw[4], W = 0;
+  for (int k = 0; k < 4; k++) {
+    sw[k] = phi[k] ? 8 + zc_x86_plane_count(phi[k]) : zc_x86_plane_count(plo[k]);
+    W = sw[k] > W ? sw[k] : W;
+  }
+  int smode;
+  size_t o = zc_x86_emit_head(W, neg, pos, 0, out, &smode);
+  if (W == 0) return o;
+  out[o++] = (uint8_t)(sw[0] | sw[1] << 4); /* W <= 15: no width base */
+  out[o++] = (uint8_t)(sw[2] | sw[3] << 4);
+  if (smode == ZC_SMODE_PLANE) {
+    memcpy(out + o, &neg, 4);
+    o += 4;
+  }
+  for (int k = 0; k < 4; k++) { /* overlapping 8-byte stores, as in emit_clean */
+    memcpy(out + o, &plo[k], 8);
+    if (sw[k] > 8) memcpy(out + o + 8, &phi[k], 8);
+    o += (size_t)sw[k];
+  }
+  return o;
+}
+
+static inline int64_t zc_x86_reduce_epi32(__m256i v) {
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+  return _mm_cvtsi128_si32(t);
+}
+
+/* SUM of block pairs on 16-bit lanes while both blocks are narrow (W <= 14:
+ * sums within 16 bits; byte lanes when both are W <= 7 and the sums stay
+ * within a byte) and the result is in step with the inputs (its
+ * running value pa->q + pb->q, so the sum's deltas are the deltas' sums; or
+ * no ordinary position yet), as the AVX-512 kernel does. Stops at the first
+ * pair it does not take, with the cursors and running values moved past
+ * what it took; 0 or a ZC_RC_ error. */
+static inline __attribute__((always_inline)) int zc_x86_hop_w16_run(zc_parse_t* pa, zc_parse_t* pb, zc_emit_t* e) {
+  const __m256i ones = _mm256_set1_epi16(1);
   const uint8_t *ia = pa->in, *ib = pb->in;
   const size_t sa = pa->size, sb = pb->size, ecap = e->cap, need = ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4;
   size_t oa = pa->o, ob = pb->o, left = pa->left, eo = e->o;
   uint8_t* out = e->out;
+  /* Deltas summed since entry, in 32-bit lanes: a chunk (<= 2^16 values)
+   * adds at most 2^16 / 8 x 2 x 2^15 = 2^28 to a lane. */
   __m256i acc_a = _mm256_setzero_si256(), acc_b = acc_a;
-  uint64_t nparsed = 0; /* blocks summed into acc_a and acc_b, each biased by 32 x 128 */
+  /* The same from byte-lane blocks: sums of (d + 128) in 64-bit lanes. */
+  __m256i acc8_a = acc_a, acc8_b = acc_a;
+  uint64_t n8 = 0;
   int rc = 0, took = 0;
   while (left >= ZC_BLOCK) {
     if (ecap - eo < need) {
@@ -868,34 +950,61 @@ static inline __attribute__((always_inline)) int zc_x86_hop8_run(zc_parse_t* pa,
       took = 1;
       continue;
     }
-    __m256i da, db = _mm256_setzero_si256();
-    int ua = zc_x86_parse8(ia + oa, sa - oa, &da);
-    int ub = ua > 0 ? zc_x86_parse8(ib + ob, sb - ob, &db) : 0;
+    if (oa < sa && ob < sb && (ia[oa] & 63) <= 7 && (ib[ob] & 63) <= 7) {
+      /* Both narrower still: byte lanes (one plane turn per block, not two). */
+      __m256i a8, b8 = _mm256_setzero_si256();
+      int ua = zc_x86_parse8(ia + oa, sa - oa, &a8);
+      int ub = ua > 0 ? zc_x86_parse8(ib + ob, sb - ob, &b8) : 0;
+      if (ua < 0 || ub < 0) {
+        rc = ZC_RC_MALFORMED;
+        break;
+      }
+      __m256i r8 = _mm256_add_epi8(a8, b8);
+      if (ua > 0 && ub > 0 && _mm256_movemask_epi8(_mm256_cmpeq_epi8(r8, _mm256_adds_epi8(a8, b8))) == -1) {
+        acc8_a = _mm256_add_epi64(acc8_a, zc_x86_sum8_biased(a8));
+        acc8_b = _mm256_add_epi64(acc8_b, zc_x86_sum8_biased(b8));
+        n8++;
+        if (!e->have_prev) {
+          int8_t first = (int8_t)_mm256_extract_epi8(r8, 0);
+          e->base = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q + (uint64_t)(int64_t)first);
+          e->have_prev = 1;
+          r8 = _mm256_insert_epi8(r8, 0, 0);
+        }
+        eo += zc_x86_emit8(r8, out + eo);
+        oa += (size_t)ua;
+        ob += (size_t)ub;
+        left -= ZC_BLOCK;
+        took = 1;
+        continue;
+      }
+      /* A sum past +-127 (or a block with fill): the 16-bit lanes below. */
+    }
+    __m256i da[2], db[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    int ua = zc_x86_parse_w16(ia + oa, sa - oa, da);
+    int ub = ua > 0 ? zc_x86_parse_w16(ib + ob, sb - ob, db) : 0;
     if (ua < 0 || ub < 0) {
       rc = ZC_RC_MALFORMED;
       break;
     }
     if (ua == 0 || ub == 0) break;
-    __m256i dr = _mm256_add_epi8(da, db);
-    if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(dr, _mm256_adds_epi8(da, db))) != -1) break; /* past +-128 */
-    acc_a = _mm256_add_epi64(acc_a, zc_x86_sum8_biased(da));
-    acc_b = _mm256_add_epi64(acc_b, zc_x86_sum8_biased(db));
-    nparsed++;
+    __m256i dr[2] = {_mm256_add_epi16(da[0], db[0]), _mm256_add_epi16(da[1], db[1])};
+    acc_a = _mm256_add_epi32(acc_a, _mm256_madd_epi16(_mm256_add_epi16(da[0], da[1]), ones));
+    acc_b = _mm256_add_epi32(acc_b, _mm256_madd_epi16(_mm256_add_epi16(db[0], db[1]), ones));
     if (!e->have_prev) { /* the chunk's first ordinary position: base, delta 0 */
-      int8_t first = (int8_t)_mm256_extract_epi8(dr, 0);
+      int16_t first = (int16_t)_mm256_extract_epi16(dr[0], 0);
       e->base = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q + (uint64_t)(int64_t)first);
       e->have_prev = 1;
-      dr = _mm256_insert_epi8(dr, 0, 0);
+      dr[0] = _mm256_insert_epi16(dr[0], 0, 0);
     }
-    eo += zc_x86_emit8(dr, out + eo);
+    eo += zc_x86_emit_w16(dr, out + eo);
     oa += (size_t)ua;
     ob += (size_t)ub;
     left -= ZC_BLOCK;
     took = 1;
   }
-  const uint64_t bias = nparsed * ZC_BLOCK * 128;
-  pa->q = (int64_t)((uint64_t)pa->q + (uint64_t)zc_x86_reduce64(acc_a) - bias);
-  pb->q = (int64_t)((uint64_t)pb->q + (uint64_t)zc_x86_reduce64(acc_b) - bias);
+  const uint64_t bias = n8 * ZC_BLOCK * 128;
+  pa->q = (int64_t)((uint64_t)pa->q + (uint64_t)zc_x86_reduce_epi32(acc_a) + (uint64_t)zc_x86_reduce64(acc8_a) - bias);
+  pb->q = (int64_t)((uint64_t)pb->q + (uint64_t)zc_x86_reduce_epi32(acc_b) + (uint64_t)zc_x86_reduce64(acc8_b) - bias);
   if (took) e->prev = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q);
   pa->o = oa;
   pb->o = ob;
@@ -1030,11 +1139,11 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
 #endif
   while (pa->left > 0) {
 #if !ZC_X86_AVX512
-    /* In step and both blocks narrow: byte lanes, as long as that lasts. */
-    if (pa->left >= ZC_BLOCK && pa->o < pa->size && pb->o < pb->size && (pa->in[pa->o] & 63) <= 7 &&
-        (pb->in[pb->o] & 63) <= 7 && (!e->have_prev || (uint64_t)e->prev == (uint64_t)pa->q + (uint64_t)pb->q)) {
+    /* In step and both blocks narrow: 16-bit lanes, as long as that lasts. */
+    if (pa->left >= ZC_BLOCK && pa->o < pa->size && pb->o < pb->size && (pa->in[pa->o] & 63) <= 14 &&
+        (pb->in[pb->o] & 63) <= 14 && (!e->have_prev || (uint64_t)e->prev == (uint64_t)pa->q + (uint64_t)pb->q)) {
       size_t before = pa->left;
-      int rc = zc_x86_hop8_run(pa, pb, e);
+      int rc = zc_x86_hop_w16_run(pa, pb, e);
       if (rc != 0) return rc;
       if (pa->left != before) continue;
     }

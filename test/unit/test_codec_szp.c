@@ -330,25 +330,34 @@ static void test_hops(void) {
       free(b);
     }
   }
-  /* Narrow blocks from a chunk's first value on (the byte-lane hop takes
-   * them), with a stretch where both inputs' deltas are near +-120 so the
-   * sums leave a byte (in phase) or cancel (opposite phase). */
-  for (size_t i = 0; i < n; i++) {
-    x[i] = 0.05f * sinf(0.003f * (float)i) + 0.02f;
-    y[i] = 0.04f * cosf(0.005f * (float)i) - 0.01f;
-    if (i >= 8000 && i < 9000) x[i] = i % 2 ? 0.12f : -0.12f;
-    if (i >= 8000 && i < 8500) y[i] = i % 2 ? 0.12f : -0.12f;
-    if (i >= 8500 && i < 9000) y[i] = i % 2 ? -0.12f : 0.12f;
-    if (i < ZC_BLOCK) y[i] = NAN; /* the result's first ordinary value: a's delta there is not 0 */
-    if (i < 2 * ZC_BLOCK) x[i] = i % 2 ? 0.05f : -0.05f;
-  }
-  for (int k = 0; k < 2; k++) {
-    size_t an, bn;
-    uint8_t* a = compress_new(x, n, zcclFloat32, 1e-3, 0, 0, &an);
-    uint8_t* b = compress_new(y, n, zcclFloat32, 1e-3, 0, 0, &bn);
-    check_hop_exact(zcclSum, k ? b : a, k ? bn : an, k ? a : b, k ? an : bn);
-    free(a);
-    free(b);
+  /* Narrow blocks from a chunk's first value on (the vector hop takes them
+   * on byte lanes while both are W <= 7, on 16-bit lanes while W <= 14),
+   * with a stretch where both inputs' deltas are near +-amp / eb so the
+   * sums outgrow the lanes (in phase) or cancel (opposite phase): amp 0.12
+   * (deltas ~120, W 7), 8 (~8000, W 13) and 20 (~20000, W 15: not for 16-bit
+   * lanes). An all-NaN first block in b makes a's delta at the result's
+   * first ordinary value non-zero. */
+  const float amps[3] = {0.12f, 8.0f, 20.0f};
+  for (int v = 0; v < 3; v++) {
+    float amp = amps[v];
+    for (size_t i = 0; i < n; i++) {
+      x[i] = 0.05f * sinf(0.003f * (float)i) + 0.02f;
+      y[i] = 0.04f * cosf(0.005f * (float)i) - 0.01f;
+      float alt = i % 2 ? amp : -amp;
+      if (i >= 8000 && i < 9000) x[i] = alt;
+      if (i >= 8000 && i < 8500) y[i] = alt;
+      if (i >= 8500 && i < 9000) y[i] = -alt;
+      if (i < ZC_BLOCK) y[i] = NAN;
+      if (i < 2 * ZC_BLOCK) x[i] = alt / 2;
+    }
+    for (int k = 0; k < 2; k++) {
+      size_t an, bn;
+      uint8_t* a = compress_new(x, n, zcclFloat32, 1e-3, 0, 0, &an);
+      uint8_t* b = compress_new(y, n, zcclFloat32, 1e-3, 0, 0, &bn);
+      check_hop_exact(zcclSum, k ? b : a, k ? bn : an, k ? a : b, k ? an : bn);
+      free(a);
+      free(b);
+    }
   }
   /* Fill in one half of every block of a, the other half of b: every block
    * of the result is all fill (one byte), on every level. */
