@@ -692,6 +692,47 @@ int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtyp
   return b < n ? zc_chunk_compress_scalar(x + b, n - b, dtype, g, has_fill, fill, e) : 0;
 }
 
+#if !ZC_X86_AVX512
+/* Byte j all ones where bit j of bits is set. */
+static inline __m256i zc_x86_bytemask(uint32_t bits) {
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                          3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+  __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
+  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+/* Parses one full block of width W <= 7 without fill into 32 signed byte
+ * deltas (byte i: position i), checked as zc_x86_parse_clean checks.
+ * Returns the bytes used, 0 when the block is wider or has fill, -1 when
+ * malformed. */
+static inline __attribute__((always_inline)) int zc_x86_parse8(const uint8_t* in, size_t avail, __m256i* d) {
+  int W = 0, sw[4];
+  uint32_t neg, fbits;
+  int o = zc_x86_parse_head(in, avail, 0, 7, &W, sw, &neg, &fbits);
+  if (o <= 0) return o;
+  uint64_t p[4];
+  for (int k = 0; k < 4; k++) {
+    p[k] = zc_x86_load_bytes(in + o, avail - (size_t)o, sw[k]);
+    o += sw[k];
+  }
+  __m256i mag = zc_x86_transpose8x8(_mm256_setr_epi64x((long long)p[0], (long long)p[1], (long long)p[2],
+                                                       (long long)p[3]));
+  __m256i m = zc_x86_bytemask(neg);
+  *d = _mm256_sub_epi8(_mm256_xor_si256(mag, m), m);
+  return o;
+}
+
+/* The 32 signed bytes of d as 4 x 8 int32 lanes. */
+static inline void zc_x86_widen_signed_bytes(__m256i d, __m256i out[4]) {
+  __m128i l = _mm256_castsi256_si128(d), h = _mm256_extracti128_si256(d, 1);
+  out[0] = _mm256_cvtepi8_epi32(l);
+  out[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(l, 8));
+  out[2] = _mm256_cvtepi8_epi32(h);
+  out[3] = _mm256_cvtepi8_epi32(_mm_srli_si128(h, 8));
+}
+#endif
+
 int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
                              size_t n, void* out) {
   if (h->dtype != zcclFloat32) return zc_chunk_decompress_scalar(h, g, chunk, bytes, n, out);
@@ -737,6 +778,24 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
       }
     }
 #endif
+#if !ZC_X86_AVX512
+    if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30) && p.o < p.size && (p.in[p.o] & 63) <= 7) {
+      /* Narrow and without fill: signs applied on bytes, then widened. */
+      __m256i d8, d[4];
+      used = zc_x86_parse8(p.in + p.o, p.size - p.o, &d8);
+      if (used < 0) return -1;
+      if (used > 0) {
+        int32_t q = (int32_t)p.q;
+        zc_x86_widen_signed_bytes(d8, d);
+        zc_x86_values_f32(d, &q, g, divisor, 0, (float)h->fill, y);
+        p.o += (size_t)used;
+        p.q = q;
+        p.left -= ZC_BLOCK;
+        y += ZC_BLOCK;
+        continue;
+      }
+    }
+#endif
     if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
       __m256i d[4];
       uint32_t fb;
@@ -768,36 +827,6 @@ static inline void zc_x86_advance(zc_parse_t* p, const __m256i d[4], int used) {
 }
 
 #if !ZC_X86_AVX512
-/* Byte j all ones where bit j of bits is set. */
-static inline __m256i zc_x86_bytemask(uint32_t bits) {
-  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
-                                          3, 3, 3, 3, 3, 3, 3);
-  const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-  __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
-  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
-}
-
-/* Parses one full block of width W <= 7 without fill into 32 signed byte
- * deltas (byte i: position i), checked as zc_x86_parse_clean checks.
- * Returns the bytes used, 0 when the block is wider or has fill, -1 when
- * malformed. */
-static inline __attribute__((always_inline)) int zc_x86_parse8(const uint8_t* in, size_t avail, __m256i* d) {
-  int W = 0, sw[4];
-  uint32_t neg, fbits;
-  int o = zc_x86_parse_head(in, avail, 0, 7, &W, sw, &neg, &fbits);
-  if (o <= 0) return o;
-  uint64_t p[4];
-  for (int k = 0; k < 4; k++) {
-    p[k] = zc_x86_load_bytes(in + o, avail - (size_t)o, sw[k]);
-    o += sw[k];
-  }
-  __m256i mag = zc_x86_transpose8x8(_mm256_setr_epi64x((long long)p[0], (long long)p[1], (long long)p[2],
-                                                       (long long)p[3]));
-  __m256i m = zc_x86_bytemask(neg);
-  *d = _mm256_sub_epi8(_mm256_xor_si256(mag, m), m);
-  return o;
-}
-
 /* A sub-group's plane count from its planes (byte p: plane p). */
 static inline int zc_x86_plane_count(uint64_t p) { return p ? (71 - __builtin_clzll(p)) / 8 : 0; }
 
