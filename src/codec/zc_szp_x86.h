@@ -368,6 +368,27 @@ static inline __attribute__((always_inline)) int zc_x86_parse_head(const uint8_t
   return o;
 }
 
+/* A block's planes at in + *o (sub-group k: sw[k] <= 16 of them) as
+ * magnitude bytes: *lo holds bits 0-7 of position j at byte j, *hi bits
+ * 8-15 (zero when W <= 8). Moves *o past the planes. */
+static inline __attribute__((always_inline)) void zc_x86_planes_to_bytes(const uint8_t* in, size_t avail, int* o,
+                                                                         const int sw[4], int W, __m256i* lo,
+                                                                         __m256i* hi) {
+  uint64_t plo[4], phi[4] = {0, 0, 0, 0};
+  for (int k = 0; k < 4; k++) {
+    int nlo = sw[k] < 8 ? sw[k] : 8, nhi = sw[k] - nlo;
+    plo[k] = zc_x86_load_bytes(in + *o, avail - (size_t)*o, nlo);
+    if (nhi) phi[k] = zc_x86_load_bytes(in + *o + 8, avail - (size_t)*o - 8, nhi);
+    *o += sw[k];
+  }
+  /* Built from registers: a wide load of four narrow stores would stall. */
+  *lo = zc_x86_transpose8x8(_mm256_setr_epi64x((long long)plo[0], (long long)plo[1], (long long)plo[2],
+                                                (long long)plo[3]));
+  *hi = W > 8 ? zc_x86_transpose8x8(_mm256_setr_epi64x((long long)phi[0], (long long)phi[1], (long long)phi[2],
+                                                       (long long)phi[3]))
+              : _mm256_setzero_si256();
+}
+
 /* Parses one full block whose deltas fit 32-bit lanes with room to spare
  * (no exceptions or fill, W <= 24) into 4 x 8 deltas, with the same checks
  * as zc_block_decode. Returns the bytes used, 0 when the block is not one
@@ -382,22 +403,12 @@ static inline __attribute__((always_inline)) int zc_x86_parse_clean(const uint8_
   const __m256i zero = _mm256_setzero_si256();
   __m256i mag[4];
   if (W <= 16) {
-    uint64_t plo[4], phi[4] = {0, 0, 0, 0};
-    for (int k = 0; k < 4; k++) {
-      int nlo = sw[k] < 8 ? sw[k] : 8, nhi = sw[k] - nlo;
-      plo[k] = zc_x86_load_bytes(in + o, avail - (size_t)o, nlo);
-      if (nhi) phi[k] = zc_x86_load_bytes(in + o + 8, avail - (size_t)o - 8, nhi);
-      o += sw[k];
-    }
-    /* Built from registers: a wide load of four narrow stores would stall. */
-    __m256i lo = zc_x86_transpose8x8(_mm256_setr_epi64x((long long)plo[0], (long long)plo[1], (long long)plo[2],
-                                                        (long long)plo[3]));
+    __m256i lo, hi;
+    zc_x86_planes_to_bytes(in, avail, &o, sw, W, &lo, &hi);
     zc_x86_widen_bytes(lo, mag);
     if (W > 8) {
       __m256i hi8[4];
-      zc_x86_widen_bytes(zc_x86_transpose8x8(_mm256_setr_epi64x((long long)phi[0], (long long)phi[1],
-                                                                (long long)phi[2], (long long)phi[3])),
-                         hi8);
+      zc_x86_widen_bytes(hi, hi8);
       for (int k = 0; k < 4; k++) mag[k] = _mm256_or_si256(mag[k], _mm256_slli_epi32(hi8[k], 8));
     }
   } else {
@@ -711,13 +722,8 @@ static inline __attribute__((always_inline)) int zc_x86_parse8(const uint8_t* in
   uint32_t neg, fbits;
   int o = zc_x86_parse_head(in, avail, 0, 7, &W, sw, &neg, &fbits);
   if (o <= 0) return o;
-  uint64_t p[4];
-  for (int k = 0; k < 4; k++) {
-    p[k] = zc_x86_load_bytes(in + o, avail - (size_t)o, sw[k]);
-    o += sw[k];
-  }
-  __m256i mag = zc_x86_transpose8x8(_mm256_setr_epi64x((long long)p[0], (long long)p[1], (long long)p[2],
-                                                       (long long)p[3]));
+  __m256i mag, none;
+  zc_x86_planes_to_bytes(in, avail, &o, sw, W, &mag, &none); /* W <= 7: none is zero */
   __m256i m = zc_x86_bytemask(neg);
   *d = _mm256_sub_epi8(_mm256_xor_si256(mag, m), m);
   return o;
@@ -878,18 +884,8 @@ static inline __attribute__((always_inline)) int zc_x86_parse_w16(const uint8_t*
   uint32_t neg, fbits;
   int o = zc_x86_parse_head(in, avail, 0, 14, &W, sw, &neg, &fbits);
   if (o <= 0) return o;
-  uint64_t plo[4], phi[4] = {0, 0, 0, 0};
-  for (int k = 0; k < 4; k++) {
-    int nlo = sw[k] < 8 ? sw[k] : 8, nhi = sw[k] - nlo;
-    plo[k] = zc_x86_load_bytes(in + o, avail - (size_t)o, nlo);
-    if (nhi) phi[k] = zc_x86_load_bytes(in + o + 8, avail - (size_t)o - 8, nhi);
-    o += sw[k];
-  }
-  __m256i lo = zc_x86_transpose8x8(_mm256_setr_epi64x((long long)plo[0], (long long)plo[1], (long long)plo[2],
-                                                      (long long)plo[3]));
-  __m256i hi = W > 8 ? zc_x86_transpose8x8(_mm256_setr_epi64x((long long)phi[0], (long long)phi[1],
-                                                              (long long)phi[2], (long long)phi[3]))
-                     : _mm256_setzero_si256();
+  __m256i lo, hi;
+  zc_x86_planes_to_bytes(in, avail, &o, sw, W, &lo, &hi);
   __m256i m = zc_x86_bytemask(neg);
   __m256i s0 = _mm256_unpacklo_epi8(m, m), s1 = _mm256_unpackhi_epi8(m, m);
   d[0] = _mm256_sub_epi16(_mm256_xor_si256(_mm256_unpacklo_epi8(lo, hi), s0), s0);
