@@ -48,6 +48,7 @@ zcclResult_t zt_ucx_query(zt_ucx_info_t* info) {
 static pthread_mutex_t zt_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static ucp_context_h zt_ctx;
 static int zt_ctx_refs;
+static int zt_ctx_wakeup; /* the context has UCP_FEATURE_WAKEUP */
 
 static zcclResult_t zt_ctx_get(ucp_context_h* ctx) {
   zcclResult_t res = zcclSuccess;
@@ -56,12 +57,17 @@ static zcclResult_t zt_ctx_get(ucp_context_h* ctx) {
     ucp_config_t* config = NULL;
     ucs_status_t st = ucp_config_read(NULL, NULL, &config);
     if (st == UCS_OK) {
-      /* Workers of different communicators progress on different threads. */
-      /* WAKEUP: a rank that has waited a while sleeps on the worker's
-       * event fd instead of taking turns on the core (zt_wait). */
+      /* Workers of different communicators progress on different threads.
+       * WAKEUP: a rank that has waited a while sleeps on the worker's event
+       * fd instead of taking turns on the core (zt_wait); UCX then leaves
+       * out transports that cannot wake a sleeper, so ZCCL_SPIN_US=-1
+       * (never sleep) does not ask for it. */
+      int64_t spin = 0;
+      int sleeps = zu_param_int(ZU_PARAM_SPIN_US, &spin) != zcclSuccess || spin >= 0;
       ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-                             .features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP,
+                             .features = UCP_FEATURE_TAG | (sleeps ? UCP_FEATURE_WAKEUP : 0),
                              .mt_workers_shared = 1};
+      zt_ctx_wakeup = sleeps;
       st = ucp_init(&params, config, &zt_ctx);
       ucp_config_release(config);
     }
@@ -171,7 +177,7 @@ zcclResult_t zt_worker_create(zt_worker_t** out) {
     if (st != UCS_OK) ucp_worker_destroy(w->worker);
   }
   w->efd = -1;
-  if (st == UCS_OK && ucp_worker_get_efd(w->worker, &w->efd) != UCS_OK) {
+  if (st == UCS_OK && zt_ctx_wakeup && ucp_worker_get_efd(w->worker, &w->efd) != UCS_OK) {
     ZU_INFO(ZU_LOG_NET, "transport: the worker has no event fd; waits poll");
     w->efd = -1;
   }

@@ -46,7 +46,8 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "UCX 1.13 then has no shared-memory transport and uses TCP even on one host).")      \
   X(SPIN_US, INT, "200",                                                                  \
     "Microseconds a rank waiting for messages polls (giving its core away between polls) " \
-    "before it sleeps until UCX signals an event; -1: never sleep (poll until done).")   \
+    "before it sleeps until UCX signals an event; -1: never sleep (poll until done; UCX " \
+    "is then not asked for wake-up support, which leaves out transports without it).")  \
   X(BOOTSTRAP_TIMEOUT, INT, "60",                                                         \
     "Seconds the bootstrap waits for every rank to join (and a rank for the root) before " \
     "failing with zcclRemoteError.")                                                      \
