@@ -648,12 +648,16 @@ static inline void zc_x86_values_f32(const __m256i d[4], int32_t* q, const zc_gr
 #endif
 
 /* Sum of 32 lanes (each below 2^24 in magnitude: no overflow). */
-static inline int32_t zc_x86_sum(const __m256i d[4]) {
-  __m256i s = _mm256_add_epi32(_mm256_add_epi32(d[0], d[1]), _mm256_add_epi32(d[2], d[3]));
-  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+/* The sum of 8 int32 lanes. */
+static inline int32_t zc_x86_reduce_epi32(__m256i v) {
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
   t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
   return _mm_cvtsi128_si32(t);
+}
+
+static inline int32_t zc_x86_sum(const __m256i d[4]) {
+  return zc_x86_reduce_epi32(_mm256_add_epi32(_mm256_add_epi32(d[0], d[1]), _mm256_add_epi32(d[2], d[3])));
 }
 
 int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
@@ -928,13 +932,6 @@ static inline __attribute__((always_inline)) size_t zc_x86_emit_w16(const __m256
     o += (size_t)sw[k];
   }
   return o;
-}
-
-static inline int64_t zc_x86_reduce_epi32(__m256i v) {
-  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
-  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
-  return _mm_cvtsi128_si32(t);
 }
 
 /* SUM of block pairs on 16-bit lanes while both blocks are narrow (W <= 14:
