@@ -188,10 +188,6 @@ static double zp_compressed_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
   double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), H = zp_codec_rate(ctx, ZP_AUTO_HOP_BPS), q = ZP_AUTO_RATIO;
   switch (a->coll) {
-    case ZP_COLL_ALLREDUCE: /* compress, N-1 homomorphic hops of n/N, decompress; 2(N-1)/N n/q on the wire */
-      return n / C + (N - 1) / N * n / H + n / C + 2 * (N - 1) / N * n / (q * B) + 2 * (N - 1) * al_s;
-    case ZP_COLL_REDUCESCATTER: /* n per rank: compress N blocks, N-1 hops, decompress one */
-      return N * n / C + (N - 1) * n / H + n / C + (N - 1) * (al_s + n / (q * B));
     case ZP_COLL_REDUCE: /* compress, log2 N hops of n, one stream per tree edge */
       return 2 * n / C + zp_log2_ceil(ctx->nranks) * (n / H + al_s + n / (q * B));
     case ZP_COLL_ALLGATHER: /* n per rank: compress once, decompress N blocks */
@@ -220,27 +216,43 @@ static double zp_hz_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   return n / C + lg * (al_s + n / (q * B) + n / H) + fold + n / C;
 }
 
-/* The DOC ring and chain (codec szp): the first compression, then per hop
- * the decompression, reduction and compression of a block of b bytes,
- * chunk by chunk overlapped with the transfer of its b/q stream bytes (the
- * slower of the two, not their sum). AllReduce then forwards the streams
- * with each received chunk's decompression overlapped likewise, and
- * decompresses its own block. The chain (Reduce) is a pipeline of chunks
- * (of zp_doc_chunk_values): N-2+k stages for k chunks. */
-static double zp_doc_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+/* The chunk-pipelined rings (zp_doc.c): the first compression, then per
+ * step the work on a block of b bytes (hop_s seconds a byte), chunk by
+ * chunk overlapped with the transfer of its b/q stream bytes (the slower
+ * of the two, not their sum). AllReduce then forwards the streams with each
+ * received chunk's decompression overlapped likewise, and decompresses its
+ * own block. */
+static double zp_pipe_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a, double hop_s) {
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
-  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), G = ZP_REDUCE_BYTES_PER_S, q = ZP_AUTO_RATIO;
+  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), q = ZP_AUTO_RATIO;
+  double b = a->coll == ZP_COLL_ALLREDUCE ? n / N : n, wire = b / (q * B), hop = hop_s * b;
+  double t = b / C + (N - 1) * (al_s + (hop > wire ? hop : wire));
+  if (a->coll == ZP_COLL_ALLREDUCE) t += b / C + (N - 1) * (al_s + (b / C > wire ? b / C : wire));
+  return t;
+}
+
+/* The homomorphic ring: a step compresses this rank's piece and adds it
+ * to the arrived stream. */
+static double zp_hz_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), H = zp_codec_rate(ctx, ZP_AUTO_HOP_BPS);
+  return zp_pipe_ring_cost(ctx, a, 1 / C + 1 / H);
+}
+
+/* The DOC ring and chain (codec szp): per hop the decompression, reduction
+ * and compression of a block. The chain (Reduce) is a pipeline of chunks
+ * (of zp_doc_chunk_values): N-2+k stages for k chunks. */
+static double zp_doc_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), G = ZP_REDUCE_BYTES_PER_S;
   if (a->coll == ZP_COLL_REDUCE) {
+    double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
+    double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx), q = ZP_AUTO_RATIO;
     double c = (double)(zp_doc_chunk_values(a->count) * zu_dtype_size(a->datatype)), k = n > c ? n / c : 1;
     c = n / k;
     double hop = 2 * c / C + c / G, wire = c / (q * B);
     return c / C + (N - 2 + k) * (al_s + (hop > wire ? hop : wire));
   }
-  double b = a->coll == ZP_COLL_ALLREDUCE ? n / N : n, wire = b / (q * B);
-  double hop = 2 * b / C + b / G, t = b / C + (N - 1) * (al_s + (hop > wire ? hop : wire));
-  if (a->coll == ZP_COLL_ALLREDUCE) t += b / C + (N - 1) * (al_s + (b / C > wire ? b / C : wire));
-  return t;
+  return zp_pipe_ring_cost(ctx, a, 2 / C + 1 / G);
 }
 
 /* CPRP2P (decompress and recompress at every hop): the codec's rates at
@@ -294,9 +306,9 @@ typedef struct {
 } zp_calgo_t;
 
 static const zp_calgo_t zp_calgos[] = {
-    {ZP_COLL_ALLREDUCE, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_allreduce, zp_compressed_cost, 0},
+    {ZP_COLL_ALLREDUCE, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_allreduce, zp_hz_ring_cost, 0},
     {ZP_COLL_ALLREDUCE, "rd", ZP_HZ, "homomorphic recursive doubling", zp_hz_rd_allreduce, zp_hz_rd_cost, 0},
-    {ZP_COLL_REDUCESCATTER, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_reduce_scatter, zp_compressed_cost, 0},
+    {ZP_COLL_REDUCESCATTER, "ring", ZP_HZ, "homomorphic ring", zp_hz_ring_reduce_scatter, zp_hz_ring_cost, 0},
     {ZP_COLL_ALLREDUCE, "ring", ZP_CODEC(zcclCodecSzp), "DOC ring", zp_doc_ring_allreduce, zp_doc_cost, 0},
     {ZP_COLL_REDUCESCATTER, "ring", ZP_CODEC(zcclCodecSzp), "DOC ring", zp_doc_ring_reduce_scatter, zp_doc_cost, 0},
     {ZP_COLL_REDUCE, "chain", ZP_CODEC(zcclCodecSzp), "DOC chain", zp_doc_chain_reduce, zp_doc_cost, 0},

@@ -1,22 +1,26 @@
-/* ZCCL's computation framework with the szp codec: the DOC
- * (decompress-operate-compress) ring reduce-scatter and allreduce, and the
- * DOC chain for reduce (at the end of this file).
+/* ZCCL's computation framework: the chunk-pipelined compressed rings,
+ * DOC (decompress-operate-compress, codec szp) and homomorphic (hZCCL,
+ * codec hz), reduce-scatter and allreduce, and the DOC chain for reduce
+ * (at the end of this file).
  *
  * Ring reduce-scatter over N blocks: at step s rank r sends the partial
  * result of block r-s-1 to the right and gets that of block r-s-2 from the
- * left, as a stream. Each arriving stream is decompressed, this rank's raw
- * piece of the block is added (zd_reduce_fill), and the partial result is
- * compressed again for the next step. Blocks travel in chunks of at most
- * about 4 chunks (zp_doc_chunk_values, zp_algo.h): every
- * receive and send of a step is posted at once
- * and each chunk is processed as soon as it has arrived, while the others
- * are in flight (on the first step, chunk k is sent as soon as it is
- * compressed). AllReduce then sends the finished streams round the ring
+ * left, as a stream. DOC: each arriving stream is decompressed, this
+ * rank's raw piece of the block is added (zd_reduce_fill), and the partial
+ * result is compressed again for the next step. Homomorphic: this rank's
+ * piece is compressed (once: each of its N blocks is compressed at exactly
+ * one step) and added to the arriving stream in the integer domain
+ * (zd_hop); the bounds are zp_hz.c's. Blocks travel in chunks (about 4 a
+ * block, zp_doc_chunk_values, zp_algo.h) as a wavefront (zp_ring_round):
+ * each chunk is handled as soon as it has arrived and sent on at once,
+ * while the others are in flight, and the codec drives the transport
+ * between its chunks (zp_doc_poll), so a rank that computes keeps its
+ * messages moving. AllReduce then sends the finished streams round the ring
  * unchanged (compress once) and every rank decompresses all N, its own
  * too, so every rank holds the same bits. Buffers that do not fit the pool
  * are done in rounds of columns (the same elements of every block).
  *
- * Bounds, with eb the absolute bound (REL: of every rank's range, one grid):
+ * DOC's bounds, with eb the absolute bound (REL: of every rank's range, one grid):
  * a block's partial result is compressed once per hop, N-1 times, each
  * time within eb of the float value compressed (the codec checks the
  * reconstruction), and errors pass through an addition unchanged, so
@@ -36,15 +40,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zu_time.h"
+
 #include "zp_stream.h"
 
 #define ZP_DOC_MAX_CHUNKS 32   /* chunks of a block per round: messages in flight */
+#define ZP_DOC_POLL_S 50e-6    /* the codec drives the transport at most this often */
 
 /* What a step does with each arriving chunk of block rb. */
 enum {
   ZP_DOC_REDUCE, /* decompress, add this rank's piece, compress in place (sent next) */
   ZP_DOC_RESULT, /* decompress, add this rank's piece into recvbuff (reduce-scatter's end) */
-  ZP_DOC_GATHER  /* decompress into recvbuff (the stream is forwarded next) */
+  ZP_HZ_REDUCE,  /* compress this rank's piece, add the streams in place (homomorphic; sent next) */
+  ZP_HZ_RESULT   /* the same, then decompress into recvbuff (reduce-scatter's end) */
 };
 
 typedef struct {
@@ -56,12 +64,19 @@ typedef struct {
   size_t lo;               /* this round's first column */
   const size_t *soff, *slen; /* this round's piece of each block */
   int K;                   /* chunks this round */
-  int out;                 /* the stream set sent this step; 1 - out is received */
-  uint8_t* st[2];          /* chunk k's stream at st[i] + k * capr */
-  size_t sz[2][ZP_DOC_MAX_CHUNKS];
-  void* T;                 /* one decompressed chunk */
+  uint8_t* st[3];          /* chunk k's stream at st[i] + k * capr (the chain has one set, the rings three) */
+  size_t sz[3][ZP_DOC_MAX_CHUNKS];
+  void* T;                 /* one decompressed chunk, or (homomorphic) this rank's chunk stream */
+  size_t tsz;              /* the size of that stream */
   uint8_t* mem;            /* st and T: one piece of the pool */
-  zp_xfer_t x[2 * ZP_DOC_MAX_CHUNKS];
+  zp_xfer_t x[2 * ZP_DOC_MAX_CHUNKS];  /* the chain's receives and sends */
+  /* The rings: the receive into and the send from set i of chunk k, whether
+   * each is posted and not yet waited for, and the device's last use of
+   * the set's chunk. */
+  zp_xfer_t xr[3][ZP_DOC_MAX_CHUNKS], xs[3][ZP_DOC_MAX_CHUNKS];
+  uint8_t rpend[3][ZP_DOC_MAX_CHUNKS], spend[3][ZP_DOC_MAX_CHUNKS];
+  zd_event_t ev[3][ZP_DOC_MAX_CHUNKS];
+  double polled; /* when the codec last drove the transport (zp_doc_poll) */
 } zp_doc_t;
 
 /* Chunk k of block b this round: offset and length (0 past the block's end). */
@@ -71,19 +86,27 @@ static size_t zp_doc_len(const zp_doc_t* d, int b, int k) {
   return n > at ? (n - at < d->c ? n - at : d->c) : 0;
 }
 
-/* Queues the work on arrived chunk k of block rb. */
-static zcclResult_t zp_doc_chunk(zp_doc_t* d, int how, int rb, int k) {
+/* Queues the work on arrived chunk k of block rb, the stream s (*sz bytes,
+ * rewritten in place). */
+static zcclResult_t zp_doc_chunk(zp_doc_t* d, int how, int rb, int k, uint8_t* s, size_t* sz) {
   const zp_coll_args_t* a = d->a;
   zd_dev_t* dev = d->ctx->dev;
   size_t n = zp_doc_len(d, rb, k), off = zp_doc_off(d, rb, k);
-  uint8_t* s = d->st[1 - d->out] + (size_t)k * d->capr;
-  size_t* sz = &d->sz[1 - d->out][k];
   zcclRedOp_t op = zp_reduce_op(a->op);
   int hf = a->compression.hasFill;
   double f = a->compression.fillValue;
-  if (how == ZP_DOC_GATHER) return zd_decompress(dev, s, sz, zp_at(a->recvbuff, off, d->es), n);
-  ZU_CHECK(zd_decompress(dev, s, sz, d->T, n));
   const uint8_t* mine = zp_at(a->sendbuff, off, d->es);
+  if (how == ZP_HZ_REDUCE || how == ZP_HZ_RESULT) {
+    /* This rank's piece is compressed here, once, when it is first needed
+     * (while the other chunks travel), and added to the arrived stream
+     * without decompressing; queued in order, so T is free again when the
+     * next chunk's compression runs. */
+    ZU_CHECK(zd_compress(dev, &d->p, mine, n, d->T, d->cap, &d->tsz));
+    ZU_CHECK(zd_hop(dev, op, d->T, &d->tsz, s, sz, s, d->cap, sz));
+    if (how == ZP_HZ_REDUCE) return zcclSuccess;
+    return zd_decompress(dev, s, sz, zp_at(a->recvbuff, d->lo + (size_t)k * d->c, d->es), n);
+  }
+  ZU_CHECK(zd_decompress(dev, s, sz, d->T, n));
   if (how == ZP_DOC_RESULT) /* in place, recvbuff is this very piece of sendbuff: dst == b */
     return zd_reduce_fill(dev, zp_at(a->recvbuff, d->lo + (size_t)k * d->c, d->es), d->T, mine, n, a->datatype, op,
                           hf, f);
@@ -92,65 +115,132 @@ static zcclResult_t zp_doc_chunk(zp_doc_t* d, int how, int rb, int k) {
   return zd_compress(dev, &d->p, d->T, n, s, d->cap, sz);
 }
 
-/* Ends a step, also after an error (res): receives not matched (rx, nrx)
- * are cancelled, as their buffers go back to the pool; the device is
- * drained; sends posted (sx, nsx) are waited for (bounded), as cancelling
- * one would close the endpoint to a peer that did no wrong. Returns the
- * first error. */
-static zcclResult_t zp_doc_drain(zp_doc_t* d, zcclResult_t res, zp_xfer_t* rx, int nrx, zp_xfer_t* sx, int nsx) {
-  if (nrx > 0) zp_xfers_cancel_what(d->ctx, d->what, rx, nrx);
-  zcclResult_t w = zd_sync(d->ctx->dev);
-  if (res == zcclSuccess) res = w;
-  w = zp_xfers_wait(d->ctx, d->what, sx, nsx);
-  return res == zcclSuccess ? w : res;
+/* ---- the rings' pipeline ------------------------------------------------------
+ * One round is T steps (the reduce-scatter's N-1, then for allreduce the
+ * allgather's N-1) over the K chunks of each block, run as a wavefront:
+ * chunk k of step t+1 goes right as soon as chunk k of step t has arrived
+ * and been handled, while the later chunks of step t still travel, so no
+ * step waits for the end of the one before (each link carries its chunks
+ * in the order they are ready, one after the other, rather than a whole
+ * step's at once). Step t receives into set t%3 and step t+1 sends that set
+ * on; a set's chunk is received into again (posted one step ahead) only
+ * once its send is done and the device has finished reading it. */
+static int zp_ring_set(int t) { return (t % 3 + 3) % 3; }
+static uint32_t zp_ring_tag(int t, int k) { return 0x8000u | (uint32_t)(t & 0x7f) << 8 | (uint32_t)(k & 0xff); }
+
+/* Posts the receive of chunk k for step t, once its set is free. */
+static zcclResult_t zp_ring_post_recv(zp_doc_t* d, int t, int k) {
+  const zp_ctx_t* ctx = d->ctx;
+  int i = zp_ring_set(t), left = (ctx->rank + ctx->nranks - 1) % ctx->nranks;
+  if (d->spend[i][k]) {
+    d->spend[i][k] = 0;
+    ZU_CHECK(zp_xfers_wait(ctx, d->what, &d->xs[i][k], 1));
+  }
+  ZU_CHECK(zd_event_wait(ctx->dev, d->ev[i][k]));
+  zp_recv_at(ctx, &d->xr[i][k], left, zp_ring_tag(t, k), d->st[i] + (size_t)k * d->capr, d->cap);
+  d->xr[i][k].var = 1; /* a stream's size is known only to its sender */
+  ZU_CHECK(zp_xfers_post(ctx, &d->xr[i][k], 1));
+  d->rpend[i][k] = 1;
+  return zcclSuccess;
 }
 
-/* One ring step of this round: the streams of block sb go right (first:
- * compressed here from sendbuff, each chunk sent as soon as it is ready),
- * those of block rb come from the left, each handled (how) on arrival while
- * the rest travel. Leaves nothing in flight and the device idle, also on
- * an error. */
-static zcclResult_t zp_doc_step(zp_doc_t* d, uint32_t tag, int sb, int rb, int how, int first) {
+/* Sends chunk k of set i (block b's) as step t's; its size is known (the
+ * device has passed its last write). */
+static zcclResult_t zp_ring_post_send(zp_doc_t* d, int t, int k, int i, int b) {
   const zp_ctx_t* ctx = d->ctx;
-  int N = ctx->nranks, r = ctx->rank, K = d->K, right = (r + 1) % N, left = (r + N - 1) % N;
-  uint8_t *snd = d->st[d->out], *rcv = d->st[1 - d->out];
-  size_t *ssz = d->sz[d->out], *rsz = d->sz[1 - d->out];
-  zp_xfer_t *rx = d->x, *sx = d->x + K;
-  int sent = 0, got = 0; /* sends posted; receives waited for */
-  zcclResult_t res = zcclSuccess;
-  for (int k = 0; k < K; k++) {
-    zp_recv_at(ctx, &rx[k], left, tag | (uint32_t)(k & 0xff), rcv + (size_t)k * d->capr, d->cap);
-    rx[k].var = 1; /* a stream's size is known only to its sender */
-  }
-  res = zp_xfers_post(ctx, rx, K);
-  for (int k = 0; res == zcclSuccess && k < K; k++) { /* ready streams go at once */
-    if (first) {
-      res = zd_compress(ctx->dev, &d->p, zp_at(d->a->sendbuff, zp_doc_off(d, sb, k), d->es), zp_doc_len(d, sb, k),
-                        snd + (size_t)k * d->capr, d->cap, &ssz[k]);
-      if (res == zcclSuccess) res = zd_event_wait(ctx->dev, zd_event_record(ctx->dev)); /* its size */
-    }
-    while (res == zcclSuccess && sent < (first ? k + 1 : K)) {
-      zp_send_at(ctx, &sx[sent], right, tag | (uint32_t)(sent & 0xff), snd + (size_t)sent * d->capr, ssz[sent]);
-      res = zp_xfers_post(ctx, &sx[sent], 1);
-      if (res == zcclSuccess) sent++;
-    }
-    if (res != zcclSuccess) break;
-    res = zp_xfers_wait(ctx, d->what, &rx[k], 1);
-    got = k + 1;
-    if (res != zcclSuccess) break;
-    rsz[k] = rx[k].req.length;
-    res = zp_doc_chunk(d, how, rb, k); /* runs (queued devices) while the next chunks travel */
-  }
-  res = zp_doc_drain(d, res, &rx[got], K - got, sx, sent);
-  for (int j = 0; res == zcclSuccess && j < K; j++) zp_count(ctx, zp_doc_len(d, sb, j) * d->es, ssz[j]);
+  zp_send_at(ctx, &d->xs[i][k], (ctx->rank + 1) % ctx->nranks, zp_ring_tag(t, k), d->st[i] + (size_t)k * d->capr,
+             d->sz[i][k]);
+  ZU_CHECK(zp_xfers_post(ctx, &d->xs[i][k], 1));
+  d->spend[i][k] = 1;
+  zp_count(ctx, zp_doc_len(d, b, k) * d->es, d->sz[i][k]);
+  return zcclSuccess;
+}
+
+/* Ends a round, also after an error (res): receives still posted are
+ * cancelled (their buffers go back to the pool), the device is drained,
+ * sends are waited for (bounded), as cancelling one would close the
+ * endpoint to a peer that did no wrong. Returns the first error. */
+static zcclResult_t zp_ring_drain(zp_doc_t* d, zcclResult_t res) {
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < d->K; k++)
+      if (d->rpend[i][k]) {
+        d->rpend[i][k] = 0;
+        zp_xfers_cancel_what(d->ctx, d->what, &d->xr[i][k], 1);
+      }
+  zcclResult_t w = zd_sync(d->ctx->dev);
+  if (res == zcclSuccess) res = w;
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < d->K; k++)
+      if (d->spend[i][k]) {
+        d->spend[i][k] = 0;
+        w = zp_xfers_wait(d->ctx, d->what, &d->xs[i][k], 1);
+        if (res == zcclSuccess) res = w;
+      }
   return res;
+}
+
+/* One round: reduce (DOC or homomorphic, `reduce`/`result` per chunk) and,
+ * for allreduce, forward and decompress every block. */
+static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int result) {
+  const zp_ctx_t* ctx = d->ctx;
+  const zp_coll_args_t* a = d->a;
+  zd_dev_t* dev = ctx->dev;
+  int N = ctx->nranks, r = ctx->rank, K = d->K, T = (N - 1) * (allreduce ? 2 : 1);
+  zcclResult_t res = zcclSuccess;
+  memset(d->rpend, 0, sizeof d->rpend);
+  memset(d->spend, 0, sizeof d->spend);
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < K; k++) d->ev[i][k] = zd_event_record(dev);
+  for (int k = 0; k < K && res == zcclSuccess; k++) res = zp_ring_post_recv(d, 0, k);
+  for (int t = 0; t < T && res == zcclSuccess; t++) {
+    int rs = t < N - 1, g = t - (N - 1); /* reduce-scatter step t, or allgather step g */
+    int sb = rs ? zp_mod(r - t - 1, N) : zp_mod(r - g, N), rb = rs ? zp_mod(r - t - 2, N) : zp_mod(r - g - 1, N);
+    int i = zp_ring_set(t);
+    for (int k = 0; k < K && res == zcclSuccess; k++) {
+      uint8_t* s = d->st[i] + (size_t)k * d->capr;
+      if (t == 0) { /* the first send: compressed here from sendbuff (set 2, free until step 2) */
+        int j = zp_ring_set(-1);
+        res = zd_compress(dev, &d->p, zp_at(a->sendbuff, zp_doc_off(d, sb, k), d->es), zp_doc_len(d, sb, k),
+                          d->st[j] + (size_t)k * d->capr, d->cap, &d->sz[j][k]);
+        if (res == zcclSuccess) res = zd_event_wait(dev, zd_event_record(dev)); /* its size */
+        if (res == zcclSuccess) res = zp_ring_post_send(d, 0, k, j, sb);
+      }
+      if (res == zcclSuccess && t + 1 < T) res = zp_ring_post_recv(d, t + 1, k);
+      if (res != zcclSuccess) break;
+      d->rpend[i][k] = 0;
+      res = zp_xfers_wait(ctx, d->what, &d->xr[i][k], 1);
+      if (res != zcclSuccess) break;
+      d->sz[i][k] = d->xr[i][k].req.length;
+      if (rs) res = zp_doc_chunk(d, t == N - 2 && !allreduce ? result : reduce, rb, k, s, &d->sz[i][k]);
+      if (res == zcclSuccess && t + 1 < T) { /* on at once: its size is known once the device has passed */
+        if (rs) res = zd_event_wait(dev, zd_event_record(dev));
+        if (res == zcclSuccess) res = zp_ring_post_send(d, t + 1, k, i, rb); /* step t+1's sb */
+      }
+      /* Decompressed while it travels: this rank's finished block (the
+       * reduce-scatter's last step), then every block forwarded to it. */
+      if (res == zcclSuccess && allreduce && t >= N - 2)
+        res = zd_decompress(dev, s, &d->sz[i][k], zp_at(a->recvbuff, zp_doc_off(d, rb, k), d->es),
+                            zp_doc_len(d, rb, k));
+      d->ev[i][k] = zd_event_record(dev);
+    }
+  }
+  return zp_ring_drain(d, res);
 }
 
 /* Set as the device's progress hook while a DOC collective runs: the codec
  * calls it between its chunks, so the chunks posted to the neighbours keep
  * moving while this rank compresses (the transport progresses only when
  * called). */
-static void zp_doc_poll(void* w) { (void)zt_progress((zt_worker_t*)w); }
+static void zp_doc_poll(void* arg) {
+  zp_doc_t* d = arg;
+  /* At most every ZP_DOC_POLL_S: the codec calls between chunks of 4096
+   * values, some microseconds apart, and each transport progress over TCP
+   * is a system call (epoll) that would cost more than the codec's work. */
+  double now = zu_now();
+  if (now - d->polled < ZP_DOC_POLL_S) return;
+  d->polled = now;
+  (void)zt_progress(d->ctx->w);
+}
 
 /* Chunk size and chunks per round (*kmax) for blocks of maxb values and
  * `sets` sets of chunk streams, from the pool as it is now (the same on
@@ -164,6 +254,7 @@ static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, int sets, size_t* kmax
     d->cap = zd_compress_bound(c, d->a->datatype);
     d->capr = (d->cap + 63) / 64 * 64;
     tb = (c * d->es + 63) / 64 * 64;
+    if (tb < d->capr) tb = d->capr; /* T also holds a chunk's stream (homomorphic) */
     if (c == 1 || 2 * (S * d->capr + tb) <= room) break;
     c = (c + 1) / 2;
   }
@@ -174,7 +265,8 @@ static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, int sets, size_t* kmax
   if (k < 1) k = 1;
   *kmax = k;
   ZU_CHECK(zp_tmp_get(d->ctx, S * k * d->capr + tb, (void**)&d->mem));
-  d->st[0] = d->mem, d->st[1] = d->mem + (S - 1) * k * d->capr, d->T = d->mem + S * k * d->capr;
+  for (size_t i = 0; i < 3; i++) d->st[i] = d->mem + (i < S ? i : S - 1) * k * d->capr;
+  d->T = d->mem + S * k * d->capr;
   ZU_TRACE(ZU_LOG_COLL, "%s: eb %g, chunks of %zu values (streams of up to %zu bytes), %zu per round, %zu round(s)",
            d->what, d->p.eb, c, d->cap, k, maxb ? (maxb + k * c - 1) / (k * c) : 1);
   return zcclSuccess;
@@ -203,7 +295,7 @@ static zcclResult_t zp_doc_open(const zp_ctx_t* ctx, const zp_coll_args_t* a, si
   ZU_RETURN_ERR_IF(d == NULL, zcclSystemError, "%s: out of memory", what);
   d->ctx = ctx, d->a = a, d->es = zu_dtype_size(a->datatype), d->p = zp_params(a, eb), d->soff = soff;
   d->slen = slen, d->what = what;
-  zd_set_progress(ctx->dev, zp_doc_poll, ctx->w);
+  zd_set_progress(ctx->dev, zp_doc_poll, d);
   zcclResult_t res = zp_doc_plan(d, maxb, sets, &kmax);
   if (res != zcclSuccess) {
     zp_doc_close(d);
@@ -214,43 +306,26 @@ static zcclResult_t zp_doc_open(const zp_ctx_t* ctx, const zp_coll_args_t* a, si
   return zcclSuccess;
 }
 
-/* The DOC ring over the blocks of zp_ring_blocks (REL: over all of sendbuff);
- * allreduce: every block to every rank; otherwise this rank's block to
- * recvbuff. */
-static zcclResult_t zp_doc_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, int allreduce) {
+/* The DOC ring (hz 0) or the homomorphic ring (hz 1) over the blocks of
+ * zp_ring_blocks (REL: over all of sendbuff); allreduce: every block to
+ * every rank; otherwise this rank's block to recvbuff. */
+static zcclResult_t zp_chunk_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, int allreduce, int hz) {
   int N = ctx->nranks, r = ctx->rank;
   size_t boff[N], blen[N], total = zp_ring_blocks(a, N, allreduce, boff, blen);
   size_t es = zu_dtype_size(a->datatype), maxb = 0, soff[N], slen[N], m;
   for (int b = 0; b < N; b++) maxb = blen[b] > maxb ? blen[b] : maxb;
-  const char* what = allreduce ? "compressed allreduce (DOC ring)" : "compressed reduce-scatter (DOC ring)";
+  const char* what = hz ? (allreduce ? "compressed allreduce (homomorphic ring)"
+                                     : "compressed reduce-scatter (homomorphic ring)")
+                        : (allreduce ? "compressed allreduce (DOC ring)" : "compressed reduce-scatter (DOC ring)");
+  int reduce = hz ? ZP_HZ_REDUCE : ZP_DOC_REDUCE, result = hz ? ZP_HZ_RESULT : ZP_DOC_RESULT;
   zp_doc_t* d;
   size_t slice;
   zcclResult_t res;
-  ZU_CHECK(zp_doc_open(ctx, a, total, what, soff, slen, maxb, 2, &d, &slice));
+  ZU_CHECK(zp_doc_open(ctx, a, total, what, soff, slen, maxb, 3, &d, &slice));
   for (size_t lo = 0; zp_slice(maxb, slice, lo, &m); lo += slice) {
     zp_slice_of(N, boff, blen, lo, lo + m, soff, slen);
-    d->lo = lo, d->K = m ? (int)((m + d->c - 1) / d->c) : 1, d->out = 0;
-    for (int s = 0; s < N - 1; s++) {
-      int how = s == N - 2 && !allreduce ? ZP_DOC_RESULT : ZP_DOC_REDUCE;
-      ZU_CHECK_GOTO(zp_doc_step(d, 0x8000u | (uint32_t)(s & 0x3f) << 8, zp_mod(r - s - 1, N), zp_mod(r - s - 2, N),
-                                how, s == 0),
-                    res, out);
-      d->out ^= 1;
-    }
-    if (allreduce) {
-      /* Block r's finished streams: decompressed here too (queued, while
-       * the first allgather step travels), then forwarded unchanged. */
-      for (int k = 0; k < d->K; k++)
-        ZU_CHECK_GOTO(zd_decompress(ctx->dev, d->st[d->out] + (size_t)k * d->capr, &d->sz[d->out][k],
-                                    zp_at(a->recvbuff, zp_doc_off(d, r, k), es), zp_doc_len(d, r, k)),
-                      res, out);
-      for (int s = 0; s < N - 1; s++) {
-        ZU_CHECK_GOTO(zp_doc_step(d, 0xc000u | (uint32_t)(s & 0x3f) << 8, zp_mod(r - s, N), zp_mod(r - s - 1, N),
-                                  ZP_DOC_GATHER, 0),
-                      res, out);
-        d->out ^= 1;
-      }
-    }
+    d->lo = lo, d->K = m ? (int)((m + d->c - 1) / d->c) : 1;
+    ZU_CHECK_GOTO(zp_ring_round(d, allreduce, reduce, result), res, out);
     for (int b = 0; a->op == zcclAvg && b < N; b++) { /* after decompression: the fill is left alone */
       if (!allreduce && b != r) continue;
       uint8_t* dst = allreduce ? zp_at(a->recvbuff, soff[b], es) : zp_at(a->recvbuff, lo, es);
@@ -264,10 +339,20 @@ out:
   return res;
 }
 
-zcclResult_t zp_doc_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) { return zp_doc_ring(ctx, a, 1); }
+zcclResult_t zp_doc_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  return zp_chunk_ring(ctx, a, 1, 0);
+}
 
 zcclResult_t zp_doc_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  return zp_doc_ring(ctx, a, 0);
+  return zp_chunk_ring(ctx, a, 0, 0);
+}
+
+zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  return zp_chunk_ring(ctx, a, 1, 1);
+}
+
+zcclResult_t zp_hz_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  return zp_chunk_ring(ctx, a, 0, 1);
 }
 
 /* Reduce along a chain (v = rank - root: N-1, N-2, ..., 0): the first rank
@@ -287,7 +372,7 @@ zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   /* One set: a chunk arrives in st[1], is reduced there and goes on. */
   for (size_t lo = 0; zp_slice(n, slice, lo, &m); lo += slice) {
     soff[0] = lo, slen[0] = m;
-    d->lo = lo, d->K = m ? (int)((m + d->c - 1) / d->c) : 1, d->out = 0;
+    d->lo = lo, d->K = m ? (int)((m + d->c - 1) / d->c) : 1;
     int K = d->K, sent = 0, got = 0;
     zp_xfer_t *rx = d->x, *sx = d->x + K;
     uint8_t* st = d->st[1];
@@ -306,7 +391,7 @@ zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
         got = k + 1;
         if (res != zcclSuccess) break;
         sz[k] = rx[k].req.length;
-        res = zp_doc_chunk(d, to >= 0 ? ZP_DOC_REDUCE : ZP_DOC_RESULT, 0, k);
+        res = zp_doc_chunk(d, to >= 0 ? ZP_DOC_REDUCE : ZP_DOC_RESULT, 0, k, st + (size_t)k * d->capr, &sz[k]);
       } else {
         res = zd_compress(ctx->dev, &d->p, zp_at(a->sendbuff, lo + (size_t)k * d->c, d->es), zp_doc_len(d, 0, k),
                           st + (size_t)k * d->capr, d->cap, &sz[k]);
@@ -318,7 +403,15 @@ zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
         if (res == zcclSuccess) sent++;
       }
     }
-    res = zp_doc_drain(d, res, from >= 0 ? &rx[got] : rx, from >= 0 ? K - got : 0, sx, sent);
+    /* Also after an error: the receives not matched are cancelled (their
+     * buffers go back to the pool), the device drained, the sends waited
+     * for (bounded), as cancelling one would close the endpoint to a peer
+     * that did no wrong. */
+    if (from >= 0 && K - got > 0) zp_xfers_cancel_what(ctx, d->what, &rx[got], K - got);
+    zcclResult_t w = zd_sync(ctx->dev);
+    if (res == zcclSuccess) res = w;
+    w = zp_xfers_wait(ctx, d->what, sx, sent);
+    if (res == zcclSuccess) res = w;
     for (int k = 0; res == zcclSuccess && to >= 0 && k < K; k++) zp_count(ctx, zp_doc_len(d, 0, k) * d->es, sz[k]);
     if (res == zcclSuccess && to < 0) res = zp_avg_divide(ctx, a, zp_at(a->recvbuff, lo, d->es), m);
     if (res == zcclSuccess) res = zd_sync(ctx->dev);

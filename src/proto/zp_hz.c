@@ -1,7 +1,9 @@
 /* Compressed collectives (ZCCL's two frameworks, hZCCL's homomorphic
- * reduction), first pieces: the homomorphic ring allreduce and the
- * compress-once ring allgather. Streams are the codec's (docs/format.md),
- * made and read through the device (zd_compress/zd_decompress/zd_hop).
+ * reduction): the homomorphic binomial reduce and the compress-once
+ * algorithms of data movement. The homomorphic ring (allreduce,
+ * reduce-scatter) shares the chunk pipeline of the DOC ring, in
+ * zp_doc.c. Streams are the codec's (docs/format.md), made and read
+ * through the device (zd_compress/zd_decompress/zd_hop).
  *
  * Bounds (DESIGN.md, "Compression contract"): every input value is
  * quantized exactly once, with the same absolute step on every rank, and
@@ -18,67 +20,6 @@
 #include <string.h>
 
 #include "zp_stream.h"
-
-/* hZCCL's ring: compress the N blocks (zp_ring_blocks) once; the ring
- * reduce-scatter adds each received compressed block to the local one
- * (zd_hop, integers, no decompression). Allreduce: a ring allgather then
- * forwards the finished streams and every rank decompresses all N (its own
- * too). Reduce-scatter: each rank decompresses its own block into
- * recvbuff. */
-static zcclResult_t zp_hz_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, int allgather) {
-  int N = ctx->nranks, r = ctx->rank;
-  size_t boff[N], blen[N], total = zp_ring_blocks(a, N, allgather, boff, blen);
-  size_t es = zu_dtype_size(a->datatype);
-  zcclRedOp_t op = zp_reduce_op(a->op);
-  const char* what = allgather ? "compressed allreduce" : "compressed reduce-scatter";
-  size_t soff[N], slen[N], sizes[N], rsize = 0, m;
-  size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
-  zp_streams_t z;
-  zcclResult_t res;
-  ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, total, maxb, N + 1, N, 1, &z), res, out);
-  uint32_t k = 0;
-  for (size_t lo = 0; zp_slice(maxb, z.slice, lo, &m); lo += z.slice, k++) {
-    zp_slice_of(N, boff, blen, lo, lo + m, soff, slen);
-    for (int b = 0; b < N; b++)
-      ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, soff[b], es), slen[b], zp_stream(&z, b), z.cap,
-                                &sizes[b]),
-                    res, out);
-    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    for (int s = 0; s < N - 1; s++) {
-      int sb = zp_mod(r - s - 1, N), rb = zp_mod(r - s - 2, N);
-      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, zp_stream(&z, sb), sizes[sb], slen[sb] * es, z.spare, z.cap, &rsize,
-                                   (k << 8) | (uint32_t)s),
-                    res, out);
-      ZU_CHECK_GOTO(zd_hop(ctx->dev, op, zp_stream(&z, rb), &sizes[rb], z.spare, &rsize, zp_stream(&z, rb), z.cap,
-                           &sizes[rb]),
-                    res, out);
-      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    }
-    for (int s = 0; allgather && s < N - 1; s++) {
-      int sb = zp_mod(r - s, N), rb = zp_mod(r - s - 1, N);
-      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, zp_stream(&z, sb), sizes[sb], slen[sb] * es, zp_stream(&z, rb), z.cap,
-                                   &sizes[rb], (k << 8) | 0x80 | (uint32_t)s),
-                    res, out);
-    }
-    for (int b = 0; b < N; b++) {
-      if (!allgather && b != r) continue;
-      uint8_t* dst = allgather ? zp_at(a->recvbuff, soff[b], es) : zp_at(a->recvbuff, lo, es);
-      ZU_CHECK_GOTO(zd_decompress(ctx->dev, zp_stream(&z, b), &sizes[b], dst, slen[b]), res, out);
-      ZU_CHECK_GOTO(zp_avg_divide(ctx, a, dst, slen[b]), res, out);
-    }
-    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-  }
-  res = zcclSuccess;
-out:
-  zp_streams_put(ctx, &z);
-  return res;
-}
-
-zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) { return zp_hz_ring(ctx, a, 1); }
-
-zcclResult_t zp_hz_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  return zp_hz_ring(ctx, a, 0);
-}
 
 /* Homomorphic binomial reduce: each rank compresses its input once, adds
  * its children's streams to it in a fixed order (nearest first) without
