@@ -243,13 +243,14 @@ static void zp_doc_poll(void* arg) {
 }
 
 /* Chunk size and chunks per round (*kmax) for blocks of maxb values and
- * `sets` sets of chunk streams, from the pool as it is now (the same on
+ * `sets` sets of chunk streams (3: a ring's, zp_ring_chunk_values; 1: the
+ * chain's, zp_doc_chunk_values), from the pool as it is now (the same on
  * every rank): a chunk small enough that one stream of each set and the
  * decompressed chunk fill at most half of it. Takes the streams and the
  * chunk buffer from the pool as one piece (d->mem). */
 static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, int sets, size_t* kmax) {
   size_t room = zd_buf_largest(d->ctx->dev), S = (size_t)sets, tb;
-  size_t c = zp_doc_chunk_values(maxb);
+  size_t c = sets == 3 ? zp_ring_chunk_values(d->ctx, maxb) : zp_doc_chunk_values(maxb); /* a ring, the chain */
   for (;;) {
     d->cap = zd_compress_bound(c, d->a->datatype);
     d->capr = (d->cap + 63) / 64 * 64;
