@@ -70,11 +70,11 @@ typedef struct {
   size_t tsz;              /* the size of that stream */
   uint8_t* mem;            /* st and T: one piece of the pool */
   zp_xfer_t x[2 * ZP_DOC_MAX_CHUNKS];  /* the chain's receives and sends */
-  /* The rings: the receive into and the send from set i of chunk k, whether
-   * each is posted and not yet waited for, and the device's last use of
-   * the set's chunk. */
+  /* The rings: the receive into and the send from set i of chunk k,
+   * whether the send is posted and not yet waited for, and the device's
+   * last use of the set's chunk. */
   zp_xfer_t xr[3][ZP_DOC_MAX_CHUNKS], xs[3][ZP_DOC_MAX_CHUNKS];
-  uint8_t rpend[3][ZP_DOC_MAX_CHUNKS], spend[3][ZP_DOC_MAX_CHUNKS];
+  uint8_t spend[3][ZP_DOC_MAX_CHUNKS];
   zd_event_t ev[3][ZP_DOC_MAX_CHUNKS];
   double polled; /* when the codec last drove the transport (zp_doc_poll) */
 } zp_doc_t;
@@ -140,7 +140,6 @@ static zcclResult_t zp_ring_post_recv(zp_doc_t* d, int t, int k) {
   zp_recv_at(ctx, &d->xr[i][k], left, zp_ring_tag(t, k), d->st[i] + (size_t)k * d->capr, d->cap);
   d->xr[i][k].var = 1; /* a stream's size is known only to its sender */
   ZU_CHECK(zp_xfers_post(ctx, &d->xr[i][k], 1));
-  d->rpend[i][k] = 1;
   return zcclSuccess;
 }
 
@@ -158,25 +157,23 @@ static zcclResult_t zp_ring_post_send(zp_doc_t* d, int t, int k, int i, int b) {
 
 /* Ends a round, also after an error (res): receives still posted are
  * cancelled (their buffers go back to the pool), the device is drained,
- * sends are waited for (bounded), as cancelling one would close the
- * endpoint to a peer that did no wrong. Returns the first error. */
+ * sends are waited for (bounded, all at once), as cancelling one would
+ * close the endpoint to a peer that did no wrong; after a remote error (a
+ * dead or silent peer: the communicator is broken anyway) they are
+ * cancelled too, rather than wait a second ZCCL_TIMEOUT. Entries never
+ * posted, or already waited for, are done (zp_ring_round clears them so).
+ * Returns the first error. */
 static zcclResult_t zp_ring_drain(zp_doc_t* d, zcclResult_t res) {
-  for (int i = 0; i < 3; i++)
-    for (int k = 0; k < d->K; k++)
-      if (d->rpend[i][k]) {
-        d->rpend[i][k] = 0;
-        zp_xfers_cancel_what(d->ctx, d->what, &d->xr[i][k], 1);
-      }
+  const int n = 3 * ZP_DOC_MAX_CHUNKS;
+  zp_xfers_cancel_what(d->ctx, d->what, &d->xr[0][0], n);
   zcclResult_t w = zd_sync(d->ctx->dev);
   if (res == zcclSuccess) res = w;
-  for (int i = 0; i < 3; i++)
-    for (int k = 0; k < d->K; k++)
-      if (d->spend[i][k]) {
-        d->spend[i][k] = 0;
-        w = zp_xfers_wait(d->ctx, d->what, &d->xs[i][k], 1);
-        if (res == zcclSuccess) res = w;
-      }
-  return res;
+  if (res == zcclRemoteError) {
+    zp_xfers_cancel_what(d->ctx, d->what, &d->xs[0][0], n);
+    return res;
+  }
+  w = zp_xfers_wait(d->ctx, d->what, &d->xs[0][0], n);
+  return res == zcclSuccess ? w : res;
 }
 
 /* One round: reduce (DOC or homomorphic, `reduce`/`result` per chunk) and,
@@ -187,10 +184,14 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
   zd_dev_t* dev = ctx->dev;
   int N = ctx->nranks, r = ctx->rank, K = d->K, T = (N - 1) * (allreduce ? 2 : 1);
   zcclResult_t res = zcclSuccess;
-  memset(d->rpend, 0, sizeof d->rpend);
   memset(d->spend, 0, sizeof d->spend);
+  memset(d->xr, 0, sizeof d->xr);
+  memset(d->xs, 0, sizeof d->xs);
   for (int i = 0; i < 3; i++)
-    for (int k = 0; k < K; k++) d->ev[i][k] = zd_event_record(dev);
+    for (int k = 0; k < ZP_DOC_MAX_CHUNKS; k++) {
+      d->xr[i][k].req.done = d->xs[i][k].req.done = 1; /* nothing posted: done, fine (zp_ring_drain) */
+      d->ev[i][k] = zd_event_record(dev);
+    }
   for (int k = 0; k < K && res == zcclSuccess; k++) res = zp_ring_post_recv(d, 0, k);
   for (int t = 0; t < T && res == zcclSuccess; t++) {
     int rs = t < N - 1, g = t - (N - 1); /* reduce-scatter step t, or allgather step g */
@@ -207,7 +208,6 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
       }
       if (res == zcclSuccess && t + 1 < T) res = zp_ring_post_recv(d, t + 1, k);
       if (res != zcclSuccess) break;
-      d->rpend[i][k] = 0;
       res = zp_xfers_wait(ctx, d->what, &d->xr[i][k], 1);
       if (res != zcclSuccess) break;
       d->sz[i][k] = d->xr[i][k].req.length;

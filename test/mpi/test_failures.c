@@ -4,6 +4,8 @@
  *   kill-recv   rank 1 dies by SIGKILL while rank 0 waits in a receive
  *   kill-send   rank 1 dies while rank 0 sends it 64 MiB
  *   no-show     rank 1 lives but never posts the receive
+ *   kill-hz     rank 1 dies while rank 0 is in a compressed (homomorphic
+ *               ring) allreduce of 64 MiB: chunks in flight both ways
  *
  * Rank 0's call must fail with zcclRemoteError within ZCCL_TIMEOUT (plus
  * its slow-link allowance for the message, and a margin), zcclCommGetAsyncError must report it, later calls must fail at
@@ -62,9 +64,18 @@ static int rank0(const char* mode, zcclUniqueId id) {
   char* buf = calloc(1, bytes);
   double t0 = now();
   zcclResult_t res;
-  if (strcmp(mode, "kill-recv") == 0)
+  if (strcmp(mode, "kill-recv") == 0) {
     res = zcclRecv(buf, bytes, zcclInt8, 1, comm, NULL);
-  else
+  } else if (strcmp(mode, "kill-hz") == 0) {
+    zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+    c.codec = zcclCodecHz, c.mode = zcclErrorAbs, c.eb = 1e-3, c.minBytes = 0;
+    CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
+    setenv("ZCCL_ALGO", "ring", 1);
+    float* x = (float*)buf;
+    for (size_t i = 0; i < bytes / sizeof(float); i++) x[i] = (float)(i % 1000) * 0.01f;
+    t0 = now();
+    res = zcclAllReduce(buf, buf, bytes / sizeof(float), zcclFloat32, zcclSum, comm, NULL);
+  } else
     res = zcclSend(buf, bytes, zcclInt8, 1, comm, NULL);
   double took = now() - t0;
   printf("%s: rank 0's call returned %s after %.2f s: %s\n", mode, zcclGetErrorString(res), took,
@@ -96,8 +107,8 @@ static int rank0(const char* mode, zcclUniqueId id) {
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "kill-recv";
-  if (strcmp(mode, "kill-recv") && strcmp(mode, "kill-send") && strcmp(mode, "no-show")) {
-    fprintf(stderr, "usage: test_failures kill-recv|kill-send|no-show\n");
+  if (strcmp(mode, "kill-recv") && strcmp(mode, "kill-send") && strcmp(mode, "no-show") && strcmp(mode, "kill-hz")) {
+    fprintf(stderr, "usage: test_failures kill-recv|kill-send|no-show|kill-hz\n");
     return 2;
   }
   char t[16];
