@@ -187,10 +187,11 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
   memset(d->spend, 0, sizeof d->spend);
   memset(d->xr, 0, sizeof d->xr);
   memset(d->xs, 0, sizeof d->xs);
+  zd_event_t now = zd_event_record(dev);
   for (int i = 0; i < 3; i++)
     for (int k = 0; k < ZP_DOC_MAX_CHUNKS; k++) {
       d->xr[i][k].req.done = d->xs[i][k].req.done = 1; /* nothing posted: done, fine (zp_ring_drain) */
-      d->ev[i][k] = zd_event_record(dev);
+      d->ev[i][k] = now;
     }
   for (int k = 0; k < K && res == zcclSuccess; k++) res = zp_ring_post_recv(d, 0, k);
   for (int t = 0; t < T && res == zcclSuccess; t++) {
@@ -242,15 +243,13 @@ static void zp_doc_poll(void* arg) {
   (void)zt_progress(d->ctx->w);
 }
 
-/* Chunk size and chunks per round (*kmax) for blocks of maxb values and
- * `sets` sets of chunk streams (3: a ring's, zp_ring_chunk_values; 1: the
- * chain's, zp_doc_chunk_values), from the pool as it is now (the same on
+/* Chunk size (c0 values or less) and chunks per round (*kmax) for blocks
+ * of maxb values and `sets` sets of chunk streams, from the pool as it is now (the same on
  * every rank): a chunk small enough that one stream of each set and the
  * decompressed chunk fill at most half of it. Takes the streams and the
  * chunk buffer from the pool as one piece (d->mem). */
-static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, int sets, size_t* kmax) {
-  size_t room = zd_buf_largest(d->ctx->dev), S = (size_t)sets, tb;
-  size_t c = sets == 3 ? zp_ring_chunk_values(d->ctx, maxb) : zp_doc_chunk_values(maxb); /* a ring, the chain */
+static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, size_t c0, int sets, size_t* kmax) {
+  size_t room = zd_buf_largest(d->ctx->dev), S = (size_t)sets, tb, c = c0;
   for (;;) {
     d->cap = zd_compress_bound(c, d->a->datatype);
     d->capr = (d->cap + 63) / 64 * 64;
@@ -282,11 +281,11 @@ static void zp_doc_close(zp_doc_t* d) {
 }
 
 /* A DOC collective's state: the bound over every rank's in[0, total) (one
- * grid), the chunk plan for blocks of up to maxb values with `sets` stream
- * sets, the transport's progress inside the codec; *slice: values a round
+ * grid), the chunk plan for blocks of up to maxb values in chunks of up
+ * to c0 values with `sets` stream sets, the transport's progress inside the codec; *slice: values a round
  * takes of each block. zp_doc_close undoes it. */
 static zcclResult_t zp_doc_open(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t total, const char* what,
-                                const size_t* soff, const size_t* slen, size_t maxb, int sets, zp_doc_t** out,
+                                const size_t* soff, const size_t* slen, size_t maxb, size_t c0, int sets, zp_doc_t** out,
                                 size_t* slice) {
   double eb = 0;
   size_t kmax = 0;
@@ -297,7 +296,7 @@ static zcclResult_t zp_doc_open(const zp_ctx_t* ctx, const zp_coll_args_t* a, si
   d->ctx = ctx, d->a = a, d->es = zu_dtype_size(a->datatype), d->p = zp_params(a, eb), d->soff = soff;
   d->slen = slen, d->what = what;
   zd_set_progress(ctx->dev, zp_doc_poll, d);
-  zcclResult_t res = zp_doc_plan(d, maxb, sets, &kmax);
+  zcclResult_t res = zp_doc_plan(d, maxb, c0, sets, &kmax);
   if (res != zcclSuccess) {
     zp_doc_close(d);
     return res;
@@ -322,7 +321,7 @@ static zcclResult_t zp_chunk_ring(const zp_ctx_t* ctx, const zp_coll_args_t* a, 
   zp_doc_t* d;
   size_t slice;
   zcclResult_t res;
-  ZU_CHECK(zp_doc_open(ctx, a, total, what, soff, slen, maxb, 3, &d, &slice));
+  ZU_CHECK(zp_doc_open(ctx, a, total, what, soff, slen, maxb, zp_ring_chunk_values(ctx, maxb), 3, &d, &slice));
   for (size_t lo = 0; zp_slice(maxb, slice, lo, &m); lo += slice) {
     zp_slice_of(N, boff, blen, lo, lo + m, soff, slen);
     d->lo = lo, d->K = m ? (int)((m + d->c - 1) / d->c) : 1;
@@ -369,7 +368,8 @@ zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   zp_doc_t* d;
   size_t slice;
   zcclResult_t res;
-  ZU_CHECK(zp_doc_open(ctx, a, n, "compressed reduce (DOC chain)", soff, slen, n, 1, &d, &slice));
+  ZU_CHECK(zp_doc_open(ctx, a, n, "compressed reduce (DOC chain)", soff, slen, n, zp_doc_chunk_values(n), 1, &d,
+                       &slice));
   /* One set: a chunk arrives in st[1], is reduced there and goes on. */
   for (size_t lo = 0; zp_slice(n, slice, lo, &m); lo += slice) {
     soff[0] = lo, slen[0] = m;
