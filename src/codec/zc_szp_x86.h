@@ -647,7 +647,6 @@ static inline void zc_x86_values_f32(const __m256i d[4], int32_t* q, const zc_gr
 
 #endif
 
-/* Sum of 32 lanes (each below 2^24 in magnitude: no overflow). */
 /* The sum of 8 int32 lanes. */
 static inline int32_t zc_x86_reduce_epi32(__m256i v) {
   __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -656,6 +655,7 @@ static inline int32_t zc_x86_reduce_epi32(__m256i v) {
   return _mm_cvtsi128_si32(t);
 }
 
+/* Sum of 32 lanes (each below 2^24 in magnitude: no overflow). */
 static inline int32_t zc_x86_sum(const __m256i d[4]) {
   return zc_x86_reduce_epi32(_mm256_add_epi32(_mm256_add_epi32(d[0], d[1]), _mm256_add_epi32(d[2], d[3])));
 }
