@@ -258,15 +258,21 @@ static void zc_classify_f64(const double* x, int n, const zc_grid_t* g, int has_
   }
 }
 
+void zc_classify(const void* in, int n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill, double fill,
+                 zc_ivals_t* v) {
+  if (dtype == zcclFloat32)
+    zc_classify_f32(in, n, g, has_fill, (float)fill, v);
+  else
+    zc_classify_f64(in, n, g, has_fill, fill, v);
+}
+
 int zc_chunk_compress_scalar(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill,
                              double fill, zc_emit_t* e) {
+  size_t esize = zc_dtype_bytes(dtype);
   for (size_t b = 0; b < n; b += ZC_BLOCK) {
     int nv = n - b < ZC_BLOCK ? (int)(n - b) : ZC_BLOCK;
     zc_ivals_t v;
-    if (dtype == zcclFloat32)
-      zc_classify_f32((const float*)in + b, nv, g, has_fill, (float)fill, &v);
-    else
-      zc_classify_f64((const double*)in + b, nv, g, has_fill, fill, &v);
+    zc_classify((const uint8_t*)in + b * esize, nv, dtype, g, has_fill, fill, &v);
     int rc = zc_emit_block(e, &v, nv);
     if (rc != 0) return rc;
   }

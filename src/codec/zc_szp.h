@@ -73,6 +73,14 @@ zcclResult_t zc_decompress(const void* stream, size_t size, void* out, size_t ca
 zcclResult_t zc_hop(zcclRedOp_t op, const void* a, size_t a_size, const void* b, size_t b_size, void* out,
                     size_t cap, size_t* size);
 
+/* zc_hop(op, A, b) for A = zc_compress(p, in, count), byte for byte,
+ * without writing A: one pass that quantizes the values and combines them
+ * with b (the homomorphic ring's step). b must be compatible with A (same
+ * dtype, count, eb, chunk size, fill; divisor 1). out may be b itself (in
+ * place; cap is then out's capacity), not any other overlap. */
+zcclResult_t zc_hop_values(zcclRedOp_t op, const zc_params_t* p, const void* in, size_t count, const void* b,
+                           size_t b_size, void* out, size_t cap, size_t* size);
+
 /* Chunk-range entry points, for callers that spread chunks over threads
  * (src/device/zd_host_codec.c) or pipeline them. A stream is: the header
  * and index (zc_compress_begin / zc_hop_begin write the header; the index
@@ -99,6 +107,17 @@ zcclResult_t zc_hop_begin(zcclRedOp_t op, const void* a, size_t a_size, const vo
 zcclResult_t zc_hop_chunks(zcclRedOp_t op, const zc_header_t* ha, const zc_header_t* hb, uint32_t c0, uint32_t c1,
                            const uint8_t* ca, const uint8_t* cb, void* out, size_t cap, uint8_t* index,
                            size_t* bytes);
+
+/* Validates the arguments of zc_hop_values and b's compatibility; writes
+ * out's header and gives the values' header (h) and b's. */
+zcclResult_t zc_hop_values_begin(zcclRedOp_t op, const zc_params_t* p, const void* in, size_t count, const void* b,
+                                 size_t b_size, void* out, size_t cap, zc_header_t* h, zc_header_t* hb,
+                                 size_t* head);
+/* Chunks [c0, c1): in is the whole value array, cb chunk c0's bytes in b;
+ * progress as zc_compress_chunks. */
+zcclResult_t zc_hop_values_chunks(zcclRedOp_t op, const zc_header_t* h, const zc_header_t* hb, uint32_t c0,
+                                  uint32_t c1, const void* in, const uint8_t* cb, void* out, size_t cap,
+                                  uint8_t* index, size_t* bytes, zc_progress_fn progress, void* arg);
 
 /* Sets the divisor decoded values are divided by (AVG: a SUM of N streams,
  * divisor N), in place. */

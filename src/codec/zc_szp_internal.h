@@ -50,6 +50,11 @@ int zc_parse_begin(zc_parse_t* p, const uint8_t* chunk, size_t size, size_t nval
 /* 0 and the next block (nvalid values), or -1 when malformed. */
 int zc_parse_block(zc_parse_t* p, zc_ivals_t* v, int* nvalid);
 
+/* One block's n values (n <= ZC_BLOCK) as compression sees them: fill,
+ * exception (raw kept) or ordinary (quantized). */
+void zc_classify(const void* in, int n, zcclDataType_t dtype, const zc_grid_t* g, int has_fill, double fill,
+                 zc_ivals_t* v);
+
 /* Chunk kernels: compress n values into an emitter (0 or an emit rc). */
 typedef int (*zc_chunk_compress_fn)(const void* in, size_t n, zcclDataType_t dtype, const zc_grid_t* g,
                                     int has_fill, double fill, zc_emit_t* e);
@@ -90,6 +95,23 @@ int zc_chunk_hop_gfni(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, 
                       zc_emit_t* e);
 int zc_chunk_hop_avx512(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
                       zc_emit_t* e);
+/* Homomorphic op of n values (compressed as h says: dtype, grid, fill) and
+ * a chunk (parser positioned after its base) into an emitter: the bytes the
+ * chunk hop writes for the values' compressed chunk and that one, without
+ * encoding the values (zc_hop_values). A ZC_RC_ code. */
+typedef int (*zc_chunk_hop_values_fn)(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, const void* in,
+                                      size_t n, zc_parse_t* pb, zc_emit_t* e);
+int zc_chunk_hop_values_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, const void* in, size_t n,
+                               zc_parse_t* pb, zc_emit_t* e);
+int zc_chunk_hop_values_avx2(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, const void* in, size_t n,
+                             zc_parse_t* pb, zc_emit_t* e);
+int zc_chunk_hop_values_gfni(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, const void* in, size_t n,
+                             zc_parse_t* pb, zc_emit_t* e);
+int zc_chunk_hop_values_avx512(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, const void* in, size_t n,
+                               zc_parse_t* pb, zc_emit_t* e);
+/* One block of it (nv values), on the scalar path. */
+int zc_hop_values_block_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, const void* in, int nv,
+                               zc_parse_t* pb, zc_emit_t* e);
 int zc_hop_block_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
                         zc_emit_t* e);
 
@@ -100,6 +122,7 @@ typedef struct {
   zc_chunk_compress_fn compress_f32, compress_f64;
   zc_chunk_decompress_fn decompress;
   zc_chunk_hop_fn hop;
+  zc_chunk_hop_values_fn hop_values;
 } zc_kernels_t;
 
 const zc_kernels_t* zc_kernels(void);

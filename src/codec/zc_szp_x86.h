@@ -1259,3 +1259,69 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
 #endif
   return 0;
 }
+
+/* zc_hop_values's chunk: a block of float32 values quantized on the vector
+ * path (every value ordinary or fill) meets a block of b parsed on it
+ * (zc_x86_parse_clean: W <= 24, no exceptions), and the result is encoded
+ * from the combined integers: the bytes the scalar path writes for them.
+ * 32-bit lanes hold everything when the values' integers and b's running
+ * value stay below 2^29 and the result's running value too (b's track then
+ * stays below 2^30, a sum below 1.5 x 2^30 and a delta below 2^31); fill
+ * lanes are masked out of the result, whatever their integers. Any other
+ * block goes scalar. */
+int ZC_X86_NAME(zc_chunk_hop_values)(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, const void* in,
+                                     size_t n, zc_parse_t* pb, zc_emit_t* e) {
+  if (h->dtype != zcclFloat32) return zc_chunk_hop_values_scalar(op, h, g, in, n, pb, e);
+  const float* x = in;
+  const int hf = h->has_fill;
+  const float fill = (float)h->fill;
+  const int64_t lim = (int64_t)1 << 29;
+  const __m256i vlim = _mm256_set1_epi32((int32_t)lim);
+  size_t b = 0;
+  for (; b + ZC_BLOCK <= n; b += ZC_BLOCK) {
+    if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
+    const uint8_t* ib = pb->in + pb->o;
+    size_t avail = pb->size - pb->o;
+    __m256i q[4], db[4];
+    uint32_t fa = 0, fb = 0;
+    if (hf && avail > 0 && (ib[0] == ZC_W_ALLFILL || zc_x86_all_equal_f32(x + b, fill))) {
+      /* Fill in either input is fill in the result; b's track still moves
+       * by its deltas. */
+      int used = ib[0] == ZC_W_ALLFILL ? 1 : zc_x86_parse_clean(ib, avail, 1, db, &fb);
+      if (used < 0) return ZC_RC_MALFORMED;
+      if (used > 0) {
+        if (ib[0] != ZC_W_ALLFILL) pb->q += zc_x86_sum(db);
+        pb->o += (size_t)used;
+        pb->left -= ZC_BLOCK;
+        e->out[e->o++] = ZC_W_ALLFILL;
+        continue;
+      }
+    } else if (pb->q < lim && pb->q > -lim && (!e->have_prev || (e->prev < lim && e->prev > -lim)) &&
+               zc_x86_quant_held_f32(x + b, g, hf, fill, q, &fa)) {
+      int small = 0xff;
+      for (int k = 0; k < 4; k++) /* |INT_MIN| (a fill lane's) reads as small: masked anyway */
+        small &= _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(vlim, _mm256_abs_epi32(q[k]))));
+      int used = small == 0xff ? zc_x86_parse_clean(ib, avail, hf, db, &fb) : 0;
+      if (used < 0) return ZC_RC_MALFORMED;
+      if (used > 0) {
+        __m256i qb[4], qr[4], dr[4];
+        zc_x86_track(db, pb->q, qb);
+        for (int k = 0; k < 4; k++)
+          qr[k] = op == zcclSum   ? _mm256_add_epi32(q[k], qb[k])
+                  : op == zcclMax ? _mm256_max_epi32(q[k], qb[k])
+                                  : _mm256_min_epi32(q[k], qb[k]);
+        uint32_t f = fa | fb;
+        if (f) zc_x86_deltas_held(qr, f, e, dr);
+        else zc_x86_deltas(qr, e, dr);
+        pb->q += zc_x86_sum(db);
+        pb->o += (size_t)used;
+        pb->left -= ZC_BLOCK;
+        e->o += zc_x86_emit_clean(dr, f, e->out + e->o);
+        continue;
+      }
+    }
+    int rc = zc_hop_values_block_scalar(op, h, g, x + b, ZC_BLOCK, pb, e);
+    if (rc != 0) return rc;
+  }
+  return b < n ? zc_hop_values_block_scalar(op, h, g, x + b, (int)(n - b), pb, e) : 0;
+}

@@ -453,6 +453,27 @@ zcclResult_t zd_hop(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* 
   return dev->ops->submit(dev, &o);
 }
 
+int zd_has_hop_values(const zd_dev_t* dev) { return dev != NULL && dev->kind != ZD_CUDA; }
+
+zcclResult_t zd_hop_values(zd_dev_t* dev, zcclRedOp_t op, const zc_params_t* p, const void* in, size_t count,
+                           const void* b, const size_t* b_size, void* out, size_t cap, size_t* out_size) {
+  ZU_RETURN_ERR_IF(dev == NULL || p == NULL || b == NULL || b_size == NULL || out == NULL || out_size == NULL ||
+                       (count && in == NULL),
+                   zcclInvalidArgument, "zd_hop_values: NULL argument");
+  ZU_RETURN_ERR_IF(!zd_has_hop_values(dev), zcclInvalidUsage,
+                   "zd_hop_values: the %s device has no fused kernel; use zd_compress and zd_hop",
+                   zd_kind_name(dev->kind));
+  ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
+                   "zd_hop_values: op %d, expected sum, max or min", (int)op);
+  ZU_RETURN_ERR_IF(p->dtype != zcclFloat32 && p->dtype != zcclFloat64, zcclInvalidArgument,
+                   "zd_hop_values: datatype %d, expected float32 or float64", (int)p->dtype);
+  ZU_RETURN_ERR_IF(zd_overlap(in, count * zu_dtype_size(p->dtype), out, cap), zcclInvalidArgument,
+                   "zd_hop_values: values and output overlap");
+  zd_op_t o = {.kind = ZD_OP_HOP_VALUES, .dst = out, .a = in, .b = b, .b_size = b_size, .count = count, .op = op,
+               .params = *p, .cap = cap, .out_size = out_size};
+  return dev->ops->submit(dev, &o);
+}
+
 /* ---- RLE and ZFP: host and sim only ------------------------------------ */
 
 void zd_set_progress(zd_dev_t* dev, void (*fn)(void*), void* arg) {

@@ -139,7 +139,11 @@ zcclResult_t zd_divide_fill(zd_dev_t* dev, void* buf, size_t count, zcclDataType
  * - zd_decompress: the stream (*size bytes) into out, which has room for
  *   exactly count values; a stream of another count is zcclInvalidUsage.
  * - zd_hop: homomorphic SUM/MAX/MIN of two compatible streams into out
- *   (out may be a or b itself). */
+ *   (out may be a or b itself).
+ * - zd_hop_values: zd_hop(op, A, b) for A the compression of count values
+ *   at in with p, byte for byte, in one pass without A (zc_hop_values; out
+ *   may be b itself). Host and sim only (zd_has_hop_values): the cuda
+ *   device compresses and hops. */
 size_t zd_compress_bound(size_t count, zcclDataType_t dtype);
 /* Range of the finite, non-fill values of in (for REL bounds), after
  * everything queued so far; *valid counts them (min/max untouched at 0).
@@ -152,6 +156,9 @@ zcclResult_t zd_compress(zd_dev_t* dev, const zc_params_t* p, const void* in, si
 zcclResult_t zd_decompress(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count);
 zcclResult_t zd_hop(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* a_size, const void* b,
                     const size_t* b_size, void* out, size_t cap, size_t* out_size);
+zcclResult_t zd_hop_values(zd_dev_t* dev, zcclRedOp_t op, const zc_params_t* p, const void* in, size_t count,
+                           const void* b, const size_t* b_size, void* out, size_t cap, size_t* out_size);
+int zd_has_hop_values(const zd_dev_t* dev);
 
 /* The other codecs (docs/format.md, "RLE" and "ZFP"), queued like the
  * stream codec, sizes through pointers likewise. Host and sim only: the

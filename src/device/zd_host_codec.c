@@ -20,7 +20,7 @@
  * known only once compressed). Without room in out for the whole bound, the
  * ranges 1.. go to scratch of their own. */
 typedef struct {
-  int is_hop;
+  int is_hop;         /* 1: two streams; 2: values (in, p) with a stream (hb, at_b) */
   /* compress */
   const zc_params_t* p;
   const void* in;
@@ -30,7 +30,7 @@ typedef struct {
   /* decompress */
   const zc_header_t* h;
   void* values;
-  /* hop */
+  /* hop (is_hop 2: ha is the values' header) */
   zcclRedOp_t op;
   const zc_header_t *ha, *hb;
   /* chunk c of the inputs (hop: a and b; decompress: a) at at_x[c] past the first chunk */
@@ -118,6 +118,9 @@ static size_t zd_off(const zd_codec_job_t* j, uint32_t c) {
 static zcclResult_t zd_encode_chunks(zd_codec_job_t* j, uint32_t c0, uint32_t c1, uint8_t* dst, size_t cap,
                                      size_t* bytes) {
   uint8_t* index = j->out + ZC_HEADER_BYTES + 4 * (size_t)c0;
+  if (j->is_hop == 2)
+    return zc_hop_values_chunks(j->op, j->ha, j->hb, c0, c1, j->in, j->hb->chunks + j->at_b[c0], dst, cap, index,
+                                bytes, zd_progress_here(), NULL);
   if (j->is_hop)
     return zc_hop_chunks(j->op, j->ha, j->hb, c0, c1, j->ha->chunks + j->at_a[c0], j->hb->chunks + j->at_b[c0], dst,
                          cap, index, bytes);
@@ -303,6 +306,43 @@ zcclResult_t zd_host_hop(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const vo
 free_job:
   free(j->at_b);
   free(j->at_a);
+  free(j);
+  return res;
+}
+
+zcclResult_t zd_host_hop_values(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const zc_params_t* p, const void* in,
+                                size_t count, const void* b, size_t b_size, void* out, size_t cap, size_t* size) {
+  ZU_RETURN_ERR_IF(size == NULL, zcclInvalidArgument, "zd_host_hop_values: NULL argument");
+  if (out != NULL && out == b) { /* in place: build aside, copy over (as zc_hop_values) */
+    void* aside = malloc(cap);
+    ZU_RETURN_ERR_IF(aside == NULL, zcclSystemError, "zd_host_hop_values: out of memory for the in-place result");
+    zcclResult_t res = zd_host_hop_values(pool, nthreads, op, p, in, count, b, b_size, aside, cap, size);
+    if (res == zcclSuccess) memcpy(out, aside, *size);
+    free(aside);
+    return res;
+  }
+  zc_header_t h, hb;
+  size_t head;
+  ZU_CHECK(zc_hop_values_begin(op, p, in, count, b, b_size, out, cap, &h, &hb, &head));
+  zcclResult_t res = zcclSuccess;
+  zd_codec_job_t* j = calloc(1, sizeof *j);
+  ZU_RETURN_ERR_IF(j == NULL, zcclSystemError, "zd_host_hop_values: out of memory");
+  j->is_hop = 2;
+  j->op = op;
+  j->in = in;
+  j->ha = &h;
+  j->hb = &hb;
+  j->out = out;
+  j->head = head;
+  j->cap = cap;
+  j->at_b = zd_chunk_offsets(&hb);
+  if (j->at_b == NULL) {
+    res = ZU_ERROR(zcclSystemError, "zd_host_hop_values: out of memory");
+    goto free_job;
+  }
+  res = zd_encode(pool, j, h.nchunks, zd_threads(pool, nthreads, h.nchunks), size, "zd_host_hop_values");
+free_job:
+  free(j->at_b);
   free(j);
   return res;
 }

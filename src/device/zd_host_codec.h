@@ -19,6 +19,9 @@ zcclResult_t zd_host_decompress(zd_pool_t* pool, int nthreads, const void* strea
 zcclResult_t zd_host_hop(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const void* a, size_t a_size,
                          const void* b, size_t b_size, void* out, size_t cap, size_t* size);
 
+/* zc_hop_values over the pool's threads. */
+zcclResult_t zd_host_hop_values(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const zc_params_t* p, const void* in,
+                                size_t count, const void* b, size_t b_size, void* out, size_t cap, size_t* size);
 /* This thread's hook, called between chunks while a compression or
  * decompression runs on this thread (NULL: none). */
 void zd_host_set_progress(void (*fn)(void*), void* arg);

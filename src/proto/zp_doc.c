@@ -99,10 +99,16 @@ static zcclResult_t zp_doc_chunk(zp_doc_t* d, int how, int rb, int k, uint8_t* s
   if (how == ZP_HZ_REDUCE || how == ZP_HZ_RESULT) {
     /* This rank's piece is compressed here, once, when it is first needed
      * (while the other chunks travel), and added to the arrived stream
-     * without decompressing; queued in order, so T is free again when the
-     * next chunk's compression runs. */
-    ZU_CHECK(zd_compress(dev, &d->p, mine, n, d->T, d->cap, &d->tsz));
-    ZU_CHECK(zd_hop(dev, op, d->T, &d->tsz, s, sz, s, d->cap, sz));
+     * without decompressing: in one pass where the device has it (the
+     * piece's own stream is never written), else compressed into T and
+     * added, queued in order, so T is free again when the next chunk's
+     * compression runs. The bytes are the same either way. */
+    if (zd_has_hop_values(dev)) {
+      ZU_CHECK(zd_hop_values(dev, op, &d->p, mine, n, s, sz, s, d->cap, sz));
+    } else {
+      ZU_CHECK(zd_compress(dev, &d->p, mine, n, d->T, d->cap, &d->tsz));
+      ZU_CHECK(zd_hop(dev, op, d->T, &d->tsz, s, sz, s, d->cap, sz));
+    }
     if (how == ZP_HZ_REDUCE) return zcclSuccess;
     return zd_decompress(dev, s, sz, zp_at(a->recvbuff, d->lo + (size_t)k * d->c, d->es), n);
   }

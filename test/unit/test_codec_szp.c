@@ -308,6 +308,32 @@ static void check_hop_exact(zcclRedOp_t op, const uint8_t* a, size_t an, const u
   free(want); free(got);
 }
 
+/* zc_hop_values(op, p, x, b) writes zc_hop(op, zc_compress(p, x), b)'s
+ * bytes, at every kernel level, out of place and in place over b. */
+static void check_hop_values(zcclRedOp_t op, zcclDataType_t dt, double eb, int has_fill, double fill, const void* x,
+                             size_t n, const uint8_t* b, size_t bn) {
+  zc_params_t p = {dt, eb, has_fill, fill, 0};
+  size_t cap = zc_compress_bound(n, dt, 0), an, wn, gn;
+  uint8_t *a = malloc(cap), *want = malloc(cap), *got = malloc(cap);
+  int level = zc_simd_get();
+  zc_simd_set(ZC_SIMD_SCALAR);
+  CHECK_RES(zc_compress(&p, x, n, a, cap, &an, NULL, NULL), zcclSuccess);
+  CHECK_RES(zc_hop(op, a, an, b, bn, want, cap, &wn), zcclSuccess);
+  for (int l = 0; l < ZC_SIMD_NUM; l++) {
+    if (zc_simd_set(l) != 0) continue;
+    gn = 0;
+    CHECK_RES(zc_hop_values(op, &p, x, n, b, bn, got, cap, &gn), zcclSuccess);
+    CHECK(gn == wn && memcmp(want, got, wn) == 0);
+    memcpy(got, b, bn);
+    CHECK_RES(zc_hop_values(op, &p, x, n, got, bn, got, cap, &gn), zcclSuccess);
+    CHECK(gn == wn && memcmp(want, got, wn) == 0);
+  }
+  zc_simd_set(level);
+  free(a);
+  free(want);
+  free(got);
+}
+
 static void test_hops(void) {
   const size_t n = 20000;
   float* x = malloc(n * 4);
@@ -326,6 +352,9 @@ static void test_hops(void) {
       check_hop_exact(zcclSum, a, an, b, bn);
       check_hop_exact(zcclMax, a, an, b, bn);
       check_hop_exact(zcclMin, a, an, b, bn);
+      check_hop_values(zcclSum, zcclFloat32, 1e-3, fill, -1e34, x, n, b, bn);
+      check_hop_values(zcclMax, zcclFloat32, 1e-3, fill, -1e34, x, n, b, bn);
+      check_hop_values(zcclMin, zcclFloat32, 1e-3, fill, -1e34, y, n, a, an);
       free(a);
       free(b);
     }
@@ -355,6 +384,7 @@ static void test_hops(void) {
       uint8_t* a = compress_new(x, n, zcclFloat32, 1e-3, 0, 0, &an);
       uint8_t* b = compress_new(y, n, zcclFloat32, 1e-3, 0, 0, &bn);
       check_hop_exact(zcclSum, k ? b : a, k ? bn : an, k ? a : b, k ? an : bn);
+      check_hop_values(zcclSum, zcclFloat32, 1e-3, 0, 0, k ? y : x, n, k ? a : b, k ? an : bn);
       free(a);
       free(b);
     }
@@ -369,6 +399,8 @@ static void test_hops(void) {
   uint8_t* a = compress_new(x, n, zcclFloat32, 1e-3, 1, -1e34, &an);
   uint8_t* b = compress_new(y, n, zcclFloat32, 1e-3, 1, -1e34, &bn);
   check_hop_exact(zcclSum, a, an, b, bn);
+  check_hop_values(zcclSum, zcclFloat32, 1e-3, 1, -1e34, x, n, b, bn);
+  check_hop_values(zcclMin, zcclFloat32, 1e-3, 1, -1e34, y, n, a, an);
   free(a);
   free(b);
   free(x);
@@ -393,6 +425,8 @@ static void test_hops_real(void) {
   uint8_t* b = compress_new(sa.values, sa.count, zcclFloat32, 1e-2, 1, sa.fill, &bn);
   check_hop_exact(zcclSum, a, an, b, bn);
   check_hop_exact(zcclMax, a, an, b, bn);
+  check_hop_values(zcclSum, zcclFloat32, 1e-2, 1, t.fill, t.values, t.count, b, bn);
+  check_hop_values(zcclMax, zcclFloat32, 1e-2, 1, t.fill, sa.values, sa.count, a, an);
   free(a);
   free(b);
   zccl_data_free(&t);
@@ -426,7 +460,10 @@ static void test_hsum_chain(zcclDataType_t dt, double eb) {
       acc_n = sn;
       continue;
     }
-    if (r == 1 || r == 17 || r == N - 1) check_hop_exact(zcclSum, acc, acc_n, s, sn);
+    if (r == 1 || r == 17 || r == N - 1) {
+      check_hop_exact(zcclSum, acc, acc_n, s, sn);
+      check_hop_values(zcclSum, dt, eb, 0, 0, x, n, acc, acc_n); /* partial sums past 2^29 at 1e-6 */
+    }
     uint8_t* next = malloc(cap);
     size_t next_n;
     CHECK_RES(zc_hop(zcclSum, acc, acc_n, s, sn, next, cap, &next_n), zcclSuccess);
@@ -525,6 +562,21 @@ static void test_bad_streams(void) {
   CHECK_RES(zc_hop(zcclSum, s, size, s, size, o, 10, &on), zcclInvalidArgument);
   CHECK_RES(zc_hop(zcclSum, s, size, s, size, s + 1, size, &on), zcclInvalidArgument);
   CHECK_LAST_ERROR_HAS("overlaps");
+  /* Values with a stream their compression does not match. */
+  CHECK_RES(zc_hop_values(zcclSum, &p2, x, n, s, size, o, cap, &on), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("differs");
+  CHECK_RES(zc_hop_values(zcclSum, &p, x, n - 1, s, size, o, cap, &on), zcclInvalidArgument);
+  CHECK_RES(zc_hop_values(zcclProd, &p, x, n, s, size, o, cap, &on), zcclInvalidArgument);
+  CHECK_RES(zc_hop_values(zcclSum, &p, x, n, s, size, o, 10, &on), zcclInvalidArgument);
+  CHECK_RES(zc_hop_values(zcclSum, &p, x, n, s, size, s + 1, size, &on), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("overlaps");
+  CHECK_RES(zc_hop_values(zcclSum, &p, x, n, s, size - 1, o, cap, &on), zcclInvalidArgument);
+  for (int k = 0; k < 2000; k++) { /* a corrupt stream: an error or a result, never a crash */
+    memcpy(t, s, size);
+    t[rnd() % size] ^= (uint8_t)(1u << (rnd() % 8));
+    zcclResult_t r = zc_hop_values(k % 2 ? zcclMax : zcclSum, &p, x, n, t, size, o, cap, &on);
+    CHECK(r == zcclSuccess || r == zcclInvalidArgument || r == zcclInvalidUsage);
+  }
   { /* in place over either input gives the out-of-place bytes */
     uint8_t *a = malloc(cap), *b = malloc(cap), *ref = malloc(cap);
     size_t an, bn, rn, in_n;

@@ -77,6 +77,12 @@ static void test_codec_threads(void) {
         CHECK_RES(zd_host_hop(pool, threads, zcclSum, ht, s1n, s2, s2n, ht, cap, &htn), zcclSuccess);
         CHECK(htn == h1n && memcmp(ht, h1, h1n) == 0);
         CHECK(got == n && memcmp(yt, y1, n * esize) == 0);
+        /* x with s2 in one pass: compress(x) then hop's bytes, out of place and over s2 */
+        CHECK_RES(zd_host_hop_values(pool, threads, zcclSum, &p, x, n, s2, s2n, ht, cap, &htn), zcclSuccess);
+        CHECK(htn == h1n && memcmp(ht, h1, h1n) == 0);
+        memcpy(ht, s2, s2n);
+        CHECK_RES(zd_host_hop_values(pool, threads, zcclSum, &p, x, n, ht, s2n, ht, cap, &htn), zcclSuccess);
+        CHECK(htn == h1n && memcmp(ht, h1, h1n) == 0);
       }
       /* Errors from worker threads reach the caller with their reason. */
       if (n > 5000) {
@@ -86,6 +92,8 @@ static void test_codec_threads(void) {
         zcclResult_t r = zd_host_decompress(pool, 4, s1, s1n, yt, n, &got);
         CHECK(r == zcclSuccess || r == zcclInvalidArgument);
         CHECK_RES(zd_host_decompress(pool, 4, s1, s1n - 1, yt, n, &got), zcclInvalidArgument);
+        CHECK_RES(zd_host_hop_values(pool, 4, zcclSum, &p, x, n, s2, s2n, ht, s2n / 2, &htn), zcclInvalidArgument);
+        CHECK_LAST_ERROR_HAS("too small");
       }
       free(x); free(x2); free(s1); free(s2); free(st); free(h1); free(ht); free(y1); free(yt);
     }
