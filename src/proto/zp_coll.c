@@ -174,6 +174,7 @@ static const zp_algo_t* zp_default_algo(const zp_ctx_t* ctx, const zp_coll_args_
  * Only the agreed link and share enter, so every rank decides the same. */
 #define ZP_AUTO_COMPRESS_BPS 1.5e9
 #define ZP_AUTO_HOP_BPS 1.0e9
+#define ZP_AUTO_HOP_VALUES_BPS 1.2e9 /* compress and sum in one pass (zd_hop_values): about 1.4 GB/s */
 #define ZP_AUTO_RATIO 4.0
 
 /* A host codec's rate per rank: rate over the ranks sharing each core of
@@ -233,10 +234,11 @@ static double zp_pipe_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a, do
 }
 
 /* The homomorphic ring: a step compresses this rank's piece and adds it
- * to the arrived stream. */
+ * to the arrived stream, in one pass where the device has it. */
 static double zp_hz_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), H = zp_codec_rate(ctx, ZP_AUTO_HOP_BPS);
-  return zp_pipe_ring_cost(ctx, a, 1 / C + 1 / H);
+  double F = zp_codec_rate(ctx, ZP_AUTO_HOP_VALUES_BPS);
+  return zp_pipe_ring_cost(ctx, a, zd_has_hop_values(ctx->dev) ? 1 / F : 1 / C + 1 / H);
 }
 
 /* The DOC ring and chain (codec szp): per hop the decompression, reduction
