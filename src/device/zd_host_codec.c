@@ -272,6 +272,36 @@ zcclResult_t zd_host_compress(zd_pool_t* pool, int nthreads, const zc_params_t* 
   return res;
 }
 
+/* Runs a hop job (kind 1: streams ha and hb; 2: the values in, of header
+ * ha, with stream hb) whose header begin has written. */
+static zcclResult_t zd_hop_job(zd_pool_t* pool, int nthreads, int kind, zcclRedOp_t op, const void* in,
+                               const zc_header_t* ha, const zc_header_t* hb, void* out, size_t head, size_t cap,
+                               size_t* size, const char* what) {
+  zcclResult_t res = zcclSuccess;
+  zd_codec_job_t* j = calloc(1, sizeof *j);
+  ZU_RETURN_ERR_IF(j == NULL, zcclSystemError, "%s: out of memory", what);
+  j->is_hop = kind;
+  j->op = op;
+  j->in = in;
+  j->ha = ha;
+  j->hb = hb;
+  j->out = out;
+  j->head = head;
+  j->cap = cap;
+  j->at_a = kind == 1 ? zd_chunk_offsets(ha) : NULL;
+  j->at_b = zd_chunk_offsets(hb);
+  if ((kind == 1 && j->at_a == NULL) || j->at_b == NULL) {
+    res = ZU_ERROR(zcclSystemError, "%s: out of memory", what);
+    goto free_job;
+  }
+  res = zd_encode(pool, j, ha->nchunks, zd_threads(pool, nthreads, ha->nchunks), size, what);
+free_job:
+  free(j->at_b);
+  free(j->at_a);
+  free(j);
+  return res;
+}
+
 zcclResult_t zd_host_hop(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const void* a, size_t a_size,
                          const void* b, size_t b_size, void* out, size_t cap, size_t* size) {
   ZU_RETURN_ERR_IF(size == NULL, zcclInvalidArgument, "zd_host_hop: NULL argument");
@@ -286,28 +316,7 @@ zcclResult_t zd_host_hop(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const vo
   zc_header_t ha, hb;
   size_t head;
   ZU_CHECK(zc_hop_begin(op, a, a_size, b, b_size, out, cap, &ha, &hb, &head));
-  zcclResult_t res = zcclSuccess;
-  zd_codec_job_t* j = calloc(1, sizeof *j);
-  ZU_RETURN_ERR_IF(j == NULL, zcclSystemError, "zd_host_hop: out of memory");
-  j->is_hop = 1;
-  j->op = op;
-  j->ha = &ha;
-  j->hb = &hb;
-  j->out = out;
-  j->head = head;
-  j->cap = cap;
-  j->at_a = zd_chunk_offsets(&ha);
-  j->at_b = zd_chunk_offsets(&hb);
-  if (j->at_a == NULL || j->at_b == NULL) {
-    res = ZU_ERROR(zcclSystemError, "zd_host_hop: out of memory");
-    goto free_job;
-  }
-  res = zd_encode(pool, j, ha.nchunks, zd_threads(pool, nthreads, ha.nchunks), size, "zd_host_hop");
-free_job:
-  free(j->at_b);
-  free(j->at_a);
-  free(j);
-  return res;
+  return zd_hop_job(pool, nthreads, 1, op, NULL, &ha, &hb, out, head, cap, size, "zd_host_hop");
 }
 
 zcclResult_t zd_host_hop_values(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const zc_params_t* p, const void* in,
@@ -324,27 +333,7 @@ zcclResult_t zd_host_hop_values(zd_pool_t* pool, int nthreads, zcclRedOp_t op, c
   zc_header_t h, hb;
   size_t head;
   ZU_CHECK(zc_hop_values_begin(op, p, in, count, b, b_size, out, cap, &h, &hb, &head));
-  zcclResult_t res = zcclSuccess;
-  zd_codec_job_t* j = calloc(1, sizeof *j);
-  ZU_RETURN_ERR_IF(j == NULL, zcclSystemError, "zd_host_hop_values: out of memory");
-  j->is_hop = 2;
-  j->op = op;
-  j->in = in;
-  j->ha = &h;
-  j->hb = &hb;
-  j->out = out;
-  j->head = head;
-  j->cap = cap;
-  j->at_b = zd_chunk_offsets(&hb);
-  if (j->at_b == NULL) {
-    res = ZU_ERROR(zcclSystemError, "zd_host_hop_values: out of memory");
-    goto free_job;
-  }
-  res = zd_encode(pool, j, h.nchunks, zd_threads(pool, nthreads, h.nchunks), size, "zd_host_hop_values");
-free_job:
-  free(j->at_b);
-  free(j);
-  return res;
+  return zd_hop_job(pool, nthreads, 2, op, in, &h, &hb, out, head, cap, size, "zd_host_hop_values");
 }
 
 zcclResult_t zd_host_decompress(zd_pool_t* pool, int nthreads, const void* stream, size_t size, void* out,
