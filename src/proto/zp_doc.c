@@ -10,7 +10,8 @@
  * result is compressed again for the next step. Homomorphic: this rank's
  * piece is compressed (once: each of its N blocks is compressed at exactly
  * one step) and added to the arriving stream in the integer domain
- * (zd_hop); the bounds are zp_hz.c's. Blocks travel in chunks (about 4 a
+ * (zd_hop_values: both in one pass; zd_compress and zd_hop on a device
+ * without it); the bounds are zp_hz.c's. Blocks travel in chunks (about 4 a
  * block, zp_doc_chunk_values, zp_algo.h) as a wavefront (zp_ring_round):
  * each chunk is handled as soon as it has arrived and sent on at once,
  * while the others are in flight, and the codec drives the transport

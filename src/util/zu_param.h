@@ -76,8 +76,8 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(BUFFER_POOL_BYTES, SIZE, "64M",                                                       \
     "Size of each device's buffer pool, allocated at its first use; an algorithm needing " \
     "more splits its work into pieces. The compressed rings hold three worst-case "      \
-    "streams (3x the raw bytes) per chunk in flight: a 128 MiB compressed allreduce on "  \
-    "4 ranks ran about 12% faster with 256M.")                                            \
+    "streams (3x the raw bytes) per chunk in flight; a 128 MiB homomorphic allreduce on " \
+    "4 ranks ran as fast with 64M (3 chunks in flight) as with 128M or 256M.")           \
   X(REDUCE_THREADS, INT, "0",                                                             \
     "Threads a large host reduction, copy or codec call is spread over; 0: the cores "  \
     "available to the process (hwloc) divided by the job's ranks on this host (from "     \
