@@ -142,8 +142,8 @@ zcclResult_t zd_divide_fill(zd_dev_t* dev, void* buf, size_t count, zcclDataType
  *   (out may be a or b itself).
  * - zd_hop_values: zd_hop(op, A, b) for A the compression of count values
  *   at in with p, byte for byte, in one pass without A (zc_hop_values; out
- *   may be b itself). Host and sim only (zd_has_hop_values): the cuda
- *   device compresses and hops. */
+ *   may be b itself). Host only (zd_has_hop_values): the cuda device, and
+ *   sim in its place, compress and hop. */
 size_t zd_compress_bound(size_t count, zcclDataType_t dtype);
 /* Range of the finite, non-fill values of in (for REL bounds), after
  * everything queued so far; *valid counts them (min/max untouched at 0).
