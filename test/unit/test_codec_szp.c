@@ -260,6 +260,26 @@ static uint8_t* compress_new(const void* x, size_t n, zcclDataType_t dt, double 
   return s;
 }
 
+/* The documented SUM at exception positions (docs/format.md): b's NaN,
+ * else a's, quieted; a NaN from the sum itself is x86's default NaN. (Plain
+ * x + y leaves the choice between two NaNs to the compiler.) */
+static double ref_sum_f32(float x, float y) {
+  float r = isnan(y) ? y : isnan(x) ? x : x + y;
+  uint32_t u;
+  memcpy(&u, &r, 4);
+  u = !isnan(r) ? u : (isnan(x) || isnan(y)) ? u | 0x00400000u : 0xffc00000u;
+  memcpy(&r, &u, 4);
+  return r;
+}
+static double ref_sum_f64(double x, double y) {
+  double r = isnan(y) ? y : isnan(x) ? x : x + y;
+  uint64_t u;
+  memcpy(&u, &r, 8);
+  u = !isnan(r) ? u : (isnan(x) || isnan(y)) ? u | 0x0008000000000000ull : 0xfff8000000000000ull;
+  memcpy(&r, &u, 8);
+  return r;
+}
+
 /* zc_hop(op, a, b) equals the canonical encoding of the integer-exact result. */
 static void check_hop_exact(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t* b, size_t bn) {
   zc_header_t h;
@@ -284,9 +304,9 @@ static void check_hop_exact(zcclRedOp_t op, const uint8_t* a, size_t an, const u
         float fx = (float)x, fy = (float)y;
         x = fx;
         y = fy;
-        rr[i] = op == zcclSum ? (double)(fx + fy) : (isnan(fx) || isnan(fy)) ? NAN : op == zcclMax ? fmax(x, y) : fmin(x, y);
+        rr[i] = op == zcclSum ? ref_sum_f32(fx, fy) : (isnan(fx) || isnan(fy)) ? NAN : op == zcclMax ? fmax(x, y) : fmin(x, y);
       } else {
-        rr[i] = op == zcclSum ? x + y : (isnan(x) || isnan(y)) ? NAN : op == zcclMax ? fmax(x, y) : fmin(x, y);
+        rr[i] = op == zcclSum ? ref_sum_f64(x, y) : (isnan(x) || isnan(y)) ? NAN : op == zcclMax ? fmax(x, y) : fmin(x, y);
       }
       kr[i] = ZC_KIND_EXCEPTION;
     } else {

@@ -336,12 +336,11 @@ ZC_HD_INLINE void zd_block_values(const zd_bview_t* v, int nv, int f64, const zc
 
 /* ---- homomorphic operations ----------------------------------------------- */
 
-/* zc_op_f32/zc_op_f64 for SUM, MAX and MIN of exception positions, as the
- * host's zc_hop_block_scalar computes them: MAX/MIN give NAN when either is
- * NaN; SUM is x86's `b + a` (GCC emits the operands in that order there):
- * b's NaN, else a's NaN, quieted, else the sum, whose own NaN (Inf - Inf)
- * is x86's indefinite NaN. test_cuda_codec_blocks checks this against
- * zc_hop. */
+/* SUM, MAX and MIN of exception positions, as the host's hop computes
+ * them (zc_value_op, zc_hz.c; docs/format.md): MAX/MIN give NAN when either
+ * is NaN; SUM gives b's NaN, else a's NaN, quieted, else the sum, whose own
+ * NaN (Inf - Inf) is x86's indefinite NaN. test_cuda_codec_blocks checks
+ * this against zc_hop. */
 ZC_HD_INLINE uint32_t zd_op_f32(zcclRedOp_t op, float a, float b) {
   uint32_t ua = zd_f32_bits(a), ub = zd_f32_bits(b);
   if (op == zcclMax || op == zcclMin) {
