@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zc_ops.h"
 #include "zc_szp_internal.h"
 #include "zu_error.h"
 
@@ -14,28 +13,11 @@ static int zc_compatible(const zc_header_t* a, const zc_header_t* b) {
          (!a->has_fill || memcmp(&a->fill, &b->fill, 8) == 0) && a->divisor == b->divisor;
 }
 
-/* The dtype's a op b for exception positions. A SUM with a NaN is spelled
- * out: C leaves which operand's NaN an addition returns to the compiler,
- * which may swap the operands (it did between two builds of this file). b's
- * NaN, else a's, quieted; a NaN made by the sum itself (Inf - Inf) is x86's
- * default NaN. The CUDA blocks (zd_op_f32/zd_op_f64) follow the same rule,
- * so the GPU writes the same stream bytes. */
+/* The dtype's a op b for exception positions (zc_exc_op_f32/_f64, shared
+ * with the CUDA blocks: the same bytes from every compiler and device). */
 static double zc_value_op(zcclRedOp_t op, zcclDataType_t dtype, double a, double b) {
-  if (op != zcclSum) return dtype == zcclFloat32 ? (double)zc_op_f32(op, (float)a, (float)b) : zc_op_f64(op, a, b);
-  if (dtype == zcclFloat32) {
-    float x = (float)a, y = (float)b, r = isnan(y) ? y : isnan(x) ? x : x + y;
-    uint32_t u;
-    memcpy(&u, &r, 4);
-    u = !isnan(r) ? u : (isnan(y) || isnan(x)) ? u | 0x00400000u : 0xffc00000u;
-    memcpy(&r, &u, 4);
-    return (double)r;
-  }
-  double r = isnan(b) ? b : isnan(a) ? a : a + b;
-  uint64_t u;
-  memcpy(&u, &r, 8);
-  u = !isnan(r) ? u : (isnan(b) || isnan(a)) ? u | 0x0008000000000000ull : 0xfff8000000000000ull;
-  memcpy(&r, &u, 8);
-  return r;
+  return dtype == zcclFloat32 ? (double)zc_bits_f32(zc_exc_op_f32(op, (float)a, (float)b))
+                              : zc_bits_f64(zc_exc_op_f64(op, a, b));
 }
 
 /* The result's integer view at n positions: fill in either input is fill,

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "zc_hostdev.h"
+#include "zccl.h"
 
 #define ZC_BLOCK 32       /* values per block */
 #define ZC_SUB 8          /* values per sub-group (one width) */
@@ -295,6 +296,88 @@ ZC_HD_INLINE int zc_block_span(const uint8_t* in, size_t avail, int esize) {
   if (has_f) o += 4;
   size_t span = (size_t)o + (size_t)planes + (size_t)ZC_POPC32(xbits) * (size_t)esize;
   return span <= avail ? (int)span : -1;
+}
+
+/* ---- bits ------------------------------------------------------------------ */
+
+ZC_HD_INLINE uint32_t zc_f32_bits(float f) {
+  union {
+    float f;
+    uint32_t u;
+  } x;
+  x.f = f;
+  return x.u;
+}
+ZC_HD_INLINE float zc_bits_f32(uint32_t u) {
+  union {
+    float f;
+    uint32_t u;
+  } x;
+  x.u = u;
+  return x.f;
+}
+ZC_HD_INLINE uint64_t zc_f64_bits(double f) {
+  union {
+    double f;
+    uint64_t u;
+  } x;
+  x.f = f;
+  return x.u;
+}
+ZC_HD_INLINE double zc_bits_f64(uint64_t u) {
+  union {
+    double f;
+    uint64_t u;
+  } x;
+  x.u = u;
+  return x.f;
+}
+ZC_HD_INLINE int zc_isnan32(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
+ZC_HD_INLINE int zc_isnan64(uint64_t u) { return (u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull; }
+/* x86 quiets a signalling NaN wherever it converts or computes with it. */
+ZC_HD_INLINE uint32_t zc_quiet32(uint32_t u) { return zc_isnan32(u) ? u | 0x00400000u : u; }
+ZC_HD_INLINE uint64_t zc_quiet64(uint64_t u) { return zc_isnan64(u) ? u | 0x0008000000000000ull : u; }
+#define ZC_NAN32 0x7fc00000u           /* C's NAN */
+#define ZC_NAN64 0x7ff8000000000000ull /* (double)NAN */
+#define ZC_INDEF32 0xffc00000u         /* x86's result of an invalid operation */
+#define ZC_INDEF64 0xfff8000000000000ull
+
+ZC_HD_INLINE uint64_t zd_get_u64(const uint8_t* p) {
+  return (uint64_t)zc_get_u32(p) | (uint64_t)zc_get_u32(p + 4) << 32;
+}
+ZC_HD_INLINE void zd_put_u64(uint8_t* p, uint64_t v) {
+  zc_put_u32(p, (uint32_t)v);
+  zc_put_u32(p + 4, (uint32_t)(v >> 32));
+}
+ZC_HD_INLINE uint32_t zd_valid_mask(int nv) { return nv >= ZC_BLOCK ? 0xffffffffu : ((1u << nv) - 1u); }
+
+/* SUM, MAX and MIN of a homomorphic op's exception positions (host hop and
+ * CUDA blocks alike; docs/format.md): MAX/MIN give NAN when either is NaN;
+ * SUM gives b's NaN, else a's NaN, quieted, else the sum, whose own NaN
+ * (Inf - Inf) is x86's indefinite NaN. Spelled out in bits: C leaves which
+ * operand's NaN an addition returns to the compiler, which may swap them. */
+ZC_HD_INLINE uint32_t zc_exc_op_f32(zcclRedOp_t op, float a, float b) {
+  uint32_t ua = zc_f32_bits(a), ub = zc_f32_bits(b);
+  if (op == zcclMax || op == zcclMin) {
+    if (zc_isnan32(ua) || zc_isnan32(ub)) return ZC_NAN32;
+    return zc_f32_bits(op == zcclMax ? (a > b ? a : b) : (a < b ? a : b));
+  }
+  if (zc_isnan32(ub)) return zc_quiet32(ub);
+  if (zc_isnan32(ua)) return zc_quiet32(ua);
+  uint32_t s = zc_f32_bits(a + b);
+  return zc_isnan32(s) ? ZC_INDEF32 : s;
+}
+
+ZC_HD_INLINE uint64_t zc_exc_op_f64(zcclRedOp_t op, double a, double b) {
+  uint64_t ua = zc_f64_bits(a), ub = zc_f64_bits(b);
+  if (op == zcclMax || op == zcclMin) {
+    if (zc_isnan64(ua) || zc_isnan64(ub)) return ZC_NAN64;
+    return zc_f64_bits(op == zcclMax ? (a > b ? a : b) : (a < b ? a : b));
+  }
+  if (zc_isnan64(ub)) return zc_quiet64(ub);
+  if (zc_isnan64(ua)) return zc_quiet64(ua);
+  uint64_t s = zc_f64_bits(a + b);
+  return zc_isnan64(s) ? ZC_INDEF64 : s;
 }
 
 #endif /* ZC_SZP_BLOCK_H_ */

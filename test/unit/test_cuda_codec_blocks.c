@@ -159,7 +159,7 @@ static int emu_decompress(const uint8_t* s, uint64_t size, void* out, uint64_t c
   int esize = h.f64 ? 8 : 4;
   uint64_t head = ZC_HEADER_BYTES + 4ull * h.nchunks, body = size - head, off = 0;
   zc_grid_t g;
-  zc_grid_init(zd_bits_f64(h.eb_bits), &g);
+  zc_grid_init(zc_bits_f64(h.eb_bits), &g);
   zd_bview_t* views = malloc(((size_t)1 << (h.chunk_log2 - 5)) * sizeof *views);
   int rc = 0;
   for (uint64_t c = 0; c < h.nchunks && rc == 0; c++) {
@@ -210,7 +210,7 @@ static int emu_hop(zcclRedOp_t op, const uint8_t* a, uint64_t asz, const uint8_t
   }
   int esize = h.f64 ? 8 : 4;
   zc_grid_t g;
-  zc_grid_init(zd_bits_f64(h.eb_bits), &g);
+  zc_grid_init(zc_bits_f64(h.eb_bits), &g);
   uint32_t maxnb = 1u << (h.chunk_log2 - 5);
   zd_bview_t *va = malloc(maxnb * sizeof *va), *vb = malloc(maxnb * sizeof *vb);
   uint8_t* chunk = malloc(zc_chunks_bound(h.count, h.f64 ? zcclFloat64 : zcclFloat32, h.chunk_log2, 0, 1) +

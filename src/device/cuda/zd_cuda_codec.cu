@@ -503,7 +503,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_decompress_kernel(zd_dargs_t A
   for (uint64_t i = threadIdx.x; i < c0; i += ZD_T) part += zc_get_u32(index + 4 * i);
   zd_scan_add(part, &off);
   zc_grid_t g;
-  zc_grid_init(zd_bits_f64(h.eb_bits), &g);
+  zc_grid_init(zc_bits_f64(h.eb_bits), &g);
   for (uint64_t c = c0; c < c1; c++) {
     const uint32_t bytes = zc_get_u32(index + 4 * c);
     /* zc_header_read's index checks, for this chunk */
@@ -718,7 +718,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
     if (h.nchunks == 0) *A.out_size = head;
   }
   zc_grid_t g;
-  zc_grid_init(zd_bits_f64(h.eb_bits), &g);
+  zc_grid_init(zc_bits_f64(h.eb_bits), &g);
   for (;;) {
     if (threadIdx.x == 0) {
       s_c = atomicAdd(&ctl->ticket, 1ull);

@@ -34,59 +34,6 @@ typedef struct {
   uint32_t valid;         /* positions holding values (the others are padding) */
 } zd_bview_t;
 
-/* ---- bits ------------------------------------------------------------------ */
-
-ZC_HD_INLINE uint32_t zd_f32_bits(float f) {
-  union {
-    float f;
-    uint32_t u;
-  } x;
-  x.f = f;
-  return x.u;
-}
-ZC_HD_INLINE float zd_bits_f32(uint32_t u) {
-  union {
-    float f;
-    uint32_t u;
-  } x;
-  x.u = u;
-  return x.f;
-}
-ZC_HD_INLINE uint64_t zd_f64_bits(double f) {
-  union {
-    double f;
-    uint64_t u;
-  } x;
-  x.f = f;
-  return x.u;
-}
-ZC_HD_INLINE double zd_bits_f64(uint64_t u) {
-  union {
-    double f;
-    uint64_t u;
-  } x;
-  x.u = u;
-  return x.f;
-}
-ZC_HD_INLINE int zd_isnan32(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
-ZC_HD_INLINE int zd_isnan64(uint64_t u) { return (u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull; }
-/* x86 quiets a signalling NaN wherever it converts or computes with it. */
-ZC_HD_INLINE uint32_t zd_quiet32(uint32_t u) { return zd_isnan32(u) ? u | 0x00400000u : u; }
-ZC_HD_INLINE uint64_t zd_quiet64(uint64_t u) { return zd_isnan64(u) ? u | 0x0008000000000000ull : u; }
-#define ZD_NAN32 0x7fc00000u           /* C's NAN */
-#define ZD_NAN64 0x7ff8000000000000ull /* (double)NAN */
-#define ZD_INDEF32 0xffc00000u         /* x86's result of an invalid operation */
-#define ZD_INDEF64 0xfff8000000000000ull
-
-ZC_HD_INLINE uint64_t zd_get_u64(const uint8_t* p) {
-  return (uint64_t)zc_get_u32(p) | (uint64_t)zc_get_u32(p + 4) << 32;
-}
-ZC_HD_INLINE void zd_put_u64(uint8_t* p, uint64_t v) {
-  zc_put_u32(p, (uint32_t)v);
-  zc_put_u32(p + 4, (uint32_t)(v >> 32));
-}
-ZC_HD_INLINE uint32_t zd_valid_mask(int nv) { return nv >= ZC_BLOCK ? 0xffffffffu : ((1u << nv) - 1u); }
-
 /* ---- the header (docs/format.md) ------------------------------------------ */
 
 typedef struct {
@@ -113,7 +60,7 @@ ZC_HD_INLINE int zd_header_parse(const uint8_t* s, uint64_t size, zd_hdr_t* h) {
   h->fill_bits = zd_get_u64(s + 24);
   h->nchunks = zc_get_u32(s + 32);
   h->divisor = zc_get_u32(s + 36);
-  if (!(zd_finite64(h->eb_bits) && zd_bits_f64(h->eb_bits) > 0) || !zd_finite64(h->fill_bits) || h->divisor == 0)
+  if (!(zd_finite64(h->eb_bits) && zc_bits_f64(h->eb_bits) > 0) || !zd_finite64(h->fill_bits) || h->divisor == 0)
     return -1;
   uint64_t want = (h->count + ((uint64_t)1 << h->chunk_log2) - 1) >> h->chunk_log2;
   if (want != h->nchunks || (size - ZC_HEADER_BYTES) / 4 < h->nchunks) return -1;
@@ -138,8 +85,8 @@ ZC_HD_INLINE void zd_header_write(uint8_t* o, int f64, uint64_t count, double eb
   o[6] = has_fill ? 1 : 0;
   o[7] = (uint8_t)chunk_log2;
   zd_put_u64(o + 8, count);
-  zd_put_u64(o + 16, zd_f64_bits(eb));
-  zd_put_u64(o + 24, has_fill ? zd_f64_bits(fill) : 0);
+  zd_put_u64(o + 16, zc_f64_bits(eb));
+  zd_put_u64(o + 24, has_fill ? zc_f64_bits(fill) : 0);
   zc_put_u32(o + 32, nchunks);
   zc_put_u32(o + 36, 1);
 }
@@ -161,7 +108,7 @@ ZC_HD_INLINE void zd_quant_f32(const float* x, int nv, const zc_grid_t* g, int h
       v->fbits |= 1u << i;
     } else if (zc_quant_f32(f, g, &v->q[i])) {
       v->xbits |= 1u << i;
-      v->raw[i] = zd_quiet32(zd_f32_bits(f)); /* the CPU keeps it as a double */
+      v->raw[i] = zc_quiet32(zc_f32_bits(f)); /* the CPU keeps it as a double */
     }
   }
 }
@@ -180,7 +127,7 @@ ZC_HD_INLINE void zd_quant_f64(const double* x, int nv, const zc_grid_t* g, int 
       v->fbits |= 1u << i;
     } else if (zc_quant_f64(f, g, &v->q[i])) {
       v->xbits |= 1u << i;
-      v->raw[i] = zd_f64_bits(f);
+      v->raw[i] = zc_f64_bits(f);
     }
   }
 }
@@ -289,7 +236,7 @@ ZC_HD_INLINE void zd_block_track(const zc_block_t* b, const uint8_t* raw, int nv
     v->raw[i] = 0;
     if (!((v->xbits >> i) & 1u)) continue;
     if (esize == 4) {
-      v->raw[i] = zd_quiet32(zc_get_u32(raw));
+      v->raw[i] = zc_quiet32(zc_get_u32(raw));
     } else {
       v->raw[i] = zd_get_u64(raw);
     }
@@ -302,17 +249,17 @@ ZC_HD_INLINE void zd_block_track(const zc_block_t* b, const uint8_t* raw, int nv
 ZC_HD_INLINE void zd_block_values(const zd_bview_t* v, int nv, int f64, const zc_grid_t* g, uint32_t divisor,
                                   uint64_t fill_bits, uint64_t* y) {
   if (!f64) {
-    float div = (float)divisor, fill = (float)zd_bits_f64(fill_bits);
+    float div = (float)divisor, fill = (float)zc_bits_f64(fill_bits);
     for (int i = 0; i < nv; i++) {
       uint32_t r;
       if ((v->fbits >> i) & 1u) {
-        r = zd_f32_bits(fill);
+        r = zc_f32_bits(fill);
       } else if ((v->xbits >> i) & 1u) {
         r = (uint32_t)v->raw[i]; /* quiet already; x86 divides a NaN into itself */
-        if (divisor > 1 && !zd_isnan32(r)) r = zd_f32_bits(zd_bits_f32(r) / div);
+        if (divisor > 1 && !zc_isnan32(r)) r = zc_f32_bits(zc_bits_f32(r) / div);
       } else {
         float f = zc_dequant_f32(v->q[i], g); /* finite or infinite, never NaN */
-        r = zd_f32_bits(divisor > 1 ? f / div : f);
+        r = zc_f32_bits(divisor > 1 ? f / div : f);
       }
       y[i] = r;
     }
@@ -324,10 +271,10 @@ ZC_HD_INLINE void zd_block_values(const zd_bview_t* v, int nv, int f64, const zc
         r = fill_bits;
       } else if ((v->xbits >> i) & 1u) {
         r = v->raw[i]; /* copied exactly, a signalling NaN too, unless divided */
-        if (divisor > 1) r = zd_isnan64(r) ? zd_quiet64(r) : zd_f64_bits(zd_bits_f64(r) / div);
+        if (divisor > 1) r = zc_isnan64(r) ? zc_quiet64(r) : zc_f64_bits(zc_bits_f64(r) / div);
       } else {
         double f = zc_dequant_f64(v->q[i], g);
-        r = zd_f64_bits(divisor > 1 ? f / div : f);
+        r = zc_f64_bits(divisor > 1 ? f / div : f);
       }
       y[i] = r;
     }
@@ -335,35 +282,6 @@ ZC_HD_INLINE void zd_block_values(const zd_bview_t* v, int nv, int f64, const zc
 }
 
 /* ---- homomorphic operations ----------------------------------------------- */
-
-/* SUM, MAX and MIN of exception positions, as the host's hop computes
- * them (zc_value_op, zc_hz.c; docs/format.md): MAX/MIN give NAN when either
- * is NaN; SUM gives b's NaN, else a's NaN, quieted, else the sum, whose own
- * NaN (Inf - Inf) is x86's indefinite NaN. test_cuda_codec_blocks checks
- * this against zc_hop. */
-ZC_HD_INLINE uint32_t zd_op_f32(zcclRedOp_t op, float a, float b) {
-  uint32_t ua = zd_f32_bits(a), ub = zd_f32_bits(b);
-  if (op == zcclMax || op == zcclMin) {
-    if (zd_isnan32(ua) || zd_isnan32(ub)) return ZD_NAN32;
-    return zd_f32_bits(op == zcclMax ? (a > b ? a : b) : (a < b ? a : b));
-  }
-  if (zd_isnan32(ub)) return zd_quiet32(ub);
-  if (zd_isnan32(ua)) return zd_quiet32(ua);
-  uint32_t s = zd_f32_bits(a + b);
-  return zd_isnan32(s) ? ZD_INDEF32 : s;
-}
-
-ZC_HD_INLINE uint64_t zd_op_f64(zcclRedOp_t op, double a, double b) {
-  uint64_t ua = zd_f64_bits(a), ub = zd_f64_bits(b);
-  if (op == zcclMax || op == zcclMin) {
-    if (zd_isnan64(ua) || zd_isnan64(ub)) return ZD_NAN64;
-    return zd_f64_bits(op == zcclMax ? (a > b ? a : b) : (a < b ? a : b));
-  }
-  if (zd_isnan64(ub)) return zd_quiet64(ub);
-  if (zd_isnan64(ua)) return zd_quiet64(ua);
-  uint64_t s = zd_f64_bits(a + b);
-  return zd_isnan64(s) ? ZD_INDEF64 : s;
-}
 
 /* zc_hop_block_scalar's result view of two blocks' views (same positions):
  * fill where either is fill, else an exception where either is one (its
@@ -380,13 +298,13 @@ ZC_HD_INLINE void zd_block_hop(zcclRedOp_t op, int f64, const zc_grid_t* g, cons
     int xa = (a->xbits >> i) & 1u, xb = (b->xbits >> i) & 1u;
     if (xa | xb) {
       if (!f64) {
-        float x = xa ? zd_bits_f32((uint32_t)a->raw[i]) : zc_dequant_f32(a->q[i], g);
-        float y = xb ? zd_bits_f32((uint32_t)b->raw[i]) : zc_dequant_f32(b->q[i], g);
-        r->raw[i] = zd_op_f32(op, x, y);
+        float x = xa ? zc_bits_f32((uint32_t)a->raw[i]) : zc_dequant_f32(a->q[i], g);
+        float y = xb ? zc_bits_f32((uint32_t)b->raw[i]) : zc_dequant_f32(b->q[i], g);
+        r->raw[i] = zc_exc_op_f32(op, x, y);
       } else {
-        double x = xa ? zd_bits_f64(a->raw[i]) : zc_dequant_f64(a->q[i], g);
-        double y = xb ? zd_bits_f64(b->raw[i]) : zc_dequant_f64(b->q[i], g);
-        r->raw[i] = zd_op_f64(op, x, y);
+        double x = xa ? zc_bits_f64(a->raw[i]) : zc_dequant_f64(a->q[i], g);
+        double y = xb ? zc_bits_f64(b->raw[i]) : zc_dequant_f64(b->q[i], g);
+        r->raw[i] = zc_exc_op_f64(op, x, y);
       }
     } else {
       int64_t x = a->q[i], y = b->q[i];
