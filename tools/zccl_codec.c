@@ -270,6 +270,13 @@ static double median(double* t, int n) {
   return t[n / 2];
 }
 
+/* FNV-1a of a buffer: compares two results without keeping both. */
+static uint64_t stats_hash(const uint8_t* b, size_t n) {
+  uint64_t v = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) v = (v ^ b[i]) * 0x100000001b3ull;
+  return v;
+}
+
 static int cmd_stats(const args_t* a) {
   zccl_data_t d;
   zc_params_t p;
@@ -326,8 +333,12 @@ static int cmd_stats(const args_t* a) {
     t[r] = zu_now() - t0;
   }
   if (!sc.zfp_mode) th = median(t, reps);
-  /* The homomorphic ring's step: compress x and add it to s2, fused. */
+  /* The homomorphic ring's step: compress x and add it to s2, fused; its
+   * bytes must be the hsum's (checked: the kernels under measure are the
+   * ones under test). */
   double tf = 0;
+  uint64_t hsum_hash = sc.zfp_mode ? 0 : stats_hash(h, hs);
+  size_t hsum_size = hs;
   for (int r = 0; r < reps && !sc.zfp_mode; r++) {
     double t0 = zu_now();
     if (zd_host_hop_values(pool, 0, zcclSum, &p, x, n, s2, size2, h, cap, &hs) != zcclSuccess)
@@ -335,6 +346,8 @@ static int cmd_stats(const args_t* a) {
     t[r] = zu_now() - t0;
   }
   if (!sc.zfp_mode) tf = median(t, reps);
+  if (!sc.zfp_mode && (hs != hsum_size || stats_hash(h, hs) != hsum_hash))
+    return die("stats: the fused compress+hsum wrote other bytes than compress then hsum (a codec bug)%s%s", "", "");
   /* Decompress-operate-compress of the same pair, the baseline hsum beats. */
   for (int r = 0; r < reps; r++) {
     double t0 = zu_now();

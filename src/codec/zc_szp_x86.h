@@ -934,6 +934,79 @@ static inline __attribute__((always_inline)) size_t zc_x86_emit_w16(const __m256
   return o;
 }
 
+/* zc_hop_values's SUM of a block of this rank's integers q (no fill) and
+ * b's next block, when both are narrow: the result's deltas are q's deltas
+ * plus b's (q's first one taken against e->prev - pb->q, the value q would
+ * have had for the sum to be in step), on byte lanes when all fit a byte,
+ * else on 16-bit lanes (|q's deltas| < 2^14, b's W <= 14), so neither b's
+ * running values nor the sum's are formed. The caller has checked that
+ * |q|, |pb->q| and |e->prev| are below 2^29 (32-bit deltas) and that the
+ * output has room. Returns b's bytes used, 0 when the pair is not taken
+ * (nothing moved), -1 when b is malformed. */
+static inline __attribute__((always_inline)) int zc_x86_hop_values_narrow(const __m256i q[4], const uint8_t* ib,
+                                                                          size_t avail, zc_parse_t* pb,
+                                                                          zc_emit_t* e) {
+  if (avail < 1 || (ib[0] & 63) > 14) return 0;
+  const __m256i rot = _mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6), last = _mm256_set1_epi32(7);
+  int32_t prev = e->have_prev ? (int32_t)(e->prev - pb->q) : _mm256_cvtsi256_si32(q[0]);
+  __m256i carry = _mm256_set1_epi32(prev), dq[4], big = _mm256_setzero_si256();
+  for (int k = 0; k < 4; k++) {
+    dq[k] = _mm256_sub_epi32(q[k], _mm256_blend_epi32(_mm256_permutevar8x32_epi32(q[k], rot), carry, 0x01));
+    carry = _mm256_permutevar8x32_epi32(q[k], last);
+    big = _mm256_max_epu32(big, _mm256_abs_epi32(dq[k])); /* |INT_MIN| reads as 2^31: big */
+  }
+  /* Every lane at most lim: min(lane, lim) is the lane. */
+#define ZC_X86_ALL_LE(v, lim) \
+  (_mm256_movemask_epi8(_mm256_cmpeq_epi32(_mm256_min_epu32((v), _mm256_set1_epi32(lim)), (v))) == -1)
+  if (!ZC_X86_ALL_LE(big, (1 << 14) - 1)) return 0;
+  int bytes = ZC_X86_ALL_LE(big, 127);
+#undef ZC_X86_ALL_LE
+  /* In position order: packs interleave 128-bit lanes, the permutes undo it. */
+  __m256i w0 = _mm256_permute4x64_epi64(_mm256_packs_epi32(dq[0], dq[2]), 0xd8); /* 0-7, 16-23 */
+  __m256i w1 = _mm256_permute4x64_epi64(_mm256_packs_epi32(dq[1], dq[3]), 0xd8); /* 8-15, 24-31 */
+  int used;
+  int64_t bsum;
+  __m256i a8 = _mm256_setzero_si256();
+  if (bytes && (ib[0] & 63) <= 7) {
+    /* Byte lanes: packs_epi16 of (w0, w1) is positions 0-15 | 16-31. */
+    __m256i b8;
+    a8 = _mm256_packs_epi16(w0, w1);
+    used = zc_x86_parse8(ib, avail, &b8);
+    if (used <= 0) return used;
+    __m256i r8 = _mm256_add_epi8(a8, b8);
+    if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(r8, _mm256_adds_epi8(a8, b8))) == -1) {
+      bsum = (int64_t)((uint64_t)zc_x86_reduce64(zc_x86_sum8_biased(b8)) - ZC_BLOCK * 128);
+      if (!e->have_prev) { /* the chunk's first ordinary position: base, delta 0 */
+        e->base = (int64_t)((uint64_t)prev + (uint64_t)pb->q + (uint64_t)(int64_t)(int8_t)_mm256_extract_epi8(r8, 0));
+        e->have_prev = 1;
+        r8 = _mm256_insert_epi8(r8, 0, 0);
+      }
+      e->o += zc_x86_emit8(r8, e->out + e->o);
+      goto done;
+    }
+    /* A sum past +-127: 16-bit lanes. */
+  }
+  {
+    __m256i db[2];
+    used = zc_x86_parse_w16(ib, avail, db);
+    if (used <= 0) return used;
+    __m256i dr[2] = {_mm256_add_epi16(w0, db[0]), _mm256_add_epi16(w1, db[1])};
+    bsum = zc_x86_reduce_epi32(_mm256_madd_epi16(_mm256_add_epi16(db[0], db[1]), _mm256_set1_epi16(1)));
+    if (!e->have_prev) {
+      e->base = (int64_t)((uint64_t)prev + (uint64_t)pb->q + (uint64_t)(int64_t)(int16_t)_mm256_extract_epi16(dr[0], 0));
+      e->have_prev = 1;
+      dr[0] = _mm256_insert_epi16(dr[0], 0, 0);
+    }
+    e->o += zc_x86_emit_w16(dr, e->out + e->o);
+  }
+done:
+  pb->q = (int64_t)((uint64_t)pb->q + (uint64_t)bsum);
+  pb->o += (size_t)used;
+  pb->left -= ZC_BLOCK;
+  e->prev = (int64_t)((uint64_t)(int64_t)_mm256_cvtsi256_si32(carry) + (uint64_t)pb->q);
+  return used;
+}
+
 /* SUM of block pairs on 16-bit lanes while both blocks are narrow (W <= 14:
  * sums within 16 bits; byte lanes when both are W <= 7 and the sums stay
  * within a byte) and the result is in step with the inputs (its
@@ -1301,6 +1374,13 @@ int ZC_X86_NAME(zc_chunk_hop_values)(zcclRedOp_t op, const zc_header_t* h, const
       int small = 0xff;
       for (int k = 0; k < 4; k++) /* |INT_MIN| (a fill lane's) reads as small: masked anyway */
         small &= _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(vlim, _mm256_abs_epi32(q[k]))));
+#if !ZC_X86_AVX512
+      if (op == zcclSum && small == 0xff && fa == 0) {
+        int used = zc_x86_hop_values_narrow(q, ib, avail, pb, e);
+        if (used < 0) return ZC_RC_MALFORMED;
+        if (used > 0) continue;
+      }
+#endif
       int used = small == 0xff ? zc_x86_parse_clean(ib, avail, hf, db, &fb) : 0;
       if (used < 0) return ZC_RC_MALFORMED;
       if (used > 0) {
