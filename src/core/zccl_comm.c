@@ -180,7 +180,7 @@ zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newc
   c->rank = me;
   c->nranks = nr;
   ZU_CHECK_GOTO(zt_worker_set_peers(c->worker, nr, table, ZCCL_ADDR_SLOT), res, out);
-  c->link.cpu_share = zccl_cpu_share(table, nr);
+  zccl_set_sharing(c, table);
   ZU_CHECK_GOTO(zccl_runtime_start(c), res, out);
   zccl_comm_ready(fn, c);
   *newcomm = c;

@@ -89,22 +89,31 @@ zcclResult_t zccl_addr_pack(zcclComm_t comm, uint8_t slot[ZCCL_ADDR_SLOT]) {
   return zcclSuccess;
 }
 
+int zccl_node_ranks(const uint8_t* table, int nranks, int r) {
+  uint64_t node, other;
+  memcpy(&node, table + (size_t)r * ZCCL_ADDR_SLOT + ZCCL_NODE_AT, sizeof node);
+  int on_node = 0;
+  for (int q = 0; q < nranks; q++) {
+    memcpy(&other, table + (size_t)q * ZCCL_ADDR_SLOT + ZCCL_NODE_AT, sizeof other);
+    on_node += other == node;
+  }
+  return on_node;
+}
+
 double zccl_cpu_share(const uint8_t* table, int nranks) {
   double share = 1;
   for (int r = 0; r < nranks; r++) {
-    uint64_t node, other;
     uint32_t cores;
-    memcpy(&node, table + (size_t)r * ZCCL_ADDR_SLOT + ZCCL_NODE_AT, sizeof node);
-    memcpy(&cores, table + (size_t)r * ZCCL_ADDR_SLOT + ZCCL_NODE_AT + sizeof node, sizeof cores);
-    int on_node = 0;
-    for (int q = 0; q < nranks; q++) {
-      memcpy(&other, table + (size_t)q * ZCCL_ADDR_SLOT + ZCCL_NODE_AT, sizeof other);
-      on_node += other == node;
-    }
-    double s = (double)on_node / (cores > 0 ? cores : 1);
+    memcpy(&cores, table + (size_t)r * ZCCL_ADDR_SLOT + ZCCL_NODE_AT + sizeof(uint64_t), sizeof cores);
+    double s = (double)zccl_node_ranks(table, nranks, r) / (cores > 0 ? cores : 1);
     if (s > share) share = s;
   }
   return share;
+}
+
+void zccl_set_sharing(zcclComm_t comm, const uint8_t* table) {
+  comm->link.cpu_share = zccl_cpu_share(table, comm->nranks);
+  zd_set_node_ranks(comm->dev, zccl_node_ranks(table, comm->nranks, comm->rank));
 }
 
 /* What each process publishes through PMIx: ranks of the communicator need
@@ -232,7 +241,7 @@ zcclResult_t zccl_connect(zcclComm_t comm, const zcclUniqueId* id) {
     }
   }
   ZU_CHECK_GOTO(zt_worker_set_peers(comm->worker, comm->nranks, table, ZCCL_ADDR_SLOT), res, out);
-  comm->link.cpu_share = zccl_cpu_share(table, comm->nranks);
+  zccl_set_sharing(comm, table);
 out:
   free(table);
   return res;

@@ -142,6 +142,11 @@ zcclResult_t zccl_addr_pack(zcclComm_t comm, uint8_t slot[ZCCL_ADDR_SLOT]);
 /* From a table of every rank's packed slot: the most ranks per core on any
  * machine (at least 1), the same on every rank (zp_link_t.cpu_share). */
 double zccl_cpu_share(const uint8_t* table, int nranks);
+/* Ranks of the table on rank r's machine (r included). */
+int zccl_node_ranks(const uint8_t* table, int nranks, int r);
+/* Sets both from the table: the link's cpu_share and how many ranks share
+ * this rank's cores, for the host device's threads (zd_set_node_ranks). */
+void zccl_set_sharing(zcclComm_t comm, const uint8_t* table);
 
 /* Logs the library banner once (ZCCL_DEBUG=VERSION and above). */
 void zccl_init_once(void);

@@ -142,6 +142,12 @@ void zd_dev_destroy(zd_dev_t* dev) {
 
 zd_kind_t zd_dev_kind(const zd_dev_t* dev) { return dev->kind; }
 
+void zd_set_node_ranks(zd_dev_t* dev, int n) {
+  pthread_mutex_lock(&dev->run_lock); /* zd_pool_get reads it under the lock */
+  dev->node_ranks = n;
+  pthread_mutex_unlock(&dev->run_lock);
+}
+
 /* ---- buffer pool ------------------------------------------------------- */
 
 #define ZD_ALIGN 64

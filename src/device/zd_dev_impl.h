@@ -97,6 +97,7 @@ struct zd_dev {
   pthread_mutex_t run_lock;
   zd_pool_t* pool;
   int nthreads;       /* ZCCL_REDUCE_THREADS, 0: hwloc cores */
+  int node_ranks;     /* zd_set_node_ranks, 0: not told */
   size_t split_bytes; /* ZCCL_REDUCE_SPLIT_BYTES */
   zd_sim_t* sim;
   zd_cuda_t* cuda;

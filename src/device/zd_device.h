@@ -67,6 +67,12 @@ typedef uint64_t zd_event_t;
 zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** dev);
 void zd_dev_destroy(zd_dev_t* dev); /* waits for queued work */
 zd_kind_t zd_dev_kind(const zd_dev_t* dev);
+/* Ranks known to share this process's cores (a communicator's count of its
+ * ranks on this machine), before the device's first large operation: with
+ * ZCCL_REDUCE_THREADS=0 the host device divides the cores by the larger of
+ * this and the launcher's local size, which sees one rank per host where
+ * hosts are network namespaces of one machine (scripts/netlab). */
+void zd_set_node_ranks(zd_dev_t* dev, int n);
 const char* zd_kind_name(zd_kind_t kind); /* "host", "sim", "cuda" ("invalid") */
 /* ZCCL_DEVICE=host|sim|cuda (default host); zcclInvalidArgument naming the
  * variable for anything else (cuda without CUDA or a GPU fails at

@@ -221,7 +221,9 @@ static int zd_local_ranks(void) {
 static zcclResult_t zd_pool_get(zd_dev_t* dev, zd_pool_t** pool) {
   *pool = NULL;
   if (dev->nthreads == 0) {
-    int cores = zd_host_ncores(), local = zd_local_ranks(), n = cores / local;
+    int cores = zd_host_ncores(), local = zd_local_ranks(), n;
+    if (dev->node_ranks > local) local = dev->node_ranks;
+    n = cores / local;
     dev->nthreads = n > 1 ? n : 1;
     ZU_INFO(ZU_LOG_DEVICE, "host device: %d thread(s) for large reductions and the codec (ZCCL_REDUCE_THREADS=0: "
             "%d core(s) available, %d rank(s) on this host)", dev->nthreads, cores, local);
