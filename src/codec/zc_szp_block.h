@@ -342,15 +342,6 @@ ZC_HD_INLINE uint64_t zc_quiet64(uint64_t u) { return zc_isnan64(u) ? u | 0x0008
 #define ZC_INDEF32 0xffc00000u         /* x86's result of an invalid operation */
 #define ZC_INDEF64 0xfff8000000000000ull
 
-ZC_HD_INLINE uint64_t zd_get_u64(const uint8_t* p) {
-  return (uint64_t)zc_get_u32(p) | (uint64_t)zc_get_u32(p + 4) << 32;
-}
-ZC_HD_INLINE void zd_put_u64(uint8_t* p, uint64_t v) {
-  zc_put_u32(p, (uint32_t)v);
-  zc_put_u32(p + 4, (uint32_t)(v >> 32));
-}
-ZC_HD_INLINE uint32_t zd_valid_mask(int nv) { return nv >= ZC_BLOCK ? 0xffffffffu : ((1u << nv) - 1u); }
-
 /* SUM, MAX and MIN of a homomorphic op's exception positions (host hop and
  * CUDA blocks alike; docs/format.md): MAX/MIN give NAN when either is NaN;
  * SUM gives b's NaN, else a's NaN, quieted, else the sum, whose own NaN

@@ -237,20 +237,25 @@ static inline int zc_x86_all_equal_f32(const float* x, float v) {
   return eq == 0xff;
 }
 
+/* Deltas of 32 integers, the first against prev; returns the last integer. */
+static inline int32_t zc_x86_deltas_from(const __m256i q[4], int32_t prev, __m256i d[4]) {
+  const __m256i rot = _mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6), last = _mm256_set1_epi32(7);
+  __m256i carry = _mm256_set1_epi32(prev);
+  for (int k = 0; k < 4; k++) {
+    __m256i sh = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(q[k], rot), carry, 0x01);
+    d[k] = _mm256_sub_epi32(q[k], sh);
+    carry = _mm256_permutevar8x32_epi32(q[k], last);
+  }
+  return _mm256_cvtsi256_si32(carry);
+}
+
 /* Deltas of 32 integers against the emitter's running value. */
 static inline void zc_x86_deltas(const __m256i q[4], zc_emit_t* e, __m256i d[4]) {
   if (!e->have_prev) {
     e->base = e->prev = _mm256_cvtsi256_si32(q[0]);
     e->have_prev = 1;
   }
-  const __m256i rot = _mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6), last = _mm256_set1_epi32(7);
-  __m256i carry = _mm256_set1_epi32((int32_t)e->prev);
-  for (int k = 0; k < 4; k++) {
-    __m256i sh = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(q[k], rot), carry, 0x01);
-    d[k] = _mm256_sub_epi32(q[k], sh);
-    carry = _mm256_permutevar8x32_epi32(q[k], last);
-  }
-  e->prev = _mm256_cvtsi256_si32(carry);
+  e->prev = zc_x86_deltas_from(q, (int32_t)e->prev, d);
 }
 
 
@@ -947,14 +952,10 @@ static inline __attribute__((always_inline)) int zc_x86_hop_values_narrow(const 
                                                                           size_t avail, zc_parse_t* pb,
                                                                           zc_emit_t* e) {
   if (avail < 1 || (ib[0] & 63) > 14) return 0;
-  const __m256i rot = _mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6), last = _mm256_set1_epi32(7);
   int32_t prev = e->have_prev ? (int32_t)(e->prev - pb->q) : _mm256_cvtsi256_si32(q[0]);
-  __m256i carry = _mm256_set1_epi32(prev), dq[4], big = _mm256_setzero_si256();
-  for (int k = 0; k < 4; k++) {
-    dq[k] = _mm256_sub_epi32(q[k], _mm256_blend_epi32(_mm256_permutevar8x32_epi32(q[k], rot), carry, 0x01));
-    carry = _mm256_permutevar8x32_epi32(q[k], last);
-    big = _mm256_max_epu32(big, _mm256_abs_epi32(dq[k])); /* |INT_MIN| reads as 2^31: big */
-  }
+  __m256i dq[4], big = _mm256_setzero_si256();
+  int32_t qlast = zc_x86_deltas_from(q, prev, dq);
+  for (int k = 0; k < 4; k++) big = _mm256_max_epu32(big, _mm256_abs_epi32(dq[k])); /* |INT_MIN| reads as 2^31 */
   /* Every lane at most lim: min(lane, lim) is the lane. */
 #define ZC_X86_ALL_LE(v, lim) \
   (_mm256_movemask_epi8(_mm256_cmpeq_epi32(_mm256_min_epu32((v), _mm256_set1_epi32(lim)), (v))) == -1)
@@ -966,11 +967,9 @@ static inline __attribute__((always_inline)) int zc_x86_hop_values_narrow(const 
   __m256i w1 = _mm256_permute4x64_epi64(_mm256_packs_epi32(dq[1], dq[3]), 0xd8); /* 8-15, 24-31 */
   int used;
   int64_t bsum;
-  __m256i a8 = _mm256_setzero_si256();
   if (bytes && (ib[0] & 63) <= 7) {
     /* Byte lanes: packs_epi16 of (w0, w1) is positions 0-15 | 16-31. */
-    __m256i b8;
-    a8 = _mm256_packs_epi16(w0, w1);
+    __m256i b8, a8 = _mm256_packs_epi16(w0, w1);
     used = zc_x86_parse8(ib, avail, &b8);
     if (used <= 0) return used;
     __m256i r8 = _mm256_add_epi8(a8, b8);
@@ -1003,7 +1002,7 @@ done:
   pb->q = (int64_t)((uint64_t)pb->q + (uint64_t)bsum);
   pb->o += (size_t)used;
   pb->left -= ZC_BLOCK;
-  e->prev = (int64_t)((uint64_t)(int64_t)_mm256_cvtsi256_si32(carry) + (uint64_t)pb->q);
+  e->prev = (int64_t)((uint64_t)(int64_t)qlast + (uint64_t)pb->q);
   return used;
 }
 

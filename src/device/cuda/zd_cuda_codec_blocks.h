@@ -34,6 +34,17 @@ typedef struct {
   uint32_t valid;         /* positions holding values (the others are padding) */
 } zd_bview_t;
 
+/* Little-endian u64 fields and a block's valid-position mask (the device's
+ * own: the CPU codec reads them elsewhere). */
+ZC_HD_INLINE uint64_t zd_get_u64(const uint8_t* p) {
+  return (uint64_t)zc_get_u32(p) | (uint64_t)zc_get_u32(p + 4) << 32;
+}
+ZC_HD_INLINE void zd_put_u64(uint8_t* p, uint64_t v) {
+  zc_put_u32(p, (uint32_t)v);
+  zc_put_u32(p + 4, (uint32_t)(v >> 32));
+}
+ZC_HD_INLINE uint32_t zd_valid_mask(int nv) { return nv >= ZC_BLOCK ? 0xffffffffu : ((1u << nv) - 1u); }
+
 /* ---- the header (docs/format.md) ------------------------------------------ */
 
 typedef struct {
