@@ -451,10 +451,9 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   if (algo == NULL) algo = zp_default_algo(ctx, a);
   ZU_RETURN_ERR_IF(algo == NULL, zcclInternalError, "%s: no algorithm", fn);
   if (ZU_LOG_ENABLED(ZU_LOG_INFO, ZU_LOG_TUNING))
-    ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: %s%s (model %.1f us; link %.1f us, %.2f GB/s, %d samples)",
+    ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: %s%s (model %.1f us; link %.1f us, %.2f GB/s)",
             fn, a->count, zu_dtype_name(a->datatype), ctx->nranks, algo->name,
             forced[0] && strcmp(forced, algo->name) == 0 ? " (ZCCL_ALGO)" : "", zp_cost(ctx, algo, a) * 1e6,
-            ctx->link ? ctx->link->alpha * 1e6 : 0, ctx->link ? ctx->link->bandwidth / 1e9 : 0,
-            ctx->link ? ctx->link->samples : 0);
+            ctx->link ? ctx->link->alpha * 1e6 : 0, ctx->link ? ctx->link->bandwidth / 1e9 : 0);
   return algo->fn(ctx, a);
 }

@@ -58,7 +58,6 @@ typedef struct {
    * the bootstrap): a host codec shared by that many ranks runs that much
    * slower per rank, which is what decides codec=auto on crowded nodes. */
   double cpu_share;
-  int samples;
 } zp_link_t;
 
 /* What the compressed collectives moved (zcclCommCompressionStats): per

@@ -267,31 +267,52 @@ zcclResult_t zp_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const v
 }
 
 /* ---- calibration -------------------------------------------------------------- */
-/* Times a few exchanges with the ring neighbours: small ones for latency,
- * 1 MiB ones for bandwidth; then every rank takes the worst link seen by
- * any rank (max of alpha and of 1/bandwidth, by recursive doubling), so all
- * ranks hold the same model and choose the same algorithms. */
+/* Times exchanges with the ring neighbours: small ones for latency, then
+ * 1 MiB and 4 MiB ones, whose difference gives the bandwidth without what
+ * every message pays once (latency, the transport's rendezvous, TCP's
+ * window opening: over 1 Gbit/s links 1 MiB alone read 0.09 GB/s where
+ * the links carry 0.119, and 0.43 GB/s over 10 Gbit/s ones); then every
+ * rank takes the worst link seen by any rank (max of alpha and of
+ * 1/bandwidth, by recursive doubling), so all ranks hold the same model and
+ * choose the same algorithms. Large sizes count their fastest sample,
+ * latency its median: with more ranks than cores one sample can include a
+ * peer's time slice (the fastest of 3 read up to 4 ms on 4 ranks, 2 cores). */
+static int zp_cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+#define ZP_CAL_SMALL 12 /* latency samples */
+#define ZP_CAL_LARGE 3  /* samples of each large size */
 zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   int N = ctx->nranks, right = (ctx->rank + 1) % N, left = (ctx->rank + N - 1) % N;
-  /* 1 MiB, or what a small pool holds (two of them, and room for the
-   * max-allreduce below); the same on every rank as long as
+  /* 4 MiB and 1 MiB, or what a small pool holds (two of them, and room
+   * for the max-allreduce below); the same on every rank as long as
    * ZCCL_BUFFER_POOL_BYTES is. */
-  size_t big = 1u << 20, room = zd_buf_largest(ctx->dev) / 4 / 64 * 64;
-  if (big > room) big = room > 64 ? room : 64;
+  size_t big = 4u << 20, room = zd_buf_largest(ctx->dev) / 4 / 256 * 256;
+  if (big > room) big = room > 256 ? room : 256;
+  size_t mid = big / 4;
   void *sb = NULL, *rb = NULL;
   zcclResult_t res;
   ZU_CHECK_GOTO(zd_buf_get(ctx->dev, big, &sb), res, out);
   ZU_CHECK_GOTO(zd_buf_get(ctx->dev, big, &rb), res, out);
   if (zd_dev_kind(ctx->dev) != ZD_CUDA) memset(sb, 0, big); /* (device memory: any bytes time the same) */
-  double t_small = 1e9, t_big = 1e9;
-  for (uint32_t k = 0; k < 6; k++) {
-    size_t bytes = k < 3 ? 8 : big;
+  double t_smalls[ZP_CAL_SMALL], t_mid = 1e9, t_big = 1e9;
+  for (uint32_t k = 0; k < ZP_CAL_SMALL + 2 * ZP_CAL_LARGE; k++) {
+    int large = k >= ZP_CAL_SMALL, is_big = large && (k - ZP_CAL_SMALL) % 2;
+    size_t bytes = !large ? 8 : is_big ? big : mid;
     double t0 = zu_now();
     ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", right, sb, bytes, left, rb, bytes, k), res, out);
     double t = zu_now() - t0;
-    if (k < 3 && t < t_small) t_small = t;
-    if (k >= 3 && t < t_big) t_big = t;
+    if (!large) t_smalls[k] = t;
+    else if (t < *(is_big ? &t_big : &t_mid)) *(is_big ? &t_big : &t_mid) = t;
   }
+  /* Latency: the median small exchange (the fastest is one whose message
+   * had arrived before it was posted). */
+  qsort(t_smalls, ZP_CAL_SMALL, sizeof(double), zp_cmp_double);
+  double t_small = t_smalls[ZP_CAL_SMALL / 2];
+  /* Seconds a byte: the slope between the two sizes; from the larger alone
+   * if noise made it not positive. */
+  double per_byte = t_big > t_mid ? (t_big - t_mid) / (double)(big - mid) : t_big / (double)big;
   /* Fan-out: rank 0 sends the large message to every other rank at once.
    * Over a network its link carries N-1 copies (time ~ (N-1) x one); over
    * shared memory the receivers copy in parallel (less). The factor prices
@@ -299,23 +320,23 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   double fan = N - 1;
   if (N > 2) {
     double t_fan = 1e9;
-    for (uint32_t k = 16; k < 18; k++) {
+    for (uint32_t k = ZP_CAL_SMALL + 2 * ZP_CAL_LARGE; k < ZP_CAL_SMALL + 2 * ZP_CAL_LARGE + 2; k++) {
       double t0 = zu_now();
       if (ctx->rank == 0) {
         zp_xfer_t x[N];
-        for (int p = 1; p < N; p++) zp_send_at(ctx, &x[p - 1], p, k, sb, big);
+        for (int p = 1; p < N; p++) zp_send_at(ctx, &x[p - 1], p, k, sb, mid);
         ZU_CHECK_GOTO(zp_xfers_run(ctx, "calibration", x, N - 1), res, out);
       } else {
-        ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", -1, NULL, 0, 0, rb, big, k), res, out);
+        ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", -1, NULL, 0, 0, rb, mid, k), res, out);
       }
       double t = zu_now() - t0;
       if (t < t_fan) t_fan = t;
     }
-    fan = ctx->rank == 0 ? (t_fan - t_small) / (t_big - t_small > 1e-9 ? t_big - t_small : 1e-9) : 0;
+    fan = ctx->rank == 0 ? (t_fan - t_small) / (t_mid - t_small > 1e-9 ? t_mid - t_small : 1e-9) : 0;
     fan = fan < 1 ? 1 : fan > N - 1 ? N - 1 : fan;
     if (ctx->rank != 0) fan = 0; /* rank 0's figure wins the max below */
   }
-  double mine[3] = {t_small, (t_big - t_small) / (double)big, fan}, all[3];
+  double mine[3] = {t_small, per_byte, fan}, all[3];
   ZU_CHECK_GOTO(zd_copy(ctx->dev, sb, mine, sizeof mine), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 3,
@@ -328,7 +349,6 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   link->alpha = all[0] > 1e-7 ? all[0] : 1e-7;
   link->bandwidth = all[1] > 1e-12 ? 1.0 / all[1] : 1e12;
   link->fanout = N > 2 ? all[2] : 1;
-  link->samples = 1;
   ZU_INFO(ZU_LOG_TUNING, "calibration: latency %.1f us, bandwidth %.2f GB/s (worst rank), fan-out to %d ranks %.2fx "
           "one; %.2f ranks per core on the busiest machine", link->alpha * 1e6, link->bandwidth / 1e9, N - 1,
           link->fanout, link->cpu_share);

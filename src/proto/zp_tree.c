@@ -118,25 +118,47 @@ zcclResult_t zp_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   }
   int prev = v > 0 ? (ctx->rank + N - 1) % N : -1, next = v < N - 1 ? (ctx->rank + 1) % N : -1;
   size_t P = zp_chain_piece(ctx, bytes), npieces = bytes ? (bytes + P - 1) / P : 0;
-  /* Piece k is forwarded while piece k+1 arrives. */
-  zp_xfer_t send = {0};
-  int sending = 0;
+  /* Piece k is forwarded while piece k+1 arrives, and the receive of piece
+   * k+2 is posted before piece k is forwarded, so the next piece never
+   * waits for its receive to be posted (a rendezvous round trip a piece
+   * otherwise). */
+  zp_xfer_t rx[2], send;
+  int posted[2] = {0, 0}, sending = 0;
+  zcclResult_t res = zcclSuccess;
+#define ZP_PIECE(k) (buf + (k) * P), ((k) * P + P < bytes ? P : bytes - (k) * P)
+  for (size_t k = 0; k < 2 && k < npieces && prev >= 0; k++) {
+    zp_recv_at(ctx, &rx[k], prev, (uint32_t)k, ZP_PIECE(k));
+    posted[k] = 1;
+    ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[k], 1), res, fail);
+  }
   for (size_t k = 0; k < npieces; k++) {
-    size_t off = k * P, len = bytes - off < P ? bytes - off : P;
-    zp_xfer_t x[2];
-    int nx = 0;
-    if (prev >= 0) zp_recv_at(ctx, &x[nx++], prev, (uint32_t)k, buf + off, len);
-    if (nx) ZU_CHECK(zp_xfers_run(ctx, "chain broadcast", x, nx));
-    if (sending) ZU_CHECK(zp_xfers_wait(ctx, "chain broadcast", &send, 1));
-    sending = 0;
+    if (prev >= 0) {
+      posted[k % 2] = 0; /* a failed wait cancels its own */
+      ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain broadcast", &rx[k % 2], 1), res, fail);
+      if (k + 2 < npieces) {
+        zp_recv_at(ctx, &rx[k % 2], prev, (uint32_t)(k + 2), ZP_PIECE(k + 2));
+        posted[k % 2] = 1;
+        ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[k % 2], 1), res, fail);
+      }
+    }
+    if (sending) {
+      sending = 0;
+      ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain broadcast", &send, 1), res, fail);
+    }
     if (next >= 0) {
-      zp_send_at(ctx, &send, next, (uint32_t)k, buf + off, len);
-      ZU_CHECK(zp_xfers_post(ctx, &send, 1));
+      zp_send_at(ctx, &send, next, (uint32_t)k, ZP_PIECE(k));
       sending = 1;
+      ZU_CHECK_GOTO(zp_xfers_post(ctx, &send, 1), res, fail);
     }
   }
-  if (sending) ZU_CHECK(zp_xfers_wait(ctx, "chain broadcast", &send, 1));
+#undef ZP_PIECE
+  if (sending) return zp_xfers_wait(ctx, "chain broadcast", &send, 1);
   return zcclSuccess;
+fail:
+  for (int i = 0; i < 2; i++)
+    if (posted[i]) zp_xfers_cancel(ctx, &rx[i], 1);
+  if (sending) zp_xfers_cancel(ctx, &send, 1);
+  return res;
 }
 
 /* Chain from the last rank (relative) to the root: each receives the
