@@ -145,7 +145,8 @@ sys.exit(1 if wrong else 0)
 EOF
 }
 
-# Rematches, run while netlab (if any) is still up.
+# Rematches, run while netlab (if any) is still up (mpirun must not read
+# the list of candidates from stdin).
 summary candidates | while read -r where coll bytes tag; do
   env_=()
   [ "$tag" != default ] && env_=(OMPI_MCA_coll_tuned_use_dynamic_rules=1
@@ -155,9 +156,9 @@ summary candidates | while read -r where coll bytes tag; do
          --json "$OUT/rematch_${where}_${coll}_${bytes}_$i.json")
     if [ "$where" = shm ]; then
       env "${env_[@]}" timeout -k 10 "$STEP" mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
-        "${cmd[@]}" >>"$OUT/rematch.log" 2>&1
+        "${cmd[@]}" >>"$OUT/rematch.log" 2>&1 </dev/null
     else
-      env "${env_[@]}" timeout -k 10 "$STEP" "$NETLAB" run -- "${cmd[@]}" >>"$OUT/rematch.log" 2>&1
+      env "${env_[@]}" timeout -k 10 "$STEP" "$NETLAB" run -- "${cmd[@]}" >>"$OUT/rematch.log" 2>&1 </dev/null
     fi || echo "coll_table: rematch $where $coll $bytes failed (see $OUT/rematch.log)" >&2
   done
 done
