@@ -170,7 +170,7 @@ zcclResult_t zccl_runtime_create(zcclComm_t comm) {
   zccl_cond_init(&comm->done_cv);
   comm->runtime = 1;
   /* Until large messages teach it: a conservative shared-memory/NIC guess. */
-  comm->link = (zp_link_t){.alpha = 10e-6, .bandwidth = 1e9, .cpu_share = 1};
+  comm->link = (zp_link_t){.alpha = 10e-6, .bandwidth = 1e9, .incast = 1, .cpu_share = 1};
   zd_kind_t kind;
   ZU_CHECK(zd_kind_from_env(&kind));
   /* cuda: the GPU's device now (so a missing GPU fails here); host buffers

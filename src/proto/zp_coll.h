@@ -54,6 +54,7 @@ typedef struct {
   double alpha;
   double bandwidth;
   double fanout; /* time of one message to all N-1 peers at once / to one (1 .. N-1) */
+  double incast; /* a direct round (all to all at once) / a ring exchange of the same bytes (1 .. N-1) */
   /* Ranks per core on the busiest machine of the communicator (>= 1, from
    * the bootstrap): a host codec shared by that many ranks runs that much
    * slower per rank, which is what decides codec=auto on crowded nodes. */
