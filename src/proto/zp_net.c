@@ -310,9 +310,11 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
    * had arrived before it was posted). */
   qsort(t_smalls, ZP_CAL_SMALL, sizeof(double), zp_cmp_double);
   double t_small = t_smalls[ZP_CAL_SMALL / 2];
-  /* Seconds a byte: the slope between the two sizes; from the larger alone
-   * if noise made it not positive. */
-  double per_byte = t_big > t_mid ? (t_big - t_mid) / (double)(big - mid) : t_big / (double)big;
+  /* Seconds a byte: the slope between the two sizes, never slower than the
+   * larger size alone less the latency (small pools leave sizes where the
+   * difference is mostly noise). */
+  double per_byte = (t_big - t_small > 1e-9 ? t_big - t_small : 1e-9) / (double)big;
+  if (t_big > t_mid && (t_big - t_mid) / (double)(big - mid) < per_byte) per_byte = (t_big - t_mid) / (double)(big - mid);
   /* Fan-out: rank 0 sends the large message to every other rank at once.
    * Over a network its link carries N-1 copies (time ~ (N-1) x one); over
    * shared memory the receivers copy in parallel (less). The factor prices
@@ -343,9 +345,8 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
    * direct below the ring in 2 of 3 runs); over shared memory the copies
    * run in parallel. The factor prices the direct rounds' bytes. */
   double incast = 1;
-  if (N > 2) {
-    size_t per = mid / (size_t)(N - 1) / 64 * 64;
-    if (per < 64) per = 64;
+  size_t per = mid / (size_t)(N - 1) / 64 * 64;
+  if (N > 2 && mid >= (256u << 10)) { /* (smaller: latency would dominate) */
     double t_all = 1e9;
     for (uint32_t k = ZP_CAL_SMALL + 2 * ZP_CAL_LARGE + 2; k < ZP_CAL_SMALL + 2 * ZP_CAL_LARGE + 4; k++) {
       zp_xfer_t x[2 * N];
