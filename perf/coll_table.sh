@@ -38,18 +38,26 @@ declare -A ALGOS=([allreduce]="2:nonoverlapping 3:recursive_doubling 4:ring 5:se
                   [broadcast]="5:binary_tree 6:binomial 7:knomial 8:scatter_allgather 9:scatter_allgather_ring 3:pipeline")
 declare -A MCA=([allreduce]=allreduce [allgather]=allgather [broadcast]=bcast)
 
+launch() { # launch WHERE LOG [ENV...] -- CMD...: 4 ranks of CMD there, output to LOG (appended)
+  local where=$1 log=$2 envs=()
+  shift 2
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  if [ "$where" = shm ]; then
+    env "${envs[@]}" timeout -k 10 "$STEP" mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "$@" \
+      >>"$log" 2>&1 </dev/null
+  else # (stdin closed: mpirun would read what the caller's loop reads)
+    env "${envs[@]}" timeout -k 10 "$STEP" "$NETLAB" run -- "$@" >>"$log" 2>&1 </dev/null
+  fi
+}
+
 run() { # run WHERE COLL TAG [ENV...]: one zccl-perf sweep, rows to $OUT/WHERE_COLL_TAG.json
   local where=$1 coll=$2 tag=$3 sizes
   shift 3
   if [ "$where" = shm ]; then sizes=(-b 1K -e "$MAXSZ" -f 4); else sizes=(-b 1M -e "$MAXSZ" -f 4); fi
-  local cmd=("$PERF" "$coll" "${sizes[@]}" -n 5 -w 1 --data levitus_climatology.cdf:TEMP
-             --json "$OUT/${where}_${coll}_$tag.json")
-  if [ "$where" = shm ]; then
-    env "$@" timeout -k 10 "$STEP" mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "${cmd[@]}" \
-      >"$OUT/${where}_${coll}_$tag.log" 2>&1
-  else
-    env "$@" timeout -k 10 "$STEP" "$NETLAB" run -- "${cmd[@]}" >"$OUT/${where}_${coll}_$tag.log" 2>&1
-  fi || echo "coll_table: $where $coll $tag failed (see $OUT/${where}_${coll}_$tag.log)" >&2
+  launch "$where" "$OUT/${where}_${coll}_$tag.log" "$@" -- "$PERF" "$coll" "${sizes[@]}" -n 5 -w 1 \
+    --data levitus_climatology.cdf:TEMP --json "$OUT/${where}_${coll}_$tag.json" ||
+    echo "coll_table: $where $coll $tag failed (see $OUT/${where}_${coll}_$tag.log)" >&2
 }
 
 for where in shm netlab; do
@@ -95,6 +103,10 @@ for f in sorted(glob.glob(os.path.join(out, "*.json"))):
             d["mpi"][label] = r["busbw_gbps"]
             tags[(where, coll, label)] = tag
         d["wrong"] = d.get("wrong", 0) + r["wrong"]
+def standing(d):
+    """zccl's median over the sweep's runs and OpenMPI's best (label, busbw)."""
+    return sorted(d["zccl"])[len(d["zccl"]) // 2], max(d["mpi"].items(), key=lambda kv: kv[1])
+
 def rematch(where, coll, size):
     """Same-run ratios zccl / OpenMPI of the rematch runs of this row."""
     ratios = []
@@ -113,8 +125,7 @@ if mode == "candidates":  # rows worth a rematch: where coll bytes tag
     for (where, coll, size), d in sorted(rows.items()):
         if not d["zccl"] or not d["mpi"] or size < 1 << 20:
             continue
-        z = sorted(d["zccl"])[len(d["zccl"]) // 2]
-        best = max(d["mpi"].items(), key=lambda kv: kv[1])
+        z, best = standing(d)
         if best[1] and z / best[1] < 1.0:
             print(where, coll, size, tags[(where, coll, best[0])])
     sys.exit(0)
@@ -124,8 +135,7 @@ wrong = 0
 for (where, coll, size), d in sorted(rows.items(), key=lambda kv: (kv[0][0] != "shm", kv[0][1], kv[0][2])):
     if not d["zccl"] or not d["mpi"]:
         continue
-    z = sorted(d["zccl"])[len(d["zccl"]) // 2]  # median over the runs
-    best = max(d["mpi"].items(), key=lambda kv: kv[1])
+    z, best = standing(d)
     size_s = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
     wh = "shm" if where == "shm" else f"netlab {rate}"
     rm = rematch(where, coll, size)
@@ -145,21 +155,15 @@ sys.exit(1 if wrong else 0)
 EOF
 }
 
-# Rematches, run while netlab (if any) is still up (mpirun must not read
-# the list of candidates from stdin).
+# Rematches, run while netlab (if any) is still up.
 summary candidates | while read -r where coll bytes tag; do
-  env_=()
-  [ "$tag" != default ] && env_=(OMPI_MCA_coll_tuned_use_dynamic_rules=1
+  envs=()
+  [ "$tag" != default ] && envs=(OMPI_MCA_coll_tuned_use_dynamic_rules=1
                                  "OMPI_MCA_coll_tuned_${MCA[$coll]}_algorithm=${tag#mpi}")
   for ((i = 0; i < REMATCH; i++)); do
-    cmd=("$PERF" "$coll" -b "$bytes" -e "$bytes" -n 9 -w 1 --data levitus_climatology.cdf:TEMP
-         --json "$OUT/rematch_${where}_${coll}_${bytes}_$i.json")
-    if [ "$where" = shm ]; then
-      env "${env_[@]}" timeout -k 10 "$STEP" mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
-        "${cmd[@]}" >>"$OUT/rematch.log" 2>&1 </dev/null
-    else
-      env "${env_[@]}" timeout -k 10 "$STEP" "$NETLAB" run -- "${cmd[@]}" >>"$OUT/rematch.log" 2>&1 </dev/null
-    fi || echo "coll_table: rematch $where $coll $bytes failed (see $OUT/rematch.log)" >&2
+    launch "$where" "$OUT/rematch.log" "${envs[@]}" -- "$PERF" "$coll" -b "$bytes" -e "$bytes" -n 9 -w 1 \
+      --data levitus_climatology.cdf:TEMP --json "$OUT/rematch_${where}_${coll}_${bytes}_$i.json" ||
+      echo "coll_table: rematch $where $coll $bytes failed (see $OUT/rematch.log)" >&2
   done
 done
 summary table

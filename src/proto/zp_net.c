@@ -283,6 +283,7 @@ static int zp_cmp_double(const void* a, const void* b) {
 }
 #define ZP_CAL_SMALL 12 /* latency samples */
 #define ZP_CAL_LARGE 3  /* samples of each large size */
+#define ZP_CAL_FAN (ZP_CAL_SMALL + 2 * ZP_CAL_LARGE) /* sub-tags of the two fan-out, then two direct rounds */
 zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   int N = ctx->nranks, right = (ctx->rank + 1) % N, left = (ctx->rank + N - 1) % N;
   /* 4 MiB and 1 MiB, or what a small pool holds (two of them, and room
@@ -297,14 +298,14 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   ZU_CHECK_GOTO(zd_buf_get(ctx->dev, big, &rb), res, out);
   if (zd_dev_kind(ctx->dev) != ZD_CUDA) memset(sb, 0, big); /* (device memory: any bytes time the same) */
   double t_smalls[ZP_CAL_SMALL], t_mid = 1e9, t_big = 1e9;
-  for (uint32_t k = 0; k < ZP_CAL_SMALL + 2 * ZP_CAL_LARGE; k++) {
+  for (uint32_t k = 0; k < ZP_CAL_FAN; k++) {
     int large = k >= ZP_CAL_SMALL, is_big = large && (k - ZP_CAL_SMALL) % 2;
     size_t bytes = !large ? 8 : is_big ? big : mid;
     double t0 = zu_now();
     ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", right, sb, bytes, left, rb, bytes, k), res, out);
-    double t = zu_now() - t0;
+    double t = zu_now() - t0, *best = is_big ? &t_big : &t_mid;
     if (!large) t_smalls[k] = t;
-    else if (t < *(is_big ? &t_big : &t_mid)) *(is_big ? &t_big : &t_mid) = t;
+    else if (t < *best) *best = t;
   }
   /* Latency: the median small exchange (the fastest is one whose message
    * had arrived before it was posted). */
@@ -322,7 +323,7 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   double fan = N - 1;
   if (N > 2) {
     double t_fan = 1e9;
-    for (uint32_t k = ZP_CAL_SMALL + 2 * ZP_CAL_LARGE; k < ZP_CAL_SMALL + 2 * ZP_CAL_LARGE + 2; k++) {
+    for (uint32_t k = ZP_CAL_FAN; k < ZP_CAL_FAN + 2; k++) {
       double t0 = zu_now();
       if (ctx->rank == 0) {
         zp_xfer_t x[N];
@@ -348,7 +349,7 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   size_t per = mid / (size_t)(N - 1) / 64 * 64;
   if (N > 2 && mid >= (256u << 10)) { /* (smaller: latency would dominate) */
     double t_all = 1e9;
-    for (uint32_t k = ZP_CAL_SMALL + 2 * ZP_CAL_LARGE + 2; k < ZP_CAL_SMALL + 2 * ZP_CAL_LARGE + 4; k++) {
+    for (uint32_t k = ZP_CAL_FAN + 2; k < ZP_CAL_FAN + 4; k++) {
       zp_xfer_t x[2 * N];
       int nx = 0;
       for (int s = 1; s < N; s++) {
