@@ -380,7 +380,7 @@ static void test_hops(void) {
     }
   }
   /* Narrow blocks from a chunk's first value on (the vector hop takes them
-   * on byte lanes while both are W <= 7, on 16-bit lanes while W <= 14),
+   * on 16-bit lanes while both are W <= 14),
    * with a stretch where both inputs' deltas are near +-amp / eb so the
    * sums outgrow the lanes (in phase) or cancel (opposite phase): amp 0.12
    * (deltas ~120, W 7), 8 (~8000, W 13) and 20 (~20000, W 15: not for 16-bit
@@ -629,6 +629,47 @@ static void test_bad_streams(void) {
   free(x); free(y); free(s); free(s2); free(t); free(o);
 }
 
+/* Corrupt narrow streams (widths, sign modes, planes, index): every kernel
+ * level gives the same result and bytes as the scalar one, so the vector
+ * hop's branch-free 16-bit blocks leave every block they do not take to
+ * the checked paths (and read within bounds: ASan). */
+static void test_hop_corrupt_levels(void) {
+  const size_t n = 6000;
+  float* x = malloc(n * 4);
+  float* y = malloc(n * 4);
+  for (size_t i = 0; i < n; i++) {
+    x[i] = 0.5f * sinf(0.01f * (float)i) + (i % 97 == 0 ? 0.3f : 0.0f);
+    y[i] = 0.4f * cosf(0.013f * (float)i);
+  }
+  size_t an, bn, cap = zc_compress_bound(n, zcclFloat32, 0), rn, gn;
+  uint8_t* a = compress_new(x, n, zcclFloat32, 1e-4, 0, 0, &an);
+  uint8_t* b = compress_new(y, n, zcclFloat32, 1e-4, 0, 0, &bn);
+  uint8_t *t = malloc(an), *ref = malloc(cap), *got = malloc(cap);
+  int level = zc_simd_get(), taken = 0;
+  for (int k = 0; k < 1500; k++) {
+    memcpy(t, a, an);
+    size_t at = ZC_HEADER_BYTES + rnd() % (an - ZC_HEADER_BYTES);
+    t[at] ^= (uint8_t)(1u << (rnd() % 8));
+    if (k % 3 == 0) t[(at + 1) % an] ^= 0x40; /* a sign mode or a width nibble too */
+    zc_simd_set(ZC_SIMD_SCALAR);
+    zcclResult_t r0 = zc_hop(zcclSum, t, an, b, bn, ref, cap, &rn);
+    taken += r0 == zcclSuccess;
+    for (int l = ZC_SIMD_SCALAR + 1; l < ZC_SIMD_NUM; l++) {
+      if (zc_simd_set(l) != 0) continue;
+      zcclResult_t r = zc_hop(zcclSum, k % 2 ? b : t, k % 2 ? bn : an, k % 2 ? t : b, k % 2 ? an : bn, got, cap, &gn);
+      zcclResult_t rs = r0;
+      if (k % 2) { /* the same pair the other way round: compare with scalar's */
+        zc_simd_set(ZC_SIMD_SCALAR);
+        rs = zc_hop(zcclSum, b, bn, t, an, ref, cap, &rn);
+      }
+      CHECK(r == rs && (r != zcclSuccess || (gn == rn && memcmp(got, ref, rn) == 0)));
+    }
+  }
+  CHECK(taken > 0 && taken < 1500); /* both outcomes met */
+  zc_simd_set(level);
+  free(x); free(y); free(a); free(b); free(t); free(ref); free(got);
+}
+
 static int progress_calls;
 static void on_progress(void* arg, uint32_t done, uint32_t total) {
   (void)arg;
@@ -709,6 +750,7 @@ int main(void) {
   test_hsum_chain(zcclFloat32, 1e-2);
   test_hsum_chain(zcclFloat32, 1e-6); /* widths past the vector path */
   test_bad_streams();
+  test_hop_corrupt_levels();
   test_progress();
   printf("%ld values checked against their bound; kernels: %s (best %s)\n", checked_values,
          zc_simd_name(zc_simd_get()), zc_simd_name(zc_simd_best()));
