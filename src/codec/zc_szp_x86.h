@@ -713,135 +713,6 @@ int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtyp
 }
 
 #if !ZC_X86_AVX512
-/* Byte j all ones where bit j of bits is set. */
-static inline __m256i zc_x86_bytemask(uint32_t bits) {
-  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
-                                          3, 3, 3, 3, 3, 3, 3);
-  const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-  __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
-  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
-}
-
-/* Parses one full block of width W <= 7 without fill into 32 signed byte
- * deltas (byte i: position i), checked as zc_x86_parse_clean checks.
- * Returns the bytes used, 0 when the block is wider or has fill, -1 when
- * malformed. */
-static inline __attribute__((always_inline)) int zc_x86_parse8(const uint8_t* in, size_t avail, __m256i* d) {
-  int W = 0, sw[4];
-  uint32_t neg, fbits;
-  int o = zc_x86_parse_head(in, avail, 0, 7, &W, sw, &neg, &fbits);
-  if (o <= 0) return o;
-  __m256i mag, none;
-  zc_x86_planes_to_bytes(in, avail, &o, sw, W, &mag, &none); /* W <= 7: none is zero */
-  __m256i m = zc_x86_bytemask(neg);
-  *d = _mm256_sub_epi8(_mm256_xor_si256(mag, m), m);
-  return o;
-}
-
-/* The 32 signed bytes of d as 4 x 8 int32 lanes. */
-static inline void zc_x86_widen_signed_bytes(__m256i d, __m256i out[4]) {
-  __m128i l = _mm256_castsi256_si128(d), h = _mm256_extracti128_si256(d, 1);
-  out[0] = _mm256_cvtepi8_epi32(l);
-  out[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(l, 8));
-  out[2] = _mm256_cvtepi8_epi32(h);
-  out[3] = _mm256_cvtepi8_epi32(_mm_srli_si128(h, 8));
-}
-#endif
-
-int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                             size_t n, void* out) {
-  if (h->dtype != zcclFloat32) return zc_chunk_decompress_scalar(h, g, chunk, bytes, n, out);
-  zc_parse_t p;
-  if (zc_parse_begin(&p, chunk, bytes, n, h->dtype, h->has_fill) != 0) return -1;
-  float* y = out;
-  float divisor = (float)h->divisor;
-  while (p.left > 0) {
-    int used = 0;
-    /* |q| < 2^30 and 32 deltas below 2^24: the running sum fits 32 bits. */
-    if (p.left >= ZC_BLOCK && h->has_fill && p.o < p.size && p.in[p.o] == ZC_W_ALLFILL) {
-      const __m256 fv = _mm256_set1_ps((float)h->fill);
-      for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + 8 * k, fv);
-      p.o++;
-      p.left -= ZC_BLOCK;
-      y += ZC_BLOCK;
-      continue;
-    }
-    if (p.left >= ZC_BLOCK && p.o < p.size && p.in[p.o] == 0) { /* W 0, no sign plane: every value the running one */
-      float r = (float)p.q * g->step_f;
-      if (h->divisor > 1) r = r / divisor;
-      const __m256 rv = _mm256_set1_ps(r);
-      for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + 8 * k, rv);
-      p.o++;
-      p.left -= ZC_BLOCK;
-      y += ZC_BLOCK;
-      continue;
-    }
-#if ZC_X86_AVX512
-    if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
-      __m512i mag;
-      uint32_t neg, fb;
-      used = zc_x86_parse16(p.in + p.o, p.size - p.o, h->has_fill, 16, &mag, &neg, &fb, NULL);
-      if (used < 0) return -1;
-      if (used > 0) {
-        int32_t q = (int32_t)p.q;
-        zc_x86_values16_f32(mag, neg, &q, g, divisor, fb, (float)h->fill, y);
-        p.o += (size_t)used;
-        p.q = q;
-        p.left -= ZC_BLOCK;
-        y += ZC_BLOCK;
-        continue;
-      }
-    }
-#endif
-#if !ZC_X86_AVX512
-    if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30) && p.o < p.size && (p.in[p.o] & 63) <= 7) {
-      /* Narrow and without fill: signs applied on bytes, then widened. */
-      __m256i d8, d[4];
-      used = zc_x86_parse8(p.in + p.o, p.size - p.o, &d8);
-      if (used < 0) return -1;
-      if (used > 0) {
-        int32_t q = (int32_t)p.q;
-        zc_x86_widen_signed_bytes(d8, d);
-        zc_x86_values_f32(d, &q, g, divisor, 0, (float)h->fill, y);
-        p.o += (size_t)used;
-        p.q = q;
-        p.left -= ZC_BLOCK;
-        y += ZC_BLOCK;
-        continue;
-      }
-    }
-#endif
-    if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
-      __m256i d[4];
-      uint32_t fb;
-      used = zc_x86_parse_clean(p.in + p.o, p.size - p.o, h->has_fill, d, &fb);
-      if (used < 0) return -1;
-      if (used > 0) {
-        int32_t q = (int32_t)p.q;
-        zc_x86_values_f32(d, &q, g, divisor, fb, (float)h->fill, y);
-        p.o += (size_t)used;
-        p.q = q;
-        p.left -= ZC_BLOCK;
-        y += ZC_BLOCK;
-        continue;
-      }
-    }
-    int nv = zc_parse_block_values(&p, h, g, y);
-    if (nv < 0) return -1;
-    y += nv;
-  }
-  return p.o == bytes ? 0 : -1;
-}
-
-/* Moves a parser past a block parsed on the vector path: its running value
- * by the block's deltas, its cursor by the block's bytes. */
-static inline void zc_x86_advance(zc_parse_t* p, const __m256i d[4], int used) {
-  p->q += zc_x86_sum(d);
-  p->o += (size_t)used;
-  p->left -= ZC_BLOCK;
-}
-
-#if !ZC_X86_AVX512
 /* The hop's 16-bit lane blocks (W <= 14, no extension byte), parsed and
  * written without a branch that depends on the data: widths and sign modes
  * change from block to block on real fields, and the branches on them
@@ -965,7 +836,110 @@ static inline const uint8_t* zc_x86_readable16(const uint8_t* in, size_t size, s
   memcpy(pad, in + o, size - o);
   return pad;
 }
+#endif
 
+int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
+                             size_t n, void* out) {
+  if (h->dtype != zcclFloat32) return zc_chunk_decompress_scalar(h, g, chunk, bytes, n, out);
+  zc_parse_t p;
+  if (zc_parse_begin(&p, chunk, bytes, n, h->dtype, h->has_fill) != 0) return -1;
+  float* y = out;
+  float divisor = (float)h->divisor;
+  while (p.left > 0) {
+    int used = 0;
+    /* |q| < 2^30 and 32 deltas below 2^24: the running sum fits 32 bits. */
+    if (p.left >= ZC_BLOCK && h->has_fill && p.o < p.size && p.in[p.o] == ZC_W_ALLFILL) {
+      const __m256 fv = _mm256_set1_ps((float)h->fill);
+      for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + 8 * k, fv);
+      p.o++;
+      p.left -= ZC_BLOCK;
+      y += ZC_BLOCK;
+      continue;
+    }
+    if (p.left >= ZC_BLOCK && p.o < p.size && p.in[p.o] == 0) { /* W 0, no sign plane: every value the running one */
+      float r = (float)p.q * g->step_f;
+      if (h->divisor > 1) r = r / divisor;
+      const __m256 rv = _mm256_set1_ps(r);
+      for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + 8 * k, rv);
+      p.o++;
+      p.left -= ZC_BLOCK;
+      y += ZC_BLOCK;
+      continue;
+    }
+#if ZC_X86_AVX512
+    if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
+      __m512i mag;
+      uint32_t neg, fb;
+      used = zc_x86_parse16(p.in + p.o, p.size - p.o, h->has_fill, 16, &mag, &neg, &fb, NULL);
+      if (used < 0) return -1;
+      if (used > 0) {
+        int32_t q = (int32_t)p.q;
+        zc_x86_values16_f32(mag, neg, &q, g, divisor, fb, (float)h->fill, y);
+        p.o += (size_t)used;
+        p.q = q;
+        p.left -= ZC_BLOCK;
+        y += ZC_BLOCK;
+        continue;
+      }
+    }
+#endif
+#if !ZC_X86_AVX512
+    if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
+      /* W <= 14 without fill: the hop's branch-free 16-bit form, widened. */
+      uint8_t pad[ZC_X86_READ16];
+      const uint8_t* b = zc_x86_readable16(p.in, p.size, p.o, pad);
+      uint32_t sw = 0, neg = 0;
+      int po = 0;
+      used = zc_x86_head16(b, &sw, &po, &neg);
+      if (used > 0 && (size_t)used <= p.size - p.o) {
+        __m256i x[2], d[4];
+        zc_x86_planes16(b, po, sw, x);
+        zc_x86_apply_signs16(x, neg);
+        d[0] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(x[0]));
+        d[1] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(x[0], 1));
+        d[2] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(x[1]));
+        d[3] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(x[1], 1));
+        int32_t q = (int32_t)p.q;
+        zc_x86_values_f32(d, &q, g, divisor, 0, (float)h->fill, y);
+        p.o += (size_t)used;
+        p.q = q;
+        p.left -= ZC_BLOCK;
+        y += ZC_BLOCK;
+        continue;
+      }
+    }
+#endif
+    if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
+      __m256i d[4];
+      uint32_t fb;
+      used = zc_x86_parse_clean(p.in + p.o, p.size - p.o, h->has_fill, d, &fb);
+      if (used < 0) return -1;
+      if (used > 0) {
+        int32_t q = (int32_t)p.q;
+        zc_x86_values_f32(d, &q, g, divisor, fb, (float)h->fill, y);
+        p.o += (size_t)used;
+        p.q = q;
+        p.left -= ZC_BLOCK;
+        y += ZC_BLOCK;
+        continue;
+      }
+    }
+    int nv = zc_parse_block_values(&p, h, g, y);
+    if (nv < 0) return -1;
+    y += nv;
+  }
+  return p.o == bytes ? 0 : -1;
+}
+
+/* Moves a parser past a block parsed on the vector path: its running value
+ * by the block's deltas, its cursor by the block's bytes. */
+static inline void zc_x86_advance(zc_parse_t* p, const __m256i d[4], int used) {
+  p->q += zc_x86_sum(d);
+  p->o += (size_t)used;
+  p->left -= ZC_BLOCK;
+}
+
+#if !ZC_X86_AVX512
 /* zc_hop_values's SUM of a block of this rank's integers q (no fill) and
  * b's next block, when both are narrow: the result's deltas are q's deltas
  * plus b's (q's first one taken against e->prev - pb->q, the value q would

@@ -630,10 +630,11 @@ static void test_bad_streams(void) {
 }
 
 /* Corrupt narrow streams (widths, sign modes, planes, index): every kernel
- * level gives the same result and bytes as the scalar one, so the vector
- * hop's branch-free 16-bit blocks leave every block they do not take to
- * the checked paths (and read within bounds: ASan). */
-static void test_hop_corrupt_levels(void) {
+ * level's hop and decompression give the same result and bytes as the
+ * scalar one, so the branch-free 16-bit blocks of the vector kernels leave
+ * every block they do not take to the checked paths (and read within
+ * bounds: ASan). */
+static void test_corrupt_levels(void) {
   const size_t n = 6000;
   float* x = malloc(n * 4);
   float* y = malloc(n * 4);
@@ -645,6 +646,7 @@ static void test_hop_corrupt_levels(void) {
   uint8_t* a = compress_new(x, n, zcclFloat32, 1e-4, 0, 0, &an);
   uint8_t* b = compress_new(y, n, zcclFloat32, 1e-4, 0, 0, &bn);
   uint8_t *t = malloc(an), *ref = malloc(cap), *got = malloc(cap);
+  float *v0 = malloc(n * 4), *v1 = malloc(n * 4);
   int level = zc_simd_get(), taken = 0;
   for (int k = 0; k < 1500; k++) {
     memcpy(t, a, an);
@@ -654,8 +656,12 @@ static void test_hop_corrupt_levels(void) {
     zc_simd_set(ZC_SIMD_SCALAR);
     zcclResult_t r0 = zc_hop(zcclSum, t, an, b, bn, ref, cap, &rn);
     taken += r0 == zcclSuccess;
+    size_t c0 = 0, c1 = 0;
+    zcclResult_t d0 = zc_decompress(t, an, v0, n, &c0, NULL, NULL);
     for (int l = ZC_SIMD_SCALAR + 1; l < ZC_SIMD_NUM; l++) {
       if (zc_simd_set(l) != 0) continue;
+      zcclResult_t d1 = zc_decompress(t, an, v1, n, &c1, NULL, NULL);
+      CHECK(d1 == d0 && (d0 != zcclSuccess || (c1 == c0 && memcmp(v0, v1, c0 * 4) == 0)));
       zcclResult_t r = zc_hop(zcclSum, k % 2 ? b : t, k % 2 ? bn : an, k % 2 ? t : b, k % 2 ? an : bn, got, cap, &gn);
       zcclResult_t rs = r0;
       if (k % 2) { /* the same pair the other way round: compare with scalar's */
@@ -667,7 +673,7 @@ static void test_hop_corrupt_levels(void) {
   }
   CHECK(taken > 0 && taken < 1500); /* both outcomes met */
   zc_simd_set(level);
-  free(x); free(y); free(a); free(b); free(t); free(ref); free(got);
+  free(x); free(y); free(a); free(b); free(t); free(ref); free(got); free(v0); free(v1);
 }
 
 static int progress_calls;
@@ -750,7 +756,7 @@ int main(void) {
   test_hsum_chain(zcclFloat32, 1e-2);
   test_hsum_chain(zcclFloat32, 1e-6); /* widths past the vector path */
   test_bad_streams();
-  test_hop_corrupt_levels();
+  test_corrupt_levels();
   test_progress();
   printf("%ld values checked against their bound; kernels: %s (best %s)\n", checked_values,
          zc_simd_name(zc_simd_get()), zc_simd_name(zc_simd_best()));
