@@ -836,6 +836,22 @@ static inline const uint8_t* zc_x86_readable16(const uint8_t* in, size_t size, s
   memcpy(pad, in + o, size - o);
   return pad;
 }
+
+/* The block at in + o (o <= size) as 32 signed 16-bit deltas (positions as
+ * zc_x86_planes16 gives them) when the 16-bit form takes it and it fits
+ * size: its bytes, else 0 (nothing read past size). */
+static inline __attribute__((always_inline)) int zc_x86_parse16(const uint8_t* in, size_t size, size_t o,
+                                                                __m256i d[2]) {
+  uint8_t pad[ZC_X86_READ16];
+  const uint8_t* p = zc_x86_readable16(in, size, o, pad);
+  uint32_t sw = 0, neg = 0;
+  int po = 0;
+  int used = zc_x86_head16(p, &sw, &po, &neg);
+  if (used == 0 || (size_t)used > size - o) return 0;
+  zc_x86_planes16(p, po, sw, d);
+  zc_x86_apply_signs16(d, neg);
+  return used;
+}
 #endif
 
 int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
@@ -886,15 +902,9 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
 #if !ZC_X86_AVX512
     if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
       /* W <= 14 without fill: the hop's branch-free 16-bit form, widened. */
-      uint8_t pad[ZC_X86_READ16];
-      const uint8_t* b = zc_x86_readable16(p.in, p.size, p.o, pad);
-      uint32_t sw = 0, neg = 0;
-      int po = 0;
-      used = zc_x86_head16(b, &sw, &po, &neg);
-      if (used > 0 && (size_t)used <= p.size - p.o) {
-        __m256i x[2], d[4];
-        zc_x86_planes16(b, po, sw, x);
-        zc_x86_apply_signs16(x, neg);
+      __m256i x[2], d[4];
+      used = zc_x86_parse16(p.in, p.size, p.o, x);
+      if (used > 0) {
         d[0] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(x[0]));
         d[1] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(x[0], 1));
         d[2] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(x[1]));
@@ -951,12 +961,9 @@ static inline void zc_x86_advance(zc_parse_t* p, const __m256i d[4], int used) {
  * judged by the caller's other path). */
 static inline __attribute__((always_inline)) int zc_x86_hop_values_narrow(const __m256i q[4], zc_parse_t* pb,
                                                                           zc_emit_t* e) {
-  uint8_t pad[ZC_X86_READ16];
-  const uint8_t* ib = zc_x86_readable16(pb->in, pb->size, pb->o, pad);
-  uint32_t swb = 0, negb = 0;
-  int pob = 0;
-  int used = zc_x86_head16(ib, &swb, &pob, &negb);
-  if (used == 0 || (size_t)used > pb->size - pb->o) return 0;
+  __m256i db[2], dr[2];
+  int used = zc_x86_parse16(pb->in, pb->size, pb->o, db);
+  if (used == 0) return 0;
   int32_t prev = e->have_prev ? (int32_t)(e->prev - pb->q) : _mm256_cvtsi256_si32(q[0]);
   __m256i dq[4], big = _mm256_setzero_si256();
   int32_t qlast = zc_x86_deltas_from(q, prev, dq);
@@ -965,9 +972,6 @@ static inline __attribute__((always_inline)) int zc_x86_hop_values_narrow(const 
   __m256i lim = _mm256_set1_epi32((1 << 14) - 1);
   if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(_mm256_min_epu32(big, lim), big)) != -1) return 0;
   /* In position order: packs interleave 128-bit lanes, the permutes undo it. */
-  __m256i db[2], dr[2];
-  zc_x86_planes16(ib, pob, swb, db);
-  zc_x86_apply_signs16(db, negb);
   dr[0] = _mm256_add_epi16(_mm256_permute4x64_epi64(_mm256_packs_epi32(dq[0], dq[1]), 0xd8), db[0]);
   dr[1] = _mm256_add_epi16(_mm256_permute4x64_epi64(_mm256_packs_epi32(dq[2], dq[3]), 0xd8), db[1]);
   int64_t bsum = zc_x86_reduce_epi32(_mm256_madd_epi16(_mm256_add_epi16(db[0], db[1]), _mm256_set1_epi16(1)));
@@ -995,7 +999,6 @@ static inline __attribute__((always_inline)) int zc_x86_hop_w16_run(zc_parse_t* 
   const size_t sa = pa->size, sb = pb->size, ecap = e->cap, need = ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4;
   size_t oa = pa->o, ob = pb->o, left = pa->left, eo = e->o;
   uint8_t* out = e->out;
-  uint8_t pad_a[ZC_X86_READ16], pad_b[ZC_X86_READ16];
   /* Deltas summed since entry, in 32-bit lanes: a chunk (<= 2^16 values)
    * adds at most 2^16 / 8 x 2 x 2^15 = 2^28 to a lane. */
   __m256i acc_a = _mm256_setzero_si256(), acc_b = acc_a;
@@ -1013,18 +1016,10 @@ static inline __attribute__((always_inline)) int zc_x86_hop_w16_run(zc_parse_t* 
       took = 1;
       continue;
     }
-    const uint8_t* a = zc_x86_readable16(pa->in, sa, oa, pad_a);
-    const uint8_t* b = zc_x86_readable16(pb->in, sb, ob, pad_b);
-    uint32_t swa = 0, swb = 0, nega = 0, negb = 0;
-    int poa = 0, pob = 0;
-    int ua = zc_x86_head16(a, &swa, &poa, &nega);
-    int ub = zc_x86_head16(b, &swb, &pob, &negb);
-    if (ua == 0 || ub == 0 || (size_t)ua > sa - oa || (size_t)ub > sb - ob) break;
     __m256i da[2], db[2];
-    zc_x86_planes16(a, poa, swa, da);
-    zc_x86_planes16(b, pob, swb, db);
-    zc_x86_apply_signs16(da, nega);
-    zc_x86_apply_signs16(db, negb);
+    int ua = zc_x86_parse16(pa->in, sa, oa, da);
+    int ub = ua ? zc_x86_parse16(pb->in, sb, ob, db) : 0;
+    if (ua == 0 || ub == 0) break;
     __m256i dr[2] = {_mm256_add_epi16(da[0], db[0]), _mm256_add_epi16(da[1], db[1])};
     acc_a = _mm256_add_epi32(acc_a, _mm256_madd_epi16(_mm256_add_epi16(da[0], da[1]), ones));
     acc_b = _mm256_add_epi32(acc_b, _mm256_madd_epi16(_mm256_add_epi16(db[0], db[1]), ones));
