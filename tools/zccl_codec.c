@@ -229,7 +229,7 @@ static int cmd_hsum(const args_t* a) {
   size_t cap = zc_compress_bound((size_t)h.count, h.dtype, h.chunk_log2), n;
   uint8_t* o = malloc(cap);
   zd_pool_t* pool = NULL;
-  if (zd_pool_create(a->threads, &pool) != zcclSuccess || zd_host_hop(pool, 0, zcclSum, x, xn, y, yn, o, cap, &n) != zcclSuccess)
+  if (zd_pool_create(a->threads, &pool) != zcclSuccess || zd_host_hop(pool, 0, NULL, zcclSum, x, xn, y, yn, o, cap, &n) != zcclSuccess)
     return die("hsum: %s%s", zcclGetLastError(NULL), "");
   zd_pool_destroy(pool);
   if (write_file(a->out, o, n) != 0) return die("cannot write %s%s", a->out, "");
@@ -329,7 +329,7 @@ static int cmd_stats(const args_t* a) {
   th = 0; /* no homomorphic op for ZFP */
   for (int r = 0; r < reps && !sc.zfp_mode; r++) {
     double t0 = zu_now();
-    if (zd_host_hop(pool, 0, zcclSum, s, size, s2, size2, h, cap, &hs) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
+    if (zd_host_hop(pool, 0, NULL, zcclSum, s, size, s2, size2, h, cap, &hs) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
     t[r] = zu_now() - t0;
   }
   if (!sc.zfp_mode) th = median(t, reps);
@@ -341,7 +341,7 @@ static int cmd_stats(const args_t* a) {
   size_t hsum_size = hs;
   for (int r = 0; r < reps && !sc.zfp_mode; r++) {
     double t0 = zu_now();
-    if (zd_host_hop_values(pool, 0, zcclSum, &p, x, n, s2, size2, h, cap, &hs) != zcclSuccess)
+    if (zd_host_hop_values(pool, 0, NULL, zcclSum, &p, x, n, s2, size2, h, cap, &hs) != zcclSuccess)
       return die("stats: %s%s", zcclGetLastError(NULL), "");
     t[r] = zu_now() - t0;
   }

@@ -116,6 +116,7 @@ void zd_dev_destroy(zd_dev_t* dev) {
   if (dev == NULL) return;
   dev->ops->fini(dev);
   zd_pool_destroy(dev->pool);
+  zd_scratch_free(&dev->hop_aside);
   int outstanding = 0;
   for (int i = 0; i < dev->bufs.nsegs; i++) outstanding += dev->bufs.segs[i].used;
   if (outstanding)

@@ -7,6 +7,7 @@
 
 #include "zc_szp.h"
 #include "zd_device.h"
+#include "zd_host_codec.h"
 #include "zd_pool.h"
 
 #ifdef __cplusplus
@@ -96,6 +97,7 @@ struct zd_dev {
    * serialises zd_pool_run (one job per pool). */
   pthread_mutex_t run_lock;
   zd_pool_t* pool;
+  zd_scratch_t hop_aside; /* the in-place hops' result, kept (under run_lock) */
   int nthreads;       /* ZCCL_REDUCE_THREADS, 0: hwloc cores */
   int node_ranks;     /* zd_set_node_ranks, 0: not told */
   size_t split_bytes; /* ZCCL_REDUCE_SPLIT_BYTES */

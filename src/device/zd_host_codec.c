@@ -302,15 +302,35 @@ free_job:
   return res;
 }
 
-zcclResult_t zd_host_hop(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const void* a, size_t a_size,
-                         const void* b, size_t b_size, void* out, size_t cap, size_t* size) {
+void zd_scratch_free(zd_scratch_t* s) {
+  free(s->p);
+  s->p = NULL;
+  s->bytes = 0;
+}
+
+/* A buffer of bytes for an in-place result: aside's (grown when short) or,
+ * without one, *own's for this call alone. NULL when out of memory. */
+static void* zd_aside(zd_scratch_t* aside, size_t bytes, void** own) {
+  *own = NULL;
+  if (aside == NULL) return *own = malloc(bytes);
+  if (aside->bytes < bytes) {
+    zd_scratch_free(aside);
+    aside->p = malloc(bytes);
+    aside->bytes = aside->p ? bytes : 0;
+  }
+  return aside->p;
+}
+
+zcclResult_t zd_host_hop(zd_pool_t* pool, int nthreads, zd_scratch_t* aside, zcclRedOp_t op, const void* a,
+                         size_t a_size, const void* b, size_t b_size, void* out, size_t cap, size_t* size) {
   ZU_RETURN_ERR_IF(size == NULL, zcclInvalidArgument, "zd_host_hop: NULL argument");
   if (out != NULL && (out == a || out == b)) { /* in place: build aside, copy over (as zc_hop) */
-    void* aside = malloc(cap);
-    ZU_RETURN_ERR_IF(aside == NULL, zcclSystemError, "zd_host_hop: out of memory for the in-place result");
-    zcclResult_t res = zd_host_hop(pool, nthreads, op, a, a_size, b, b_size, aside, cap, size);
-    if (res == zcclSuccess) memcpy(out, aside, *size);
-    free(aside);
+    void* own;
+    void* tmp = zd_aside(aside, cap, &own);
+    ZU_RETURN_ERR_IF(tmp == NULL, zcclSystemError, "zd_host_hop: out of memory for the in-place result");
+    zcclResult_t res = zd_host_hop(pool, nthreads, NULL, op, a, a_size, b, b_size, tmp, cap, size);
+    if (res == zcclSuccess) memcpy(out, tmp, *size);
+    free(own);
     return res;
   }
   zc_header_t ha, hb;
@@ -319,15 +339,17 @@ zcclResult_t zd_host_hop(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const vo
   return zd_hop_job(pool, nthreads, 1, op, NULL, &ha, &hb, out, head, cap, size, "zd_host_hop");
 }
 
-zcclResult_t zd_host_hop_values(zd_pool_t* pool, int nthreads, zcclRedOp_t op, const zc_params_t* p, const void* in,
-                                size_t count, const void* b, size_t b_size, void* out, size_t cap, size_t* size) {
+zcclResult_t zd_host_hop_values(zd_pool_t* pool, int nthreads, zd_scratch_t* aside, zcclRedOp_t op,
+                                const zc_params_t* p, const void* in, size_t count, const void* b, size_t b_size,
+                                void* out, size_t cap, size_t* size) {
   ZU_RETURN_ERR_IF(size == NULL, zcclInvalidArgument, "zd_host_hop_values: NULL argument");
   if (out != NULL && out == b) { /* in place: build aside, copy over (as zc_hop_values) */
-    void* aside = malloc(cap);
-    ZU_RETURN_ERR_IF(aside == NULL, zcclSystemError, "zd_host_hop_values: out of memory for the in-place result");
-    zcclResult_t res = zd_host_hop_values(pool, nthreads, op, p, in, count, b, b_size, aside, cap, size);
-    if (res == zcclSuccess) memcpy(out, aside, *size);
-    free(aside);
+    void* own;
+    void* tmp = zd_aside(aside, cap, &own);
+    ZU_RETURN_ERR_IF(tmp == NULL, zcclSystemError, "zd_host_hop_values: out of memory for the in-place result");
+    zcclResult_t res = zd_host_hop_values(pool, nthreads, NULL, op, p, in, count, b, b_size, tmp, cap, size);
+    if (res == zcclSuccess) memcpy(out, tmp, *size);
+    free(own);
     return res;
   }
   zc_header_t h, hb;

@@ -45,6 +45,9 @@ static void test_codec_threads(void) {
   const size_t counts[] = {0, 1, 4095, 4096 * 3 + 17, 200000};
   zd_pool_t* pool = NULL;
   CHECK_RES(zd_pool_create(4, &pool), zcclSuccess);
+  /* The in-place hops' kept buffer, across every size below (grown, then
+   * reused by smaller calls). */
+  zd_scratch_t aside = {NULL, 0};
   for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
     size_t n = counts[ci];
     for (int dt = 0; dt < 2; dt++) {
@@ -70,19 +73,23 @@ static void test_codec_threads(void) {
       for (int threads = 1; threads <= 4; threads++) {
         CHECK_RES(zd_host_compress(pool, threads, &p, x, n, st, cap, &tn), zcclSuccess);
         CHECK(tn == s1n && memcmp(st, s1, s1n) == 0);
-        CHECK_RES(zd_host_hop(pool, threads, zcclSum, s1, s1n, s2, s2n, ht, cap, &htn), zcclSuccess);
+        CHECK_RES(zd_host_hop(pool, threads, NULL, zcclSum, s1, s1n, s2, s2n, ht, cap, &htn), zcclSuccess);
         CHECK(htn == h1n && memcmp(ht, h1, h1n) == 0);
         CHECK_RES(zd_host_decompress(pool, threads, s1, s1n, yt, n, &got), zcclSuccess);
         memcpy(ht, s1, s1n); /* in place over the first input */
-        CHECK_RES(zd_host_hop(pool, threads, zcclSum, ht, s1n, s2, s2n, ht, cap, &htn), zcclSuccess);
+        CHECK_RES(zd_host_hop(pool, threads, threads % 2 ? &aside : NULL, zcclSum, ht, s1n, s2, s2n, ht, cap, &htn),
+                  zcclSuccess);
         CHECK(htn == h1n && memcmp(ht, h1, h1n) == 0);
+        CHECK(aside.bytes >= cap && aside.p != NULL);
+        void* kept = aside.p;
         CHECK(got == n && memcmp(yt, y1, n * esize) == 0);
         /* x with s2 in one pass: compress(x) then hop's bytes, out of place and over s2 */
-        CHECK_RES(zd_host_hop_values(pool, threads, zcclSum, &p, x, n, s2, s2n, ht, cap, &htn), zcclSuccess);
+        CHECK_RES(zd_host_hop_values(pool, threads, NULL, zcclSum, &p, x, n, s2, s2n, ht, cap, &htn), zcclSuccess);
         CHECK(htn == h1n && memcmp(ht, h1, h1n) == 0);
         memcpy(ht, s2, s2n);
-        CHECK_RES(zd_host_hop_values(pool, threads, zcclSum, &p, x, n, ht, s2n, ht, cap, &htn), zcclSuccess);
+        CHECK_RES(zd_host_hop_values(pool, threads, &aside, zcclSum, &p, x, n, ht, s2n, ht, cap, &htn), zcclSuccess);
         CHECK(htn == h1n && memcmp(ht, h1, h1n) == 0);
+        CHECK(aside.p == kept); /* no larger than before: the same buffer */
       }
       /* Errors from worker threads reach the caller with their reason. */
       if (n > 5000) {
@@ -92,12 +99,14 @@ static void test_codec_threads(void) {
         zcclResult_t r = zd_host_decompress(pool, 4, s1, s1n, yt, n, &got);
         CHECK(r == zcclSuccess || r == zcclInvalidArgument);
         CHECK_RES(zd_host_decompress(pool, 4, s1, s1n - 1, yt, n, &got), zcclInvalidArgument);
-        CHECK_RES(zd_host_hop_values(pool, 4, zcclSum, &p, x, n, s2, s2n, ht, s2n / 2, &htn), zcclInvalidArgument);
+        CHECK_RES(zd_host_hop_values(pool, 4, NULL, zcclSum, &p, x, n, s2, s2n, ht, s2n / 2, &htn), zcclInvalidArgument);
         CHECK_LAST_ERROR_HAS("too small");
       }
       free(x); free(x2); free(s1); free(s2); free(st); free(h1); free(ht); free(y1); free(yt);
     }
   }
+  zd_scratch_free(&aside);
+  CHECK(aside.p == NULL && aside.bytes == 0);
   /* Without a pool: the calling thread alone. */
   float v[100] = {0};
   uint8_t s[4096];
