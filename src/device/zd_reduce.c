@@ -262,11 +262,12 @@ static zcclResult_t zd_codec_exec(zd_dev_t* dev, const zd_op_t* op) {
         break;
       }
       case ZD_OP_HOP:
-        res = zd_host_hop(pool, 0, &dev->hop_aside, op->op, op->a, *op->a_size, op->b, *op->b_size, op->dst, op->cap, op->out_size);
+        res = zd_host_hop(pool, 0, &dev->hop_aside, op->op, op->a, *op->a_size, op->b, *op->b_size, op->dst,
+                          op->cap, op->out_size);
         break;
       case ZD_OP_HOP_VALUES:
-        res = zd_host_hop_values(pool, 0, &dev->hop_aside, op->op, &op->params, op->a, op->count, op->b, *op->b_size, op->dst, op->cap,
-                                 op->out_size);
+        res = zd_host_hop_values(pool, 0, &dev->hop_aside, op->op, &op->params, op->a, op->count, op->b,
+                                 *op->b_size, op->dst, op->cap, op->out_size);
         break;
       /* RLE and ZFP: the codec's single-threaded functions (one stream is
        * one sequential walk). */

@@ -99,7 +99,8 @@ static void test_codec_threads(void) {
         zcclResult_t r = zd_host_decompress(pool, 4, s1, s1n, yt, n, &got);
         CHECK(r == zcclSuccess || r == zcclInvalidArgument);
         CHECK_RES(zd_host_decompress(pool, 4, s1, s1n - 1, yt, n, &got), zcclInvalidArgument);
-        CHECK_RES(zd_host_hop_values(pool, 4, NULL, zcclSum, &p, x, n, s2, s2n, ht, s2n / 2, &htn), zcclInvalidArgument);
+        CHECK_RES(zd_host_hop_values(pool, 4, NULL, zcclSum, &p, x, n, s2, s2n, ht, s2n / 2, &htn),
+                  zcclInvalidArgument);
         CHECK_LAST_ERROR_HAS("too small");
       }
       free(x); free(x2); free(s1); free(s2); free(st); free(h1); free(ht); free(y1); free(yt);
