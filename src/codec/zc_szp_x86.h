@@ -271,15 +271,33 @@ static inline void zc_x86_deltas_held(const __m256i q[4], uint32_t fbits, zc_emi
     for (int k = 0; k < 4; k++) d[k] = _mm256_setzero_si256();
     return;
   }
-  int32_t v[ZC_BLOCK];
-  for (int k = 0; k < 4; k++) _mm256_storeu_si256((__m256i*)(v + 8 * k), q[k]);
-  int32_t held = e->have_prev ? (int32_t)e->prev : v[__builtin_ctz(~fbits)];
-  for (int i = 0; i < ZC_BLOCK; i++) {
-    if (fbits >> i & 1) v[i] = held;
-    else held = v[i];
+  /* Lane by lane in registers (a scalar pass through memory stalled on
+   * store forwarding): each lane's source is the last ordinary lane at or
+   * before it, a prefix maximum of the ordinary lanes' indices (fill lanes
+   * -1); lanes with none take the carry from the register before. */
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), none = _mm256_set1_epi32(-1);
+  const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  const __m256i up1 = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6), up2 = _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5);
+  const __m256i up4 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3);
+  int32_t held;
+  if (e->have_prev) {
+    held = (int32_t)e->prev;
+  } else { /* before the chunk's first ordinary value: that value */
+    int32_t v[ZC_BLOCK];
+    for (int k = 0; k < 4; k++) _mm256_storeu_si256((__m256i*)(v + 8 * k), q[k]);
+    held = v[__builtin_ctz(~fbits)];
   }
-  __m256i h[4];
-  for (int k = 0; k < 4; k++) h[k] = _mm256_loadu_si256((const __m256i*)(v + 8 * k));
+  __m256i carry = _mm256_set1_epi32(held), h[4];
+  for (int k = 0; k < 4; k++) {
+    __m256i f = _mm256_set1_epi32((int)((fbits >> (8 * k)) & 0xff));
+    __m256i idx = _mm256_or_si256(lane, _mm256_cmpeq_epi32(_mm256_and_si256(f, bit), bit));
+    idx = _mm256_max_epi32(idx, _mm256_blend_epi32(_mm256_permutevar8x32_epi32(idx, up1), none, 0x01));
+    idx = _mm256_max_epi32(idx, _mm256_blend_epi32(_mm256_permutevar8x32_epi32(idx, up2), none, 0x03));
+    idx = _mm256_max_epi32(idx, _mm256_blend_epi32(_mm256_permutevar8x32_epi32(idx, up4), none, 0x0f));
+    h[k] = _mm256_blendv_epi8(_mm256_permutevar8x32_epi32(q[k], idx), carry,
+                              _mm256_cmpgt_epi32(_mm256_setzero_si256(), idx));
+    carry = _mm256_permutevar8x32_epi32(h[k], _mm256_set1_epi32(7));
+  }
   zc_x86_deltas(h, e, d);
 }
 #endif
