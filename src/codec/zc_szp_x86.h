@@ -258,6 +258,11 @@ static inline void zc_x86_deltas(const __m256i q[4], zc_emit_t* e, __m256i d[4])
   e->prev = zc_x86_deltas_from(q, (int32_t)e->prev, d);
 }
 
+/* Lanes j = bit j of byte (0 or 1). */
+static inline __m256i zc_x86_bits(uint32_t byte) {
+  return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)byte), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                          _mm256_set1_epi32(1));
+}
 
 #if !ZC_X86_AVX512
 /* Deltas of the non-fill integers, each against the previous non-fill one
@@ -276,21 +281,15 @@ static inline void zc_x86_deltas_held(const __m256i q[4], uint32_t fbits, zc_emi
    * before it, a prefix maximum of the ordinary lanes' indices (fill lanes
    * -1); lanes with none take the carry from the register before. */
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), none = _mm256_set1_epi32(-1);
-  const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
   const __m256i up1 = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6), up2 = _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5);
   const __m256i up4 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3);
-  int32_t held;
-  if (e->have_prev) {
-    held = (int32_t)e->prev;
-  } else { /* before the chunk's first ordinary value: that value */
-    int32_t v[ZC_BLOCK];
-    for (int k = 0; k < 4; k++) _mm256_storeu_si256((__m256i*)(v + 8 * k), q[k]);
-    held = v[__builtin_ctz(~fbits)];
-  }
-  __m256i carry = _mm256_set1_epi32(held), h[4];
+  /* Before the chunk's first ordinary value: that value. */
+  int first = __builtin_ctz(~fbits);
+  __m256i carry = e->have_prev ? _mm256_set1_epi32((int32_t)e->prev)
+                               : _mm256_permutevar8x32_epi32(q[first >> 3], _mm256_set1_epi32(first & 7)), h[4];
   for (int k = 0; k < 4; k++) {
-    __m256i f = _mm256_set1_epi32((int)((fbits >> (8 * k)) & 0xff));
-    __m256i idx = _mm256_or_si256(lane, _mm256_cmpeq_epi32(_mm256_and_si256(f, bit), bit));
+    __m256i fill = _mm256_sub_epi32(_mm256_setzero_si256(), zc_x86_bits((fbits >> (8 * k)) & 0xff));
+    __m256i idx = _mm256_or_si256(lane, fill);
     idx = _mm256_max_epi32(idx, _mm256_blend_epi32(_mm256_permutevar8x32_epi32(idx, up1), none, 0x01));
     idx = _mm256_max_epi32(idx, _mm256_blend_epi32(_mm256_permutevar8x32_epi32(idx, up2), none, 0x03));
     idx = _mm256_max_epi32(idx, _mm256_blend_epi32(_mm256_permutevar8x32_epi32(idx, up4), none, 0x0f));
@@ -301,12 +300,6 @@ static inline void zc_x86_deltas_held(const __m256i q[4], uint32_t fbits, zc_emi
   zc_x86_deltas(h, e, d);
 }
 #endif
-
-/* Lanes j = bit j of byte (0 or 1). */
-static inline __m256i zc_x86_bits(uint32_t byte) {
-  return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)byte), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                          _mm256_set1_epi32(1));
-}
 
 /* Inclusive prefix sum of 8 lanes plus carry (broadcast); carry becomes the
  * last lane. */
@@ -735,9 +728,10 @@ int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtyp
  * written without a branch that depends on the data: widths and sign modes
  * change from block to block on real fields, and the branches on them
  * (byte or 16-bit lanes, sign plane or not, planes past 8 or not) cost more
- * than the work (SALT REL 1e-3 hsum: 1.56 -> 2.55 GB/s). Positions 0-15 are register 0, 16-31 register 1; sub-group k's
- * planes are 128-bit lane k & 1 of register k / 2, planes 0-7 in its low
- * 8 bytes and 8-15 in its high 8 bytes. */
+ * than the work (SALT REL 1e-3 hsum: 1.56 -> 2.55 GB/s). Positions 0-15
+ * are register 0, 16-31 register 1; sub-group k's planes are 128-bit lane
+ * k & 1 of register k / 2, planes 0-7 in its low 8 bytes and 8-15 in its
+ * high 8 bytes. */
 
 /* Readable bytes a block of the 16-bit form needs at its start: head (7)
  * plus the last sub-group's offset (42) and a 16-byte load. */
@@ -827,10 +821,9 @@ static inline __attribute__((always_inline)) size_t zc_x86_emit16(const __m256i 
   uint32_t nz1 = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(P1, zero));
   int sw0 = zc_x86_width16(nz0 & 0xffff), sw1 = zc_x86_width16(nz0 >> 16);
   int sw2 = zc_x86_width16(nz1 & 0xffff), sw3 = zc_x86_width16(nz1 >> 16);
-  int W01 = sw0 > sw1 ? sw0 : sw1, W23 = sw2 > sw3 ? sw2 : sw3, W = W01 > W23 ? W01 : W23;
-  int smode = neg == 0 ? ZC_SMODE_POS : (pos == 0 ? ZC_SMODE_NEG : ZC_SMODE_PLANE);
-  out[0] = (uint8_t)(W | smode << 6); /* W <= 15: no width base */
-  out[1] = (uint8_t)(sw0 | sw1 << 4);
+  int W = zc_x86_width16((nz0 | nz0 >> 16 | nz1 | nz1 >> 16) & 0xffff), smode;
+  zc_x86_emit_head(W, neg, pos, 0, out, &smode); /* one byte without fill */
+  out[1] = (uint8_t)(sw0 | sw1 << 4);             /* W <= 15: no width base */
   out[2] = (uint8_t)(sw2 | sw3 << 4);
   size_t o = W ? 3 : 1;
   memcpy(out + o, &neg, 4);
@@ -853,6 +846,15 @@ static inline const uint8_t* zc_x86_readable16(const uint8_t* in, size_t size, s
   memset(pad, 0, ZC_X86_READ16);
   memcpy(pad, in + o, size - o);
   return pad;
+}
+
+/* At the chunk's first ordinary position (no e->prev yet): the result's
+ * base is before plus the block's first delta, which becomes 0. */
+static inline void zc_x86_base16(zc_emit_t* e, int64_t before, __m256i* d0) {
+  if (e->have_prev) return;
+  e->base = (int64_t)((uint64_t)before + (uint64_t)(int64_t)(int16_t)_mm256_extract_epi16(*d0, 0));
+  e->have_prev = 1;
+  *d0 = _mm256_insert_epi16(*d0, 0, 0);
 }
 
 /* The block at in + o (o <= size) as 32 signed 16-bit deltas (positions as
@@ -993,11 +995,7 @@ static inline __attribute__((always_inline)) int zc_x86_hop_values_narrow(const 
   dr[0] = _mm256_add_epi16(_mm256_permute4x64_epi64(_mm256_packs_epi32(dq[0], dq[1]), 0xd8), db[0]);
   dr[1] = _mm256_add_epi16(_mm256_permute4x64_epi64(_mm256_packs_epi32(dq[2], dq[3]), 0xd8), db[1]);
   int64_t bsum = zc_x86_reduce_epi32(_mm256_madd_epi16(_mm256_add_epi16(db[0], db[1]), _mm256_set1_epi16(1)));
-  if (!e->have_prev) { /* the chunk's first ordinary position: base, delta 0 */
-    e->base = (int64_t)((uint64_t)prev + (uint64_t)pb->q + (uint64_t)(int64_t)(int16_t)_mm256_extract_epi16(dr[0], 0));
-    e->have_prev = 1;
-    dr[0] = _mm256_insert_epi16(dr[0], 0, 0);
-  }
+  zc_x86_base16(e, (int64_t)((uint64_t)prev + (uint64_t)pb->q), &dr[0]);
   e->o += zc_x86_emit16(dr, e->out + e->o);
   pb->q = (int64_t)((uint64_t)pb->q + (uint64_t)bsum);
   pb->o += (size_t)used;
@@ -1041,12 +1039,7 @@ static inline __attribute__((always_inline)) int zc_x86_hop_w16_run(zc_parse_t* 
     __m256i dr[2] = {_mm256_add_epi16(da[0], db[0]), _mm256_add_epi16(da[1], db[1])};
     acc_a = _mm256_add_epi32(acc_a, _mm256_madd_epi16(_mm256_add_epi16(da[0], da[1]), ones));
     acc_b = _mm256_add_epi32(acc_b, _mm256_madd_epi16(_mm256_add_epi16(db[0], db[1]), ones));
-    if (!e->have_prev) { /* the chunk's first ordinary position: base, delta 0 */
-      int16_t first = (int16_t)_mm256_extract_epi16(dr[0], 0);
-      e->base = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q + (uint64_t)(int64_t)first);
-      e->have_prev = 1;
-      dr[0] = _mm256_insert_epi16(dr[0], 0, 0);
-    }
+    zc_x86_base16(e, (int64_t)((uint64_t)pa->q + (uint64_t)pb->q), &dr[0]);
     eo += zc_x86_emit16(dr, out + eo);
     oa += (size_t)ua;
     ob += (size_t)ub;
