@@ -315,7 +315,8 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
    * larger size alone less the latency (small pools leave sizes where the
    * difference is mostly noise). */
   double per_byte = (t_big - t_small > 1e-9 ? t_big - t_small : 1e-9) / (double)big;
-  if (t_big > t_mid && (t_big - t_mid) / (double)(big - mid) < per_byte) per_byte = (t_big - t_mid) / (double)(big - mid);
+  double slope = (t_big - t_mid) / (double)(big - mid);
+  if (t_big > t_mid && slope < per_byte) per_byte = slope;
   /* Fan-out: rank 0 sends the large message to every other rank at once.
    * Over a network its link carries N-1 copies (time ~ (N-1) x one); over
    * shared memory the receivers copy in parallel (less). The factor prices
@@ -346,8 +347,8 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
    * direct below the ring in 2 of 3 runs); over shared memory the copies
    * run in parallel. The factor prices the direct rounds' bytes. */
   double incast = 1;
-  size_t per = mid / (size_t)(N - 1) / 64 * 64;
   if (N > 2 && mid >= (256u << 10)) { /* (smaller: latency would dominate) */
+    size_t per = mid / (size_t)(N - 1) / 64 * 64;
     double t_all = 1e9;
     for (uint32_t k = ZP_CAL_FAN + 2; k < ZP_CAL_FAN + 4; k++) {
       zp_xfer_t x[2 * N];
