@@ -248,16 +248,17 @@ typedef struct {
   const zc_params_t* p;
 } stats_codec_t;
 
-static zcclResult_t stats_compress(const stats_codec_t* c, const void* x, size_t n, uint8_t* s, size_t cap,
-                                   size_t* size) {
+/* nthreads: 0 for the whole pool. */
+static zcclResult_t stats_compress(const stats_codec_t* c, int nthreads, const void* x, size_t n, uint8_t* s,
+                                   size_t cap, size_t* size) {
   if (c->zfp_mode) return zc_zfp_compress(c->p->dtype, c->zfp_mode, c->zfp_param, x, n, s, cap, size);
-  return zd_host_compress(c->pool, 0, c->p, x, n, s, cap, size);
+  return zd_host_compress(c->pool, nthreads, c->p, x, n, s, cap, size);
 }
 
-static zcclResult_t stats_decompress(const stats_codec_t* c, const uint8_t* s, size_t size, void* y, size_t n,
-                                     size_t* got) {
+static zcclResult_t stats_decompress(const stats_codec_t* c, int nthreads, const uint8_t* s, size_t size, void* y,
+                                     size_t n, size_t* got) {
   if (c->zfp_mode) return zc_zfp_decompress(s, size, y, n, got);
-  return zd_host_decompress(c->pool, 0, s, size, y, n, got);
+  return zd_host_decompress(c->pool, nthreads, s, size, y, n, got);
 }
 
 static int cmp_d(const void* a, const void* b) {
@@ -307,69 +308,77 @@ static int cmd_stats(const args_t* a) {
   if (sc.zfp_mode) threads = 1;
   uint8_t *s = malloc(cap), *s2 = malloc(cap), *h = malloc(cap);
   if (!x || !x2 || !y || !y2 || !s || !s2 || !h) return die("stats: out of memory%s%s", "", "");
-  int reps = a->reps;
-  double* t = malloc(sizeof(double) * (size_t)reps);
-  double tm, tc, td, th, tdoc;
+  /* Every round times each phase once, in turn, so that every phase (and
+   * memcpy, the reference) samples the same moments of a shared, noisy
+   * machine; figures are medians over rounds. With more than one thread, the
+   * same round also times compression, decompression and hsum on one thread:
+   * the speedups are medians of the rounds' ratios. */
+  enum { MEMCPY, COMP, DECOMP, HSUM, FUSED, DOC, COMP1, DECOMP1, HSUM1, NPHASE };
+  int reps = a->reps, one = threads > 1 && !sc.zfp_mode;
+  double* t = malloc(sizeof(double) * (size_t)reps * NPHASE);
+  double* sp = malloc(sizeof(double) * (size_t)reps * 3);
+  double med[NPHASE] = {0}, speedup[3] = {0, 0, 0};
+  uint64_t hsum_hash = 0;
+  size_t hsum_size = 0;
+  if (!t || !sp) return die("stats: out of memory%s%s", "", "");
+  int on[NPHASE];
+  for (int ph = 0; ph < NPHASE; ph++) on[ph] = !((ph == HSUM || ph == FUSED) && sc.zfp_mode) && (ph < COMP1 || one);
   memcpy(y, x, n * esize); /* fault the pages in */
-  for (int r = 0; r < reps; r++) { double t0 = zu_now(); memcpy(y, x, n * esize); t[r] = zu_now() - t0; }
-  tm = median(t, reps);
-  for (int r = 0; r < reps; r++) {
-    double t0 = zu_now();
-    if (stats_compress(&sc, x, n, s, cap, &size) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
-    t[r] = zu_now() - t0;
-  }
-  tc = median(t, reps);
-  for (int r = 0; r < reps; r++) {
-    double t0 = zu_now();
-    if (stats_decompress(&sc, s, size, y, n, &got) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
-    t[r] = zu_now() - t0;
-  }
-  td = median(t, reps);
-  stats_compress(&sc, x2, n, s2, cap, &size2);
-  th = 0; /* no homomorphic op for ZFP */
-  for (int r = 0; r < reps && !sc.zfp_mode; r++) {
-    double t0 = zu_now();
-    if (zd_host_hop(pool, 0, NULL, zcclSum, s, size, s2, size2, h, cap, &hs) != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
-    t[r] = zu_now() - t0;
-  }
-  if (!sc.zfp_mode) th = median(t, reps);
-  /* The homomorphic ring's step: compress x and add it to s2, fused; its
-   * bytes must be the hsum's (checked: the kernels under measure are the
-   * ones under test). */
-  double tf = 0;
-  uint64_t hsum_hash = sc.zfp_mode ? 0 : stats_hash(h, hs);
-  size_t hsum_size = hs;
-  for (int r = 0; r < reps && !sc.zfp_mode; r++) {
-    double t0 = zu_now();
-    if (zd_host_hop_values(pool, 0, NULL, zcclSum, &p, x, n, s2, size2, h, cap, &hs) != zcclSuccess)
+  if (stats_compress(&sc, 0, x, n, s, cap, &size) != zcclSuccess || stats_compress(&sc, 0, x2, n, s2, cap, &size2) != zcclSuccess)
+    return die("stats: %s%s", zcclGetLastError(NULL), "");
+  if (!sc.zfp_mode) {
+    if (zd_host_hop(pool, 0, NULL, zcclSum, s, size, s2, size2, h, cap, &hs) != zcclSuccess)
       return die("stats: %s%s", zcclGetLastError(NULL), "");
-    t[r] = zu_now() - t0;
+    hsum_hash = stats_hash(h, hs);
+    hsum_size = hs;
   }
-  if (!sc.zfp_mode) tf = median(t, reps);
-  if (!sc.zfp_mode && (hs != hsum_size || stats_hash(h, hs) != hsum_hash))
-    return die("stats: the fused compress+hsum wrote other bytes than compress then hsum (a codec bug)%s%s", "", "");
-  /* Decompress-operate-compress of the same pair, the baseline hsum beats. */
   for (int r = 0; r < reps; r++) {
-    double t0 = zu_now();
-    stats_decompress(&sc, s, size, y, n, &got);
-    stats_decompress(&sc, s2, size2, y2, n, &got);
-    /* Fill in either input stays fill, as in the homomorphic sum. */
-    if (a->is_double) {
-      double* u = y;
-      const double* w = y2;
-      for (size_t i = 0; i < n; i++) u[i] = (d.has_fill && (u[i] == d.fill || w[i] == d.fill)) ? d.fill : u[i] + w[i];
-    } else {
-      float* u = y;
-      const float* w = y2;
-      float f = (float)d.fill;
-      for (size_t i = 0; i < n; i++) u[i] = (d.has_fill && (u[i] == f || w[i] == f)) ? f : u[i] + w[i];
+    for (int ph = 0; ph < NPHASE; ph++) {
+      if (!on[ph]) continue;
+      int nt = ph >= COMP1 ? 1 : 0;
+      zcclResult_t rc = zcclSuccess;
+      double t0 = zu_now();
+      switch (ph) {
+        case MEMCPY: memcpy(y, x, n * esize); break;
+        case COMP: case COMP1: rc = stats_compress(&sc, nt, x, n, s, cap, &size); break;
+        case DECOMP: case DECOMP1: rc = stats_decompress(&sc, nt, s, size, y, n, &got); break;
+        case HSUM: case HSUM1: rc = zd_host_hop(pool, nt, NULL, zcclSum, s, size, s2, size2, h, cap, &hs); break;
+        case FUSED: /* the homomorphic ring's step: compress x and add it to s2 */
+          rc = zd_host_hop_values(pool, 0, NULL, zcclSum, &p, x, n, s2, size2, h, cap, &hs);
+          break;
+        case DOC: /* decompress-operate-compress of the same pair, the baseline hsum beats */
+          rc = stats_decompress(&sc, 0, s, size, y, n, &got);
+          if (rc == zcclSuccess) rc = stats_decompress(&sc, 0, s2, size2, y2, n, &got);
+          /* Fill in either input stays fill, as in the homomorphic sum. */
+          if (a->is_double) {
+            double* u = y;
+            const double* w = y2;
+            for (size_t i = 0; i < n; i++) u[i] = (d.has_fill && (u[i] == d.fill || w[i] == d.fill)) ? d.fill : u[i] + w[i];
+          } else {
+            float* u = y;
+            const float* w = y2;
+            float f = (float)d.fill;
+            for (size_t i = 0; i < n; i++) u[i] = (d.has_fill && (u[i] == f || w[i] == f)) ? f : u[i] + w[i];
+          }
+          if (rc == zcclSuccess) rc = stats_compress(&sc, 0, y, n, h, cap, &hs);
+          break;
+      }
+      t[(size_t)ph * reps + r] = zu_now() - t0;
+      if (rc != zcclSuccess) return die("stats: %s%s", zcclGetLastError(NULL), "");
+      /* The kernels under measure are the ones under test: the fused step
+       * and the one-thread hsum write the hsum's bytes. */
+      if (r == 0 && (ph == FUSED || ph == HSUM1) && (hs != hsum_size || stats_hash(h, hs) != hsum_hash))
+        return die("stats: %s wrote other bytes than the hsum (a codec bug)%s",
+                   ph == FUSED ? "the fused compress+hsum" : "the one-thread hsum", "");
     }
-    stats_compress(&sc, y, n, h, cap, &hs);
-    t[r] = zu_now() - t0;
+    for (int k = 0; one && k < 3; k++) sp[(size_t)k * reps + r] = t[(size_t)(COMP1 + k) * reps + r] / t[(size_t)(COMP + k) * reps + r];
   }
-  tdoc = median(t, reps);
+  for (int ph = 0; ph < NPHASE; ph++)
+    if (on[ph]) med[ph] = median(t + (size_t)ph * reps, reps);
+  for (int k = 0; one && k < 3; k++) speedup[k] = median(sp + (size_t)k * reps, reps);
+  double tm = med[MEMCPY], tc = med[COMP], td = med[DECOMP], th = med[HSUM], tf = med[FUSED], tdoc = med[DOC];
   /* Errors on the field itself (every element of the first tile). */
-  stats_decompress(&sc, s, size, y, n, &got);
+  stats_decompress(&sc, 0, s, size, y, n, &got);
   int bounded = sc.zfp_mode != ZC_ZFP_RATE; /* fixed rate promises no error bound */
   size_t m = d.count < n ? d.count : n, valid = 0, outside = 0;
   double max_err = 0, sq = 0, lo = INFINITY, hi = -INFINITY;
@@ -395,8 +404,13 @@ static int cmd_stats(const args_t* a) {
   /* A uniform quantizer of step 2*eb has rmse 2*eb/sqrt(12). */
   double psnr_uniform = 20 * log10((hi - lo) / (2 * p.eb / sqrt(12.0)));
   if (a->json) {
-    char hsum[32] = "null", over[32] = "null", fused[32] = "null";
+    char hsum[32] = "null", over[32] = "null", fused[32] = "null", speed[160];
     if (th > 0) snprintf(hsum, sizeof hsum, "%.4f", gb / th);
+    if (one)
+      snprintf(speed, sizeof speed, "%.4f, \"decomp_speedup\": %.4f, \"hsum_speedup\": %.4f", speedup[0], speedup[1],
+               speedup[2]);
+    else
+      snprintf(speed, sizeof speed, "null, \"decomp_speedup\": null, \"hsum_speedup\": null");
     if (tf > 0) snprintf(fused, sizeof fused, "%.4f", gb / tf);
     if (bounded) snprintf(over, sizeof over, "%.6f", max_err / p.eb);
     printf("{\"codec\": \"%s\", \"rate\": %g, \"source\": \"%s\", \"dtype\": \"%s\", \"mode\": \"%s\", \"eb\": %.6g, \"eb_abs\": %.6g, "
@@ -404,11 +418,11 @@ static int cmd_stats(const args_t* a) {
            "\"max_abs_err\": %.6g, \"max_err_over_eb\": %s, \"outside_bound\": %zu, \"rmse\": %.6g, "
            "\"psnr\": %.4f, \"psnr_uniform\": %.4f, \"memcpy_gbps\": %.4f, \"comp_gbps\": %.4f, "
            "\"decomp_gbps\": %.4f, \"hsum_gbps\": %s, \"compress_hsum_gbps\": %s, \"doc_gbps\": %.4f, "
-           "\"threads\": %d, \"simd\": \"%s\"}\n",
+           "\"threads\": %d, \"comp_speedup\": %s, \"simd\": \"%s\"}\n",
            codec, sc.zfp_mode == ZC_ZFP_RATE ? a->rate : 0.0, d.source, a->is_double ? "f64" : "f32",
            a->rel ? "rel" : "abs", a->eb, p.eb, d.has_fill ? "true" : "false", n, size, ratio, bits, max_err, over,
            outside, rmse, psnr, psnr_uniform, gb / tm, gb / tc, gb / td, hsum, fused, gb / tdoc, threads,
-           zc_simd_name(zc_simd_get()));
+           speed, zc_simd_name(zc_simd_get()));
   } else {
     printf("[%s] %s (%s, %s %g -> eb_abs %.6g, %s), %zu values (%.1f MiB), kernels %s, %d thread(s)\n", codec,
            d.source,
@@ -425,8 +439,11 @@ static int cmd_stats(const args_t* a) {
     } else {
       printf("no hsum (DOC %.2f GB/s)\n", gb / tdoc);
     }
+    if (one)
+      printf("  %d threads over 1 (same rounds): compress %.2fx, decompress %.2fx, hsum %.2fx\n", threads, speedup[0],
+             speedup[1], speedup[2]);
   }
-  free(x); free(x2); free(y); free(y2); free(s); free(s2); free(h); free(t);
+  free(x); free(x2); free(y); free(y2); free(s); free(s2); free(h); free(t); free(sp);
   zd_pool_destroy(pool);
   zccl_data_free(&d);
   return outside ? 1 : 0;

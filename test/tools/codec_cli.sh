@@ -26,7 +26,7 @@ check "stats on the decompressed raw file" 0 "$CODEC" stats t.f32 --dtype f32 --
 check "hsum" 0 "$CODEC" hsum t.zcs t.zcs sum.zcs
 check "decompress the sum" 0 "$CODEC" decompress sum.zcs sum.f32
 check "stats --json, 2 threads" 0 "$CODEC" stats $VAR --dtype f32 --mode rel --eb 1e-3 --threads 2 --reps 1 --json
-for key in ratio max_abs_err eb_abs psnr comp_gbps decomp_gbps memcpy_gbps hsum_gbps compress_hsum_gbps '"outside_bound": 0'; do
+for key in ratio max_abs_err eb_abs psnr comp_gbps decomp_gbps memcpy_gbps hsum_gbps compress_hsum_gbps comp_speedup decomp_speedup '"outside_bound": 0'; do
   grep -q "$key" out.txt || { echo "FAIL: stats JSON lacks $key"; fail=1; }
 done
 check "f64 with an explicit fill" 0 "$CODEC" stats coads_climatology.cdf:SST --dtype f64 --mode abs --eb 0.05 --fill -1e34 --reps 1
