@@ -767,7 +767,8 @@ static inline __attribute__((always_inline)) int zc_x86_head16(const uint8_t* p,
 /* The block's 32 magnitudes as 16-bit lanes from its planes at p + o
  * (sub-group widths in s's bytes): each sub-group's 16 plane bytes are
  * loaded whole, the ones past its width masked off, and turned. */
-static inline __attribute__((always_inline)) void zc_x86_planes16(const uint8_t* p, int o, uint32_t s, __m256i x[2]) {
+static inline __attribute__((always_inline)) void zc_x86_planes16(const uint8_t* p, int o, uint32_t s, __m256i x[2],
+                                                                   uint32_t nzp[2]) {
   const __m256i idx = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6,
                                        7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m256i k01 = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1,
@@ -783,6 +784,10 @@ static inline __attribute__((always_inline)) void zc_x86_planes16(const uint8_t*
   __m256i v1 = _mm256_loadu2_m128i((const __m128i*)(q + (pre >> 24)), (const __m128i*)(q + ((pre >> 16) & 0xff)));
   v0 = _mm256_and_si256(v0, _mm256_cmpgt_epi8(_mm256_shuffle_epi8(sv, k01), idx));
   v1 = _mm256_and_si256(v1, _mm256_cmpgt_epi8(_mm256_shuffle_epi8(sv, k23), idx));
+  if (nzp) { /* which plane bytes are non-zero: bits 16k.. for sub-group k */
+    nzp[0] = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, _mm256_setzero_si256()));
+    nzp[1] = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v1, _mm256_setzero_si256()));
+  }
   x[0] = _mm256_shuffle_epi8(zc_x86_transpose8x8(v0), il);
   x[1] = _mm256_shuffle_epi8(zc_x86_transpose8x8(v1), il);
 }
@@ -857,18 +862,34 @@ static inline void zc_x86_base16(zc_emit_t* e, int64_t before, __m256i* d0) {
   *d0 = _mm256_insert_epi16(*d0, 0, 0);
 }
 
+/* Whether a block parsed by zc_x86_head16/zc_x86_planes16 (sub-group widths
+ * sw, non-zero plane bytes nzp, magnitudes x, sign bits neg) is what the
+ * encoder writes for its deltas: every sub-group's top plane non-zero and,
+ * with a sign plane, signs on non-zero deltas only and both signs present. */
+static inline int zc_x86_canon16(uint32_t sw, const uint32_t nzp[2], const __m256i x[2], int plane, uint32_t neg) {
+  uint32_t widths = (uint32_t)zc_x86_width16(nzp[0] & 0xffff) | (uint32_t)zc_x86_width16(nzp[0] >> 16) << 8 |
+                    (uint32_t)zc_x86_width16(nzp[1] & 0xffff) << 16 | (uint32_t)zc_x86_width16(nzp[1] >> 16) << 24;
+  if (widths != sw) return 0;
+  if (!plane) return 1; /* the NEG mode's W > 0: some delta is non-zero */
+  __m256i p8 = _mm256_permute4x64_epi64(_mm256_packs_epi16(x[0], x[1]), 0xd8); /* magnitudes < 2^15 */
+  uint32_t nz = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(p8, _mm256_setzero_si256()));
+  return (neg & ~nz) == 0 && neg != 0 && (nz & ~neg) != 0;
+}
+
 /* The block at in + o (o <= size) as 32 signed 16-bit deltas (positions as
  * zc_x86_planes16 gives them) when the 16-bit form takes it and it fits
- * size: its bytes, else 0 (nothing read past size). */
+ * size: its bytes, else 0 (nothing read past size). With canon, also
+ * whether the block is canonical (zc_x86_canon16). */
 static inline __attribute__((always_inline)) int zc_x86_parse16(const uint8_t* in, size_t size, size_t o,
-                                                                __m256i d[2]) {
+                                                                __m256i d[2], int* canon) {
   uint8_t pad[ZC_X86_READ16];
   const uint8_t* p = zc_x86_readable16(in, size, o, pad);
-  uint32_t sw = 0, neg = 0;
+  uint32_t sw = 0, neg = 0, nzp[2];
   int po = 0;
   int used = zc_x86_head16(p, &sw, &po, &neg);
   if (used == 0 || (size_t)used > size - o) return 0;
-  zc_x86_planes16(p, po, sw, d);
+  zc_x86_planes16(p, po, sw, d, canon ? nzp : NULL);
+  if (canon) *canon = zc_x86_canon16(sw, nzp, d, p[0] >> 6 == ZC_SMODE_PLANE, neg);
   zc_x86_apply_signs16(d, neg);
   return used;
 }
@@ -923,7 +944,7 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
     if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
       /* W <= 14 without fill: the hop's branch-free 16-bit form, widened. */
       __m256i x[2], d[4];
-      used = zc_x86_parse16(p.in, p.size, p.o, x);
+      used = zc_x86_parse16(p.in, p.size, p.o, x, NULL);
       if (used > 0) {
         d[0] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(x[0]));
         d[1] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(x[0], 1));
@@ -982,7 +1003,7 @@ static inline void zc_x86_advance(zc_parse_t* p, const __m256i d[4], int used) {
 static inline __attribute__((always_inline)) int zc_x86_hop_values_narrow(const __m256i q[4], zc_parse_t* pb,
                                                                           zc_emit_t* e) {
   __m256i db[2], dr[2];
-  int used = zc_x86_parse16(pb->in, pb->size, pb->o, db);
+  int used = zc_x86_parse16(pb->in, pb->size, pb->o, db, NULL);
   if (used == 0) return 0;
   int32_t prev = e->have_prev ? (int32_t)(e->prev - pb->q) : _mm256_cvtsi256_si32(q[0]);
   __m256i dq[4], big = _mm256_setzero_si256();
@@ -1024,7 +1045,8 @@ static inline __attribute__((always_inline)) int zc_x86_hop_w16_run(zc_parse_t* 
       rc = ZC_RC_SPACE;
       break;
     }
-    if (oa < sa && ob < sb && pa->in[oa] == 0 && pb->in[ob] == 0 && e->have_prev) {
+    int za = oa < sa && pa->in[oa] == 0, zb = ob < sb && pb->in[ob] == 0;
+    if (za && zb && e->have_prev) {
       out[eo++] = 0;
       oa++;
       ob++;
@@ -1033,8 +1055,33 @@ static inline __attribute__((always_inline)) int zc_x86_hop_w16_run(zc_parse_t* 
       continue;
     }
     __m256i da[2], db[2];
-    int ua = zc_x86_parse16(pa->in, sa, oa, da);
-    int ub = ua ? zc_x86_parse16(pb->in, sb, ob, db) : 0;
+    if ((za || zb) && e->have_prev) {
+      /* One block all zero deltas (land in one input, sea in the other):
+       * the sum is the other block, byte for byte when that one is
+       * canonical (what the encoder writes for its deltas). */
+      const uint8_t* in = za ? pb->in : pa->in;
+      size_t size = za ? sb : sa, o = za ? ob : oa;
+      int canon = 0, u = zc_x86_parse16(in, size, o, da, &canon);
+      if (u > 0 && canon) {
+        if (size - o >= 64) {
+          _mm256_storeu_si256((__m256i*)(out + eo), _mm256_loadu_si256((const __m256i*)(in + o)));
+          _mm256_storeu_si256((__m256i*)(out + eo + 32), _mm256_loadu_si256((const __m256i*)(in + o + 32)));
+        } else {
+          memcpy(out + eo, in + o, (size_t)u);
+        }
+        __m256i t = _mm256_madd_epi16(_mm256_add_epi16(da[0], da[1]), ones);
+        if (za) acc_b = _mm256_add_epi32(acc_b, t);
+        else acc_a = _mm256_add_epi32(acc_a, t);
+        eo += (size_t)u;
+        oa += za ? 1 : (size_t)u;
+        ob += za ? (size_t)u : 1;
+        left -= ZC_BLOCK;
+        took = 1;
+        continue;
+      }
+    }
+    int ua = zc_x86_parse16(pa->in, sa, oa, da, NULL);
+    int ub = ua ? zc_x86_parse16(pb->in, sb, ob, db, NULL) : 0;
     if (ua == 0 || ub == 0) break;
     __m256i dr[2] = {_mm256_add_epi16(da[0], db[0]), _mm256_add_epi16(da[1], db[1])};
     acc_a = _mm256_add_epi32(acc_a, _mm256_madd_epi16(_mm256_add_epi16(da[0], da[1]), ones));
