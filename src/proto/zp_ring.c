@@ -139,15 +139,56 @@ out:
   return res;
 }
 
+/* Allgather around the ring, pipelined in chunks as the reduce-scatter:
+ * chunk c received at step s is sent on at step s+1 as soon as it is in
+ * (it is the block that step sends), so a rank never waits for a whole
+ * block before forwarding, and the links do not idle at step boundaries. */
 zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t es, const size_t* boff,
                                       const size_t* blen, int me, uint32_t tagbase) {
   int N = ctx->nranks, r = ctx->rank, right = (r + 1) % N, left = (r + N - 1) % N;
+  if (N == 1) return zcclSuccess;
+  size_t maxb = 0;
+  for (int b = 0; b < N; b++) maxb = blen[b] > maxb ? blen[b] : maxb;
+  size_t C = ZP_RING_CHUNK_BYTES / es ? ZP_RING_CHUNK_BYTES / es : 1;
+  if ((maxb + C - 1) / C > ZP_RING_MAX_CHUNKS) C = (maxb + ZP_RING_MAX_CHUNKS - 1) / ZP_RING_MAX_CHUNKS;
+  int K = maxb ? (int)((maxb + C - 1) / C) : 1;
+  zp_xfer_t x[3 * ZP_RING_MAX_CHUNKS]; /* as zp_ring_rs_slice: sends[s%2][c], recvs[c] */
+  memset(x, 0, sizeof(zp_xfer_t) * 3 * (size_t)K);
+  zp_xfer_t *sends[2] = {x, x + K}, *recvs = x + 2 * K;
+  zcclResult_t res = zcclSuccess;
   for (int s = 0; s < N - 1; s++) {
     int sb = zp_mod(me - s, N), rb = zp_mod(me - s - 1, N);
-    ZU_CHECK(zp_sendrecv(ctx, "ring allgather", right, buf + boff[sb] * es, blen[sb] * es, left,
-                         buf + boff[rb] * es, blen[rb] * es, tagbase + (uint32_t)s));
+    size_t sn = blen[sb], rn = blen[rb];
+    /* An empty block is one empty message. */
+    int kr = rn ? (int)((rn + C - 1) / C) : 1, ks = sn ? (int)((sn + C - 1) / C) : 1;
+    for (int c = 0; c < kr; c++) {
+      size_t o = (size_t)c * C, m = rn > o ? (rn - o < C ? rn - o : C) : 0;
+      zp_recv_at(ctx, &recvs[c], left, tagbase + (uint32_t)s, buf + (boff[rb] + o) * es, m * es);
+      ZU_CHECK_GOTO(zp_xfers_post(ctx, &recvs[c], 1), res, fail);
+    }
+    if (s == 0) { /* this rank's own block is there at once */
+      for (int c = 0; c < ks; c++) {
+        size_t o = (size_t)c * C, m = sn > o ? (sn - o < C ? sn - o : C) : 0;
+        zp_send_at(ctx, &sends[0][c], right, tagbase, buf + (boff[sb] + o) * es, m * es);
+        ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[0][c], 1), res, fail);
+      }
+    }
+    for (int c = 0; c < kr; c++) {
+      ZU_CHECK_GOTO(zp_xfers_wait(ctx, "ring allgather", &recvs[c], 1), res, fail);
+      if (s < N - 2) { /* on to the right at once: step s+1 sends block rb */
+        size_t o = (size_t)c * C, m = rn > o ? (rn - o < C ? rn - o : C) : 0;
+        zp_send_at(ctx, &sends[(s + 1) % 2][c], right, tagbase + (uint32_t)(s + 1), buf + (boff[rb] + o) * es,
+                   m * es);
+        ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[(s + 1) % 2][c], 1), res, fail);
+      }
+    }
+    ZU_CHECK_GOTO(zp_xfers_wait(ctx, "ring allgather", sends[s % 2], ks), res, fail);
+    memset(sends[s % 2], 0, sizeof(zp_xfer_t) * (size_t)K);
   }
   return zcclSuccess;
+fail:
+  zp_cancel_all(ctx, x, 3 * K);
+  return res;
 }
 
 zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
