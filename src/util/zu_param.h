@@ -62,6 +62,11 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(CODEC_THREADS, INT, "0",                                                              \
     "Threads the host codec spreads chunks over; 0: every core available to the process " \
     "(hwloc).")                                                                           \
+  X(POOL_SPIN_US, INT, "100",                                                            \
+    "Microseconds a thread of the host device's pool (codec, large reductions) polls for " \
+    "its next job, and the calling thread for a job's end, giving its core away between " \
+    "polls, before sleeping (a wake-up costs as much as a 1 MiB compression on a VM); 0: " \
+    "sleep at once.")                                                                      \
   X(CODEC_SIMD, STR, "auto",                                                              \
     "Instruction set of the host codec kernels: auto, scalar, avx2, avx2-gfni or avx512 " \
     "(every level writes identical bytes; a level the CPU lacks is an error).")          \

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "test_util.h"
 #include "zd_host_codec.h"
@@ -17,23 +18,35 @@ static void count_job(void* arg, int t, int n) {
   atomic_fetch_add(&sum, t * 100 + n);
 }
 
+/* Jobs back to back (workers still polling) and apart (asleep), with the
+ * poll on and off (ZCCL_POOL_SPIN_US). */
 static void test_pool(void) {
-  for (int size = 1; size <= 5; size++) {
-    zd_pool_t* pool = NULL;
-    CHECK_RES(zd_pool_create(size, &pool), zcclSuccess);
-    CHECK(zd_pool_size(pool) == size);
-    for (int rep = 0; rep < 50; rep++) {
-      for (int want = 0; want <= size + 1; want++) {
-        atomic_store(&calls, 0);
-        atomic_store(&sum, 0);
-        zd_pool_run(pool, want, count_job, NULL);
-        int n = want <= 0 || want > size ? size : want;
-        CHECK(atomic_load(&calls) == n);
-        CHECK(atomic_load(&sum) == 100L * n * (n - 1) / 2 + (long)n * n);
+  const char* spins[] = {"0", "100"};
+  for (int sp = 0; sp < 2; sp++) {
+    setenv("ZCCL_POOL_SPIN_US", spins[sp], 1);
+    for (int size = 1; size <= 5; size++) {
+      zd_pool_t* pool = NULL;
+      CHECK_RES(zd_pool_create(size, &pool), zcclSuccess);
+      CHECK(zd_pool_size(pool) == size);
+      for (int rep = 0; rep < 50; rep++) {
+        for (int want = 0; want <= size + 1; want++) {
+          atomic_store(&calls, 0);
+          atomic_store(&sum, 0);
+          zd_pool_run(pool, want, count_job, NULL);
+          int n = want <= 0 || want > size ? size : want;
+          CHECK(atomic_load(&calls) == n);
+          CHECK(atomic_load(&sum) == 100L * n * (n - 1) / 2 + (long)n * n);
+        }
+        if (rep % 10 == 9) usleep(400); /* past the poll: the workers sleep */
       }
+      zd_pool_destroy(pool);
     }
-    zd_pool_destroy(pool);
   }
+  zd_pool_t* bad = NULL;
+  setenv("ZCCL_POOL_SPIN_US", "-1", 1);
+  CHECK_RES(zd_pool_create(2, &bad), zcclInvalidArgument);
+  CHECK(bad == NULL);
+  unsetenv("ZCCL_POOL_SPIN_US");
   zd_pool_t* all = NULL;
   CHECK_RES(zd_pool_create(0, &all), zcclSuccess); /* hwloc's core count */
   CHECK(zd_pool_size(all) >= 1);
