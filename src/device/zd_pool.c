@@ -39,18 +39,26 @@ static double zd_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Polls (giving the core away between polls) until *v differs from old or
- * the pool stops, for at most the pool's spin time; whether it did. Waking
- * a sleeping thread costs 0.15-0.2 ms on this project's VMs, as much as a
- * 1 MiB compression: jobs come back to back (a codec call's encode and
- * move, a ring's steps), so a short poll saves most of the wake-ups. */
-static int zd_pool_poll(zd_pool_t* pool, atomic_ulong* v, unsigned long old) {
-  if (pool->spin <= 0) return 0;
+static int zd_job_started(zd_pool_t* pool, unsigned long seen) {
+  return atomic_load_explicit(&pool->generation, memory_order_acquire) != seen ||
+         atomic_load_explicit(&pool->stop, memory_order_relaxed);
+}
+
+static int zd_job_ended(zd_pool_t* pool, unsigned long unused) {
+  (void)unused;
+  return atomic_load_explicit(&pool->pending, memory_order_acquire) == 0;
+}
+
+/* Polls done(pool, arg), giving the core away between polls, for at most
+ * the pool's spin time. Waking a sleeping thread costs 0.15-0.2 ms on this
+ * project's VMs, as much as a 1 MiB compression, and jobs come back to back
+ * (a codec call's encode and move, a ring's steps): a short poll saves most
+ * wake-ups. The caller sleeps afterwards if done is still false. */
+static void zd_pool_poll(zd_pool_t* pool, int (*done)(zd_pool_t*, unsigned long), unsigned long arg) {
+  if (pool->spin <= 0) return;
   double end = zd_now() + pool->spin;
-  for (int k = 0;; k++) {
-    if (atomic_load_explicit(v, memory_order_acquire) != old || atomic_load_explicit(&pool->stop, memory_order_relaxed))
-      return 1;
-    if ((k & 15) == 15 && zd_now() > end) return 0;
+  for (int k = 0; !done(pool, arg); k++) {
+    if ((k & 15) == 15 && zd_now() > end) return;
     sched_yield();
   }
 }
@@ -61,7 +69,7 @@ static void* zd_pool_worker(void* p) {
   zd_pool_t* pool = w.pool;
   unsigned long seen = 0;
   for (;;) {
-    zd_pool_poll(pool, &pool->generation, seen);
+    zd_pool_poll(pool, zd_job_started, seen);
     pthread_mutex_lock(&pool->lock);
     while (!pool->stop && pool->generation == seen) {
       pool->sleepers++;
@@ -156,14 +164,7 @@ void zd_pool_run(zd_pool_t* pool, int nthreads, zd_pool_fn fn, void* arg) {
   if (pool->sleepers) pthread_cond_broadcast(&pool->wake);
   pthread_mutex_unlock(&pool->lock);
   fn(arg, 0, n);
-  /* Poll for the workers' end, then sleep until the last one signals. */
-  if (pool->spin > 0) {
-    double end = zd_now() + pool->spin;
-    for (int k = 0; atomic_load_explicit(&pool->pending, memory_order_acquire) > 0; k++) {
-      if ((k & 15) == 15 && zd_now() > end) break;
-      sched_yield();
-    }
-  }
+  zd_pool_poll(pool, zd_job_ended, 0); /* then sleep until the last worker signals */
   pthread_mutex_lock(&pool->lock);
   pool->waiting = 1;
   while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done, &pool->lock);
