@@ -4,11 +4,11 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "zd_device.h"
 #include "zu_error.h"
 #include "zu_param.h"
+#include "zu_time.h"
 
 struct zd_pool {
   int size;
@@ -33,12 +33,6 @@ typedef struct {
   int t;
 } zd_worker_t;
 
-static double zd_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int zd_job_started(zd_pool_t* pool, unsigned long seen) {
   return atomic_load_explicit(&pool->generation, memory_order_acquire) != seen ||
          atomic_load_explicit(&pool->stop, memory_order_relaxed);
@@ -56,9 +50,9 @@ static int zd_job_ended(zd_pool_t* pool, unsigned long unused) {
  * wake-ups. The caller sleeps afterwards if done is still false. */
 static void zd_pool_poll(zd_pool_t* pool, int (*done)(zd_pool_t*, unsigned long), unsigned long arg) {
   if (pool->spin <= 0) return;
-  double end = zd_now() + pool->spin;
+  double end = zu_now() + pool->spin;
   for (int k = 0; !done(pool, arg); k++) {
-    if ((k & 15) == 15 && zd_now() > end) return;
+    if ((k & 15) == 15 && zu_now() > end) return;
     sched_yield();
   }
 }
