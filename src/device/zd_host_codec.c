@@ -308,54 +308,57 @@ void zd_scratch_free(zd_scratch_t* s) {
   s->bytes = 0;
 }
 
-/* A buffer of bytes for an in-place result: aside's (grown when short) or,
- * without one, *own's for this call alone. NULL when out of memory. */
-static void* zd_aside(zd_scratch_t* aside, size_t bytes, void** own) {
+/* Where a hop writes its result: out, or when out is one of its inputs
+ * (in place) aside's buffer (grown when short) or, without one, *own's for
+ * this call alone. NULL when out of memory. */
+static void* zd_hop_dst(zd_scratch_t* aside, int in_place, void* out, size_t cap, void** own) {
   *own = NULL;
-  if (aside == NULL) return *own = malloc(bytes);
-  if (aside->bytes < bytes) {
+  if (!in_place) return out;
+  if (aside == NULL) return *own = malloc(cap);
+  if (aside->bytes < cap) {
     zd_scratch_free(aside);
-    aside->p = malloc(bytes);
-    aside->bytes = aside->p ? bytes : 0;
+    aside->p = malloc(cap);
+    aside->bytes = aside->p ? cap : 0;
   }
   return aside->p;
+}
+
+/* After a hop into dst: an in-place result copied over out. */
+static zcclResult_t zd_hop_done(zcclResult_t res, void* out, const void* dst, void* own, const size_t* size) {
+  if (res == zcclSuccess && dst != out) memcpy(out, dst, *size);
+  free(own);
+  return res;
 }
 
 zcclResult_t zd_host_hop(zd_pool_t* pool, int nthreads, zd_scratch_t* aside, zcclRedOp_t op, const void* a,
                          size_t a_size, const void* b, size_t b_size, void* out, size_t cap, size_t* size) {
   ZU_RETURN_ERR_IF(size == NULL, zcclInvalidArgument, "zd_host_hop: NULL argument");
-  if (out != NULL && (out == a || out == b)) { /* in place: build aside, copy over (as zc_hop) */
-    void* own;
-    void* tmp = zd_aside(aside, cap, &own);
-    ZU_RETURN_ERR_IF(tmp == NULL, zcclSystemError, "zd_host_hop: out of memory for the in-place result");
-    zcclResult_t res = zd_host_hop(pool, nthreads, NULL, op, a, a_size, b, b_size, tmp, cap, size);
-    if (res == zcclSuccess) memcpy(out, tmp, *size);
-    free(own);
-    return res;
-  }
+  int in_place = out != NULL && (out == a || out == b); /* build aside, copy over (as zc_hop) */
+  void* own;
+  void* dst = zd_hop_dst(aside, in_place, out, cap, &own);
+  ZU_RETURN_ERR_IF(in_place && dst == NULL, zcclSystemError, "zd_host_hop: out of memory for the in-place result");
   zc_header_t ha, hb;
   size_t head;
-  ZU_CHECK(zc_hop_begin(op, a, a_size, b, b_size, out, cap, &ha, &hb, &head));
-  return zd_hop_job(pool, nthreads, 1, op, NULL, &ha, &hb, out, head, cap, size, "zd_host_hop");
+  zcclResult_t res = zc_hop_begin(op, a, a_size, b, b_size, dst, cap, &ha, &hb, &head);
+  if (res == zcclSuccess) res = zd_hop_job(pool, nthreads, 1, op, NULL, &ha, &hb, dst, head, cap, size, "zd_host_hop");
+  return zd_hop_done(res, out, dst, own, size);
 }
 
 zcclResult_t zd_host_hop_values(zd_pool_t* pool, int nthreads, zd_scratch_t* aside, zcclRedOp_t op,
                                 const zc_params_t* p, const void* in, size_t count, const void* b, size_t b_size,
                                 void* out, size_t cap, size_t* size) {
   ZU_RETURN_ERR_IF(size == NULL, zcclInvalidArgument, "zd_host_hop_values: NULL argument");
-  if (out != NULL && out == b) { /* in place: build aside, copy over (as zc_hop_values) */
-    void* own;
-    void* tmp = zd_aside(aside, cap, &own);
-    ZU_RETURN_ERR_IF(tmp == NULL, zcclSystemError, "zd_host_hop_values: out of memory for the in-place result");
-    zcclResult_t res = zd_host_hop_values(pool, nthreads, NULL, op, p, in, count, b, b_size, tmp, cap, size);
-    if (res == zcclSuccess) memcpy(out, tmp, *size);
-    free(own);
-    return res;
-  }
+  int in_place = out != NULL && out == b; /* as zd_host_hop (and zc_hop_values) */
+  void* own;
+  void* dst = zd_hop_dst(aside, in_place, out, cap, &own);
+  ZU_RETURN_ERR_IF(in_place && dst == NULL, zcclSystemError,
+                   "zd_host_hop_values: out of memory for the in-place result");
   zc_header_t h, hb;
   size_t head;
-  ZU_CHECK(zc_hop_values_begin(op, p, in, count, b, b_size, out, cap, &h, &hb, &head));
-  return zd_hop_job(pool, nthreads, 2, op, in, &h, &hb, out, head, cap, size, "zd_host_hop_values");
+  zcclResult_t res = zc_hop_values_begin(op, p, in, count, b, b_size, dst, cap, &h, &hb, &head);
+  if (res == zcclSuccess)
+    res = zd_hop_job(pool, nthreads, 2, op, in, &h, &hb, dst, head, cap, size, "zd_host_hop_values");
+  return zd_hop_done(res, out, dst, own, size);
 }
 
 zcclResult_t zd_host_decompress(zd_pool_t* pool, int nthreads, const void* stream, size_t size, void* out,
