@@ -18,6 +18,26 @@ static void zp_cancel_all(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
     if (x[i].bytes || x[i].tag) zp_xfers_cancel(ctx, &x[i], 1);
 }
 
+/* Elements per piece for blocks of up to maxb elements of es bytes:
+ * ZP_RING_CHUNK_BYTES' worth, or more so a block is at most
+ * ZP_RING_MAX_CHUNKS pieces; *K the most pieces a block has (>= 1). */
+static size_t zp_ring_piece_elems(size_t maxb, size_t es, int* K) {
+  size_t C = ZP_RING_CHUNK_BYTES / es ? ZP_RING_CHUNK_BYTES / es : 1;
+  if ((maxb + C - 1) / C > ZP_RING_MAX_CHUNKS) C = (maxb + ZP_RING_MAX_CHUNKS - 1) / ZP_RING_MAX_CHUNKS;
+  *K = maxb ? (int)((maxb + C - 1) / C) : 1;
+  return C;
+}
+
+/* Pieces of a block of n elements: an empty block is one empty message. */
+static int zp_ring_npieces(size_t n, size_t C) { return n ? (int)((n + C - 1) / C) : 1; }
+
+/* Piece c of a block of n elements: its first element *o and its length. */
+static size_t zp_ring_piece(size_t n, size_t C, int c, size_t* o) {
+  *o = (size_t)c * C;
+  if (*o >= n) return *o = 0;
+  return n - *o < C ? n - *o : C;
+}
+
 /* Reduce-scatter of one slice: elements [lo, hi) of each of the N blocks
  * (block b starts at boff[b]) of `in`, result for this rank's block into
  * out. acc holds two block slices (the partial being sent and the one being
@@ -30,10 +50,8 @@ static zcclResult_t zp_ring_rs_slice(const zp_ctx_t* ctx, const zp_coll_args_t* 
   int N = ctx->nranks, r = ctx->rank, right = (r + 1) % N, left = (r + N - 1) % N;
   size_t es = zu_dtype_size(a->datatype), span = hi - lo;
   zcclRedOp_t op = zp_reduce_op(a->op);
-  size_t C = ZP_RING_CHUNK_BYTES / es ? ZP_RING_CHUNK_BYTES / es : 1;
-  if ((span + C - 1) / C > ZP_RING_MAX_CHUNKS) C = (span + ZP_RING_MAX_CHUNKS - 1) / ZP_RING_MAX_CHUNKS;
-  int K = (int)((span + C - 1) / C);
-  if (K < 1) K = 1;
+  int K;
+  size_t C = zp_ring_piece_elems(span, es, &K);
   /* sends[s%2][c]: chunk c of step s; recvs[c]: this step's. On the stack:
    * nothing is allocated on the data path. */
   zp_xfer_t x[3 * ZP_RING_MAX_CHUNKS];
@@ -46,25 +64,22 @@ static zcclResult_t zp_ring_rs_slice(const zp_ctx_t* ctx, const zp_coll_args_t* 
     int sb = zp_mod(r - s - 1, N), rb = zp_mod(r - s - 2, N);
     size_t sn = ZP_LEN(sb), rn = ZP_LEN(rb);
     uint32_t tag = (slice << 8) | (uint32_t)s;
-    int kr = rn ? (int)((rn + C - 1) / C) : 1, ks = sn ? (int)((sn + C - 1) / C) : 1;
+    int kr = zp_ring_npieces(rn, C), ks = zp_ring_npieces(sn, C);
     for (int c = 0; c < kr; c++) {
-      size_t o = (size_t)c * C, m = rn - o < C ? rn - o : C;
-      if (rn == 0) o = m = 0;
+      size_t o, m = zp_ring_piece(rn, C, c, &o);
       zp_recv_at(ctx, &recvs[c], left, tag, rtmp + o * es, m * es);
       ZU_CHECK_GOTO(zp_xfers_post(ctx, &recvs[c], 1), res, fail);
     }
     if (s == 0) { /* this rank's own input is ready at once */
       for (int c = 0; c < ks; c++) {
-        size_t o = (size_t)c * C, m = sn - o < C ? sn - o : C;
-        if (sn == 0) o = m = 0;
+        size_t o, m = zp_ring_piece(sn, C, c, &o);
         zp_send_at(ctx, &sends[0][c], right, tag, in + (boff[sb] + lo + o) * es, m * es);
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[0][c], 1), res, fail);
       }
     }
     int last = s == N - 2;
     for (int c = 0; c < kr; c++) {
-      size_t o = (size_t)c * C, m = rn - o < C ? rn - o : C;
-      if (rn == 0) o = m = 0;
+      size_t o, m = zp_ring_piece(rn, C, c, &o);
       ZU_CHECK_GOTO(zp_xfers_wait(ctx, "ring reduce-scatter", &recvs[c], 1), res, fail);
       /* acc[s%2] was last read by step s-1's sends, complete since the end
        * of step s-1. */
@@ -149,9 +164,8 @@ zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t 
   if (N == 1) return zcclSuccess;
   size_t maxb = 0;
   for (int b = 0; b < N; b++) maxb = blen[b] > maxb ? blen[b] : maxb;
-  size_t C = ZP_RING_CHUNK_BYTES / es ? ZP_RING_CHUNK_BYTES / es : 1;
-  if ((maxb + C - 1) / C > ZP_RING_MAX_CHUNKS) C = (maxb + ZP_RING_MAX_CHUNKS - 1) / ZP_RING_MAX_CHUNKS;
-  int K = maxb ? (int)((maxb + C - 1) / C) : 1;
+  int K;
+  size_t C = zp_ring_piece_elems(maxb, es, &K);
   zp_xfer_t x[3 * ZP_RING_MAX_CHUNKS]; /* as zp_ring_rs_slice: sends[s%2][c], recvs[c] */
   memset(x, 0, sizeof(zp_xfer_t) * 3 * (size_t)K);
   zp_xfer_t *sends[2] = {x, x + K}, *recvs = x + 2 * K;
@@ -160,15 +174,15 @@ zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t 
     int sb = zp_mod(me - s, N), rb = zp_mod(me - s - 1, N);
     size_t sn = blen[sb], rn = blen[rb];
     /* An empty block is one empty message. */
-    int kr = rn ? (int)((rn + C - 1) / C) : 1, ks = sn ? (int)((sn + C - 1) / C) : 1;
+    int kr = zp_ring_npieces(rn, C), ks = zp_ring_npieces(sn, C);
     for (int c = 0; c < kr; c++) {
-      size_t o = (size_t)c * C, m = rn > o ? (rn - o < C ? rn - o : C) : 0;
+      size_t o, m = zp_ring_piece(rn, C, c, &o);
       zp_recv_at(ctx, &recvs[c], left, tagbase + (uint32_t)s, buf + (boff[rb] + o) * es, m * es);
       ZU_CHECK_GOTO(zp_xfers_post(ctx, &recvs[c], 1), res, fail);
     }
     if (s == 0) { /* this rank's own block is there at once */
       for (int c = 0; c < ks; c++) {
-        size_t o = (size_t)c * C, m = sn > o ? (sn - o < C ? sn - o : C) : 0;
+        size_t o, m = zp_ring_piece(sn, C, c, &o);
         zp_send_at(ctx, &sends[0][c], right, tagbase, buf + (boff[sb] + o) * es, m * es);
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[0][c], 1), res, fail);
       }
@@ -176,7 +190,7 @@ zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t 
     for (int c = 0; c < kr; c++) {
       ZU_CHECK_GOTO(zp_xfers_wait(ctx, "ring allgather", &recvs[c], 1), res, fail);
       if (s < N - 2) { /* on to the right at once: step s+1 sends block rb */
-        size_t o = (size_t)c * C, m = rn > o ? (rn - o < C ? rn - o : C) : 0;
+        size_t o, m = zp_ring_piece(rn, C, c, &o);
         zp_send_at(ctx, &sends[(s + 1) % 2][c], right, tagbase + (uint32_t)(s + 1), buf + (boff[rb] + o) * es,
                    m * es);
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[(s + 1) % 2][c], 1), res, fail);
