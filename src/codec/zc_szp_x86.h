@@ -853,6 +853,12 @@ static inline const uint8_t* zc_x86_readable16(const uint8_t* in, size_t size, s
   return pad;
 }
 
+/* A block's 32 16-bit deltas summed pairwise into 8 32-bit lanes (each
+ * below 2^17 in magnitude): what its running value moves by, reduced later. */
+static inline __m256i zc_x86_lanesum16(const __m256i d[2]) {
+  return _mm256_madd_epi16(_mm256_add_epi16(d[0], d[1]), _mm256_set1_epi16(1));
+}
+
 /* At the chunk's first ordinary position (no e->prev yet): the result's
  * base is before plus the block's first delta, which becomes 0. */
 static inline void zc_x86_base16(zc_emit_t* e, int64_t before, __m256i* d0) {
@@ -1015,7 +1021,7 @@ static inline __attribute__((always_inline)) int zc_x86_hop_values_narrow(const 
   /* In position order: packs interleave 128-bit lanes, the permutes undo it. */
   dr[0] = _mm256_add_epi16(_mm256_permute4x64_epi64(_mm256_packs_epi32(dq[0], dq[1]), 0xd8), db[0]);
   dr[1] = _mm256_add_epi16(_mm256_permute4x64_epi64(_mm256_packs_epi32(dq[2], dq[3]), 0xd8), db[1]);
-  int64_t bsum = zc_x86_reduce_epi32(_mm256_madd_epi16(_mm256_add_epi16(db[0], db[1]), _mm256_set1_epi16(1)));
+  int64_t bsum = zc_x86_reduce_epi32(zc_x86_lanesum16(db));
   zc_x86_base16(e, (int64_t)((uint64_t)prev + (uint64_t)pb->q), &dr[0]);
   e->o += zc_x86_emit16(dr, e->out + e->o);
   pb->q = (int64_t)((uint64_t)pb->q + (uint64_t)bsum);
@@ -1032,7 +1038,6 @@ static inline __attribute__((always_inline)) int zc_x86_hop_values_narrow(const 
  * pair it does not take, with the cursors and running values moved past
  * what it took; 0 or a ZC_RC_ error. */
 static inline __attribute__((always_inline)) int zc_x86_hop_w16_run(zc_parse_t* pa, zc_parse_t* pb, zc_emit_t* e) {
-  const __m256i ones = _mm256_set1_epi16(1);
   const size_t sa = pa->size, sb = pb->size, ecap = e->cap, need = ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4;
   size_t oa = pa->o, ob = pb->o, left = pa->left, eo = e->o;
   uint8_t* out = e->out;
@@ -1069,7 +1074,7 @@ static inline __attribute__((always_inline)) int zc_x86_hop_w16_run(zc_parse_t* 
         } else {
           memcpy(out + eo, in + o, (size_t)u);
         }
-        __m256i t = _mm256_madd_epi16(_mm256_add_epi16(da[0], da[1]), ones);
+        __m256i t = zc_x86_lanesum16(da);
         if (za) acc_b = _mm256_add_epi32(acc_b, t);
         else acc_a = _mm256_add_epi32(acc_a, t);
         eo += (size_t)u;
@@ -1084,8 +1089,8 @@ static inline __attribute__((always_inline)) int zc_x86_hop_w16_run(zc_parse_t* 
     int ub = ua ? zc_x86_parse16(pb->in, sb, ob, db, NULL) : 0;
     if (ua == 0 || ub == 0) break;
     __m256i dr[2] = {_mm256_add_epi16(da[0], db[0]), _mm256_add_epi16(da[1], db[1])};
-    acc_a = _mm256_add_epi32(acc_a, _mm256_madd_epi16(_mm256_add_epi16(da[0], da[1]), ones));
-    acc_b = _mm256_add_epi32(acc_b, _mm256_madd_epi16(_mm256_add_epi16(db[0], db[1]), ones));
+    acc_a = _mm256_add_epi32(acc_a, zc_x86_lanesum16(da));
+    acc_b = _mm256_add_epi32(acc_b, zc_x86_lanesum16(db));
     zc_x86_base16(e, (int64_t)((uint64_t)pa->q + (uint64_t)pb->q), &dr[0]);
     eo += zc_x86_emit16(dr, out + eo);
     oa += (size_t)ua;
