@@ -271,6 +271,12 @@ static double median(double* t, int n) {
   return t[n / 2];
 }
 
+/* A JSON number in b (32 bytes), or null when there is none. */
+static void json_num(char* b, int have, const char* fmt, double v) {
+  if (have) snprintf(b, 32, fmt, v);
+  else strcpy(b, "null");
+}
+
 /* FNV-1a of a buffer: compares two results without keeping both. */
 static uint64_t stats_hash(const uint8_t* b, size_t n) {
   uint64_t v = 0xcbf29ce484222325ull;
@@ -404,25 +410,24 @@ static int cmd_stats(const args_t* a) {
   /* A uniform quantizer of step 2*eb has rmse 2*eb/sqrt(12). */
   double psnr_uniform = 20 * log10((hi - lo) / (2 * p.eb / sqrt(12.0)));
   if (a->json) {
-    char hsum[32] = "null", over[32] = "null", fused[32] = "null", speed[160];
-    if (th > 0) snprintf(hsum, sizeof hsum, "%.4f", gb / th);
-    if (one)
-      snprintf(speed, sizeof speed, "%.4f, \"decomp_speedup\": %.4f, \"hsum_speedup\": %.4f", speedup[0], speedup[1],
-               speedup[2]);
-    else
-      snprintf(speed, sizeof speed, "null, \"decomp_speedup\": null, \"hsum_speedup\": null");
-    if (tf > 0) snprintf(fused, sizeof fused, "%.4f", gb / tf);
-    if (bounded) snprintf(over, sizeof over, "%.6f", max_err / p.eb);
+    char hsum[32], over[32], fused[32], sc_c[32], sc_d[32], sc_h[32];
+    json_num(hsum, th > 0, "%.4f", gb / th);
+    json_num(fused, tf > 0, "%.4f", gb / tf);
+    json_num(over, bounded, "%.6f", max_err / p.eb);
+    json_num(sc_c, one, "%.4f", speedup[0]);
+    json_num(sc_d, one, "%.4f", speedup[1]);
+    json_num(sc_h, one, "%.4f", speedup[2]);
     printf("{\"codec\": \"%s\", \"rate\": %g, \"source\": \"%s\", \"dtype\": \"%s\", \"mode\": \"%s\", \"eb\": %.6g, \"eb_abs\": %.6g, "
            "\"fill\": %s, \"count\": %zu, \"bytes\": %zu, \"ratio\": %.4f, \"bits_per_value\": %.4f, "
            "\"max_abs_err\": %.6g, \"max_err_over_eb\": %s, \"outside_bound\": %zu, \"rmse\": %.6g, "
            "\"psnr\": %.4f, \"psnr_uniform\": %.4f, \"memcpy_gbps\": %.4f, \"comp_gbps\": %.4f, "
            "\"decomp_gbps\": %.4f, \"hsum_gbps\": %s, \"compress_hsum_gbps\": %s, \"doc_gbps\": %.4f, "
-           "\"threads\": %d, \"comp_speedup\": %s, \"simd\": \"%s\"}\n",
+           "\"threads\": %d, \"comp_speedup\": %s, \"decomp_speedup\": %s, \"hsum_speedup\": %s, "
+           "\"simd\": \"%s\"}\n",
            codec, sc.zfp_mode == ZC_ZFP_RATE ? a->rate : 0.0, d.source, a->is_double ? "f64" : "f32",
            a->rel ? "rel" : "abs", a->eb, p.eb, d.has_fill ? "true" : "false", n, size, ratio, bits, max_err, over,
            outside, rmse, psnr, psnr_uniform, gb / tm, gb / tc, gb / td, hsum, fused, gb / tdoc, threads,
-           speed, zc_simd_name(zc_simd_get()));
+           sc_c, sc_d, sc_h, zc_simd_name(zc_simd_get()));
   } else {
     printf("[%s] %s (%s, %s %g -> eb_abs %.6g, %s), %zu values (%.1f MiB), kernels %s, %d thread(s)\n", codec,
            d.source,
