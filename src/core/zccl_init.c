@@ -10,8 +10,8 @@ static void zccl_banner(void) {
    * WARN, so that quiet programs stay quiet. */
   zu_log_level_t level = zu_log_level();
   if (level != ZU_LOG_VERSION && level < ZU_LOG_INFO) return;
-  zd_cuda_info_t cuda;
-  zd_cuda_query(&cuda);
+  zd_cuda_info_t cuda; /* versions only: counting devices would initialise CUDA before a fork */
+  zd_cuda_versions(&cuda);
   zu_log(ZU_LOG_VERSION, ZU_LOG_ALL, __FILE__, __LINE__, "zccl version %d.%d.%d%s, CUDA: %s",
          ZCCL_MAJOR, ZCCL_MINOR, ZCCL_PATCH, ZCCL_SUFFIX, cuda.status);
 }

@@ -11,6 +11,8 @@ zcclResult_t zd_cuda_query(zd_cuda_info_t* info) {
   return zcclSuccess;
 }
 
+void zd_cuda_versions(zd_cuda_info_t* info) { zd_cuda_query(info); }
+
 int zd_cuda_current_device(void) { return -1; }
 
 zcclResult_t zd_cuda_selftest(void) {

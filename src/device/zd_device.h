@@ -28,6 +28,12 @@ typedef struct {
 /* Fills info. Absence of a GPU or driver is not an error (status says why);
  * returns an error only for an unexpected CUDA failure. */
 zcclResult_t zd_cuda_query(zd_cuda_info_t* info);
+/* What zd_cuda_query says without counting devices: built, archs and the
+ * versions, status naming them. Counting devices initialises CUDA in the
+ * process, and a process that forks after that (a launcher that makes the
+ * unique id, then forks its ranks) leaves its children unable to use CUDA;
+ * the version banner uses this instead. */
+void zd_cuda_versions(zd_cuda_info_t* info);
 
 /* The calling thread's current CUDA device, -1 when CUDA is not built or no
  * device is usable. Never fails. */
@@ -79,8 +85,10 @@ const char* zd_kind_name(zd_kind_t kind); /* "host", "sim", "cuda" ("invalid") *
  * zd_dev_create, which says why). */
 zcclResult_t zd_kind_from_env(zd_kind_t* kind);
 
-/* Buffer pool: ZCCL_BUFFER_POOL_BYTES allocated once, lazily, at the first
- * zd_buf_get (64-byte aligned), handed out first fit in pieces whose start and
+/* Buffer pool: ZCCL_BUFFER_POOL_BYTES allocated once (64-byte aligned): on
+ * host at the first zd_buf_get, on sim and cuda when the device is made
+ * (their allocations synchronise the GPU, so none is made while a call
+ * holds a stream), handed out first fit in pieces whose start and
  * size are multiples of 64 bytes (a request of 0 bytes gets 64). A request
  * larger than the largest free piece returns zcclInvalidUsage naming
  * ZCCL_BUFFER_POOL_BYTES: the caller splits its work (zd_buf_largest says how
@@ -97,8 +105,9 @@ size_t zd_buf_largest(zd_dev_t* dev);
  * (cuda, unless UCX is CUDA-aware, which the caller checks; sim with
  * ZCCL_SIM_STAGE=1, to run that path without a GPU), and host memory
  * (pinned for cuda) for a message's bytes: a piece of a staging pool of
- * ZCCL_BUFFER_POOL_BYTES made at the first get, or, for a message larger
- * than its free room, memory of the message's own. Thread-safe. */
+ * ZCCL_BUFFER_POOL_BYTES (made with a cuda or sim device, else at the first
+ * get), or, for a message larger than its free room, pageable memory of the
+ * message's own. Thread-safe. */
 int zd_stage_needed(const zd_dev_t* dev);
 zcclResult_t zd_stage_get(zd_dev_t* dev, size_t bytes, void** buf);
 void zd_stage_put(zd_dev_t* dev, void* buf);
