@@ -77,6 +77,8 @@ zcclResult_t zd_kind_from_env(zd_kind_t* kind) {
   return zcclSuccess;
 }
 
+static zcclResult_t zd_bufpool_init(zd_dev_t* dev, zd_bufpool_t* p, int staging);
+
 zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
   ZU_RETURN_ERR_IF(out == NULL, zcclInvalidArgument, "zd_dev_create: NULL dev");
   *out = NULL;
@@ -105,6 +107,22 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
     pthread_mutex_destroy(&dev->stage.lock);
     free(dev);
     return res;
+  }
+  /* A kind with its own allocator gets its pools now, before any call can
+   * hold a stream (zd_ops_t.pool_alloc). */
+  if (dev->ops->pool_alloc) {
+    pthread_mutex_lock(&dev->bufs.lock);
+    res = zd_bufpool_init(dev, &dev->bufs, 0);
+    pthread_mutex_unlock(&dev->bufs.lock);
+    if (res == zcclSuccess && zd_stage_needed(dev)) {
+      pthread_mutex_lock(&dev->stage.lock);
+      res = zd_bufpool_init(dev, &dev->stage, 1);
+      pthread_mutex_unlock(&dev->stage.lock);
+    }
+    if (res != zcclSuccess) {
+      zd_dev_destroy(dev);
+      return res;
+    }
   }
   ZU_INFO(ZU_LOG_DEVICE, "%s device created (split above %zu bytes, threads %d)", dev->ops->name,
           dev->split_bytes, dev->nthreads);
@@ -304,12 +322,13 @@ zcclResult_t zd_stage_get(zd_dev_t* dev, size_t bytes, void** buf) {
   ZU_CHECK(zd_bufpool_get(dev, &dev->stage, 1, 1, bytes, buf));
   if (*buf) return zcclSuccess;
   /* A message larger than the free staging memory: memory of its own, for
-   * this message only (slow: raise ZCCL_BUFFER_POOL_BYTES). */
+   * this message only, plain pageable memory (slow: raise
+   * ZCCL_BUFFER_POOL_BYTES): pinning it would synchronise the GPU from the
+   * progress thread while the call's hold waits for that thread. */
   static atomic_int said;
   if (!atomic_exchange(&said, 1))
     ZU_INFO(ZU_LOG_DEVICE, "a %zu-byte message does not fit the %zu-byte staging pool: it gets memory of its own "
             "(raise ZCCL_BUFFER_POOL_BYTES to avoid the allocation)", bytes, dev->stage.size);
-  if (dev->ops->host_alloc) return dev->ops->host_alloc(dev, bytes ? bytes : 1, buf);
   *buf = aligned_alloc(ZD_ALIGN, (bytes + ZD_ALIGN - 1) / ZD_ALIGN * ZD_ALIGN + ZD_ALIGN);
   ZU_RETURN_ERR_IF(*buf == NULL, zcclSystemError, "zd_stage_get: out of memory for %zu bytes", bytes);
   return zcclSuccess;
@@ -317,10 +336,7 @@ zcclResult_t zd_stage_get(zd_dev_t* dev, size_t bytes, void** buf) {
 
 void zd_stage_put(zd_dev_t* dev, void* buf) {
   if (dev == NULL || buf == NULL || zd_bufpool_put(&dev->stage, buf)) return;
-  if (dev->ops->host_free)
-    dev->ops->host_free(dev, buf);
-  else
-    free(buf);
+  free(buf);
 }
 
 size_t zd_buf_largest(zd_dev_t* dev) {

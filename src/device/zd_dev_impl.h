@@ -56,15 +56,19 @@ typedef struct {
   zd_event_t (*record)(zd_dev_t* dev);
   int (*done)(zd_dev_t* dev, zd_event_t ev);
   zcclResult_t (*wait)(zd_dev_t* dev, zd_event_t ev);
-  /* The buffer pool's memory, allocated at the first zd_buf_get and freed
-   * after fini (NULL: host memory, aligned_alloc / free). */
+  /* The buffer pool's memory, freed after fini (NULL: host memory,
+   * aligned_alloc / free, made at the first zd_buf_get). A kind with
+   * pool_alloc gets both its pools when the device is made, in the
+   * creating thread: no allocation on the hot path, and none in the
+   * progress thread while a call holds a stream, which an allocation that
+   * synchronises the GPU would wait for (zd_dev_create). */
   zcclResult_t (*pool_alloc)(zd_dev_t* dev, size_t bytes, void** mem);
   void (*pool_free)(zd_dev_t* dev, void* mem);
   /* zd_value_range once its arguments are checked (NULL: sync, then read
    * the values as host memory). */
   zcclResult_t (*value_range)(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
                               double fill, double* min, double* max, size_t* valid);
-  /* Host memory for staging messages (zd_stage_get): pinned for cuda (NULL:
+  /* The staging pool's host memory (zd_stage_get): pinned for cuda (NULL:
    * aligned_alloc / free). */
   zcclResult_t (*host_alloc)(zd_dev_t* dev, size_t bytes, void** mem);
   void (*host_free)(zd_dev_t* dev, void* mem);
@@ -107,6 +111,13 @@ struct zd_dev {
 };
 
 extern const zd_ops_t zd_sim_ops;
+/* Waits for the work queued now on every live sim user stream, held calls
+ * included (zd_stream.c): what cudaFree and cudaFreeHost may do to a GPU's
+ * streams. cudaMalloc and cudaHostAlloc returned beside a spinning kernel
+ * in one run on an H200, but the sim device's allocations take the strict
+ * reading and wait too, so that CI finds any pool made or freed while a
+ * stream-ordered call holds its stream. */
+void zd_sim_streams_drain(void);
 /* cuda/zd_cuda_dev.cu; without CUDA, zd_cuda_none.c's row, whose init
  * fails naming ZCCL_CUDA=OFF. */
 extern const zd_ops_t zd_cuda_ops;

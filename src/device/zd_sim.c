@@ -158,6 +158,22 @@ static zcclResult_t zd_sim_wait(zd_dev_t* dev, zd_event_t ev) {
   return zcclSuccess;
 }
 
+/* Allocations and frees wait for every sim user stream first, the strict
+ * reading of what their CUDA counterparts may do (zd_sim_streams_drain). */
+static zcclResult_t zd_sim_mem_alloc(zd_dev_t* dev, size_t bytes, void** mem) {
+  (void)dev;
+  zd_sim_streams_drain();
+  *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  ZU_RETURN_ERR_IF(*mem == NULL, zcclSystemError, "sim device: cannot allocate %zu bytes", bytes);
+  return zcclSuccess;
+}
+
+static void zd_sim_mem_free(zd_dev_t* dev, void* mem) {
+  (void)dev;
+  zd_sim_streams_drain();
+  free(mem);
+}
+
 const zd_ops_t zd_sim_ops = {
     .name = "sim",
     .init = zd_sim_init,
@@ -166,4 +182,8 @@ const zd_ops_t zd_sim_ops = {
     .record = zd_sim_record,
     .done = zd_sim_done,
     .wait = zd_sim_wait,
+    .pool_alloc = zd_sim_mem_alloc,
+    .pool_free = zd_sim_mem_free,
+    .host_alloc = zd_sim_mem_alloc,
+    .host_free = zd_sim_mem_free,
 };

@@ -27,7 +27,13 @@ typedef struct zd_sim_stream {
   zd_sim_item_t *head, *tail;
   uint64_t queued, done; /* items */
   int stop;
+  struct zd_sim_stream* next_live; /* zd_sim_live */
 } zd_sim_stream_t;
+
+/* Every live sim stream, for zd_sim_streams_drain (a CUDA allocation's
+ * implicit synchronisation of the whole device). */
+static pthread_mutex_t zd_sim_live_lock = PTHREAD_MUTEX_INITIALIZER;
+static zd_sim_stream_t* zd_sim_live;
 
 struct zd_ticket {
   zd_kind_t kind;
@@ -89,6 +95,10 @@ zcclResult_t zd_sim_stream_create(zcclStream_t* out) {
     return ZU_ERROR(zcclSystemError, "sim stream: cannot start its thread: %s", strerror(rc));
   }
   s->magic = ZD_SIM_STREAM_MAGIC;
+  pthread_mutex_lock(&zd_sim_live_lock);
+  s->next_live = zd_sim_live;
+  zd_sim_live = s;
+  pthread_mutex_unlock(&zd_sim_live_lock);
   *out = (zcclStream_t)(void*)s;
   return zcclSuccess;
 }
@@ -118,19 +128,35 @@ zcclResult_t zd_sim_stream_launch(zcclStream_t stream, void (*fn)(void*), void* 
   return zd_sim_stream_push(zd_sim_stream_of(stream), fn, arg, NULL, NULL);
 }
 
-zcclResult_t zd_sim_stream_sync(zcclStream_t stream) {
-  ZU_RETURN_ERR_IF(!zd_sim_stream_valid(stream), zcclInvalidArgument, "zd_sim_stream_sync: not a sim stream");
-  zd_sim_stream_t* s = zd_sim_stream_of(stream);
+static void zd_sim_stream_wait_all(zd_sim_stream_t* s) { /* what is queued now */
   pthread_mutex_lock(&s->lock);
   uint64_t target = s->queued;
   while (s->done < target) pthread_cond_wait(&s->cv, &s->lock);
   pthread_mutex_unlock(&s->lock);
+}
+
+zcclResult_t zd_sim_stream_sync(zcclStream_t stream) {
+  ZU_RETURN_ERR_IF(!zd_sim_stream_valid(stream), zcclInvalidArgument, "zd_sim_stream_sync: not a sim stream");
+  zd_sim_stream_wait_all(zd_sim_stream_of(stream));
   return zcclSuccess;
+}
+
+void zd_sim_streams_drain(void) {
+  /* The list lock is held throughout: a stream is not destroyed under us
+   * (destroy unlinks it first), and its worker never takes this lock. */
+  pthread_mutex_lock(&zd_sim_live_lock);
+  for (zd_sim_stream_t* s = zd_sim_live; s; s = s->next_live) zd_sim_stream_wait_all(s);
+  pthread_mutex_unlock(&zd_sim_live_lock);
 }
 
 void zd_sim_stream_destroy(zcclStream_t stream) {
   if (!zd_sim_stream_valid(stream)) return;
   zd_sim_stream_t* s = zd_sim_stream_of(stream);
+  pthread_mutex_lock(&zd_sim_live_lock);
+  zd_sim_stream_t** at = &zd_sim_live;
+  while (*at && *at != s) at = &(*at)->next_live;
+  if (*at) *at = s->next_live;
+  pthread_mutex_unlock(&zd_sim_live_lock);
   pthread_mutex_lock(&s->lock);
   s->stop = 1; /* the thread drains the queue first */
   pthread_cond_broadcast(&s->cv);

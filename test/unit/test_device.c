@@ -6,6 +6,7 @@
  * after a sync). Without a GPU the cuda part is skipped (it says so); the
  * GPU-only checks are test/gpu/test_gpu_device.c. */
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -806,6 +807,50 @@ static void stream_step(void* arg) {
 }
 static int stop_now(void* arg) { return *(int*)arg; }
 
+/* A device's memory while a call holds a stream: a GPU allocation or free
+ * may wait for every stream, the held one too, so memory the progress
+ * thread takes for that call must exist already. The sim device's
+ * allocations wait (zd_sim_streams_drain), and it makes its pools when
+ * created: the pieces, and a message's own memory beyond the staging pool,
+ * come at once with the stream held (a helper thread takes them; 10 s and
+ * it is stuck). */
+typedef struct {
+  zd_dev_t* dev;
+  atomic_int done;
+} pool_user_t;
+static void* take_pieces(void* arg) {
+  pool_user_t* u = arg;
+  void *a = NULL, *b = NULL, *c = NULL;
+  CHECK_RES(zd_buf_get(u->dev, 4096, &a), zcclSuccess);
+  CHECK_RES(zd_stage_get(u->dev, 4096, &b), zcclSuccess);
+  CHECK_RES(zd_stage_get(u->dev, zd_buf_largest(u->dev) + (1u << 20), &c), zcclSuccess);
+  zd_stage_put(u->dev, c);
+  zd_stage_put(u->dev, b);
+  zd_buf_put(u->dev, a);
+  atomic_store(&u->done, 1);
+  return NULL;
+}
+static void test_pools_under_hold(void) {
+  setenv("ZCCL_SIM_STAGE", "1", 1);
+  pool_user_t u = {NULL, 0};
+  CHECK_RES(zd_dev_create(ZD_SIM, &u.dev), zcclSuccess);
+  zcclStream_t s = NULL;
+  CHECK_RES(zd_sim_stream_create(&s), zcclSuccess);
+  zd_ticket_t* t = NULL;
+  CHECK_RES(zd_stream_enter(u.dev, s, &t), zcclSuccess);
+  CHECK_RES(zd_ticket_wait(t, NULL, NULL), zcclSuccess); /* the stream is held now */
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, take_pieces, &u) == 0);
+  struct timespec tick = {0, 10 * 1000000L};
+  for (int ms = 0; ms < 10000 && !atomic_load(&u.done); ms += 10) nanosleep(&tick, NULL);
+  CHECK(atomic_load(&u.done) == 1);
+  zd_ticket_release(t); /* lets a stuck helper go, so the test ends either way */
+  pthread_join(th, NULL);
+  zd_sim_stream_destroy(s);
+  zd_dev_destroy(u.dev);
+  unsetenv("ZCCL_SIM_STAGE");
+}
+
 static void test_sim_streams(void) {
   zd_dev_t* dev = NULL;
   CHECK_RES(zd_dev_create(ZD_SIM, &dev), zcclSuccess);
@@ -853,6 +898,7 @@ static void test_sim_streams(void) {
   zd_stage_put(dev, b);
   zd_stage_put(dev, a);
   zd_dev_destroy(dev);
+  test_pools_under_hold();
 }
 
 int main(void) {
