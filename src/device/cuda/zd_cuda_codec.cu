@@ -74,6 +74,7 @@
 
 #include "zd_cuda_codec_blocks.h"
 #include "zd_cuda_kernels.h"
+#include "zd_cuda_util.h"
 #include "zu_error.h"
 
 #define ZD_T 128 /* threads per CTA */
@@ -986,5 +987,17 @@ extern "C" zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_
   ZU_RETURN_ERR_IF(!coop, zcclInvalidUsage, "zd_cuda_hop: in place needs cooperative launches (device %d has none)",
                    dev);
   ZD_TRY(ZD_LAUNCH_COOP(zd_hop_kernel, grid, s, A));
+  return zcclSuccess;
+}
+
+/* The three kernels, and the grid each gets on this GPU (zd_cuda_kernels.h). */
+extern "C" zcclResult_t zd_cuda_codec_load(void) {
+  ZD_CUDA_LOAD(zd_compress_kernel);
+  ZD_CUDA_LOAD(zd_decompress_kernel);
+  ZD_CUDA_LOAD(zd_hop_kernel);
+  int grid;
+  ZU_CHECK(zd_grid(ZD_K_COMPRESS, (const void*)zd_compress_kernel, &grid));
+  ZU_CHECK(zd_grid(ZD_K_DECOMPRESS, (const void*)zd_decompress_kernel, &grid));
+  ZU_CHECK(zd_grid(ZD_K_HOP, (const void*)zd_hop_kernel, &grid));
   return zcclSuccess;
 }

@@ -276,6 +276,12 @@ static zcclResult_t zd_cuda_init(zd_dev_t* dev) {
       zd_cuda_release(c);
       return res;
     }
+    /* Before any call holds a stream (zd_cuda_kernels.h, "loading"). */
+    res = zd_cuda_kernels_load();
+    if (res != zcclSuccess) {
+      zd_cuda_release(c);
+      return res;
+    }
   }
   memset(c->pin, 0, sizeof *c->pin);
   c->pin->status = zcclSuccess;
@@ -485,6 +491,14 @@ extern "C" const zd_ops_t zd_cuda_ops = {
 /* ---- tests ------------------------------------------------------------------- */
 
 __global__ static void zd_k_post_error(int* status, int code) { atomicCAS(status, (int)zcclSuccess, code); }
+
+extern "C" zcclResult_t zd_cuda_kernels_load(void) {
+  ZU_CHECK(zd_cuda_reduce_load());
+  ZU_CHECK(zd_cuda_codec_load());
+  ZU_CHECK(zd_cuda_stream_load());
+  ZD_CUDA_LOAD(zd_k_post_error);
+  return zcclSuccess;
+}
 
 extern "C" zcclResult_t zd_cuda_post_error(zd_dev_t* dev, zcclResult_t code) {
   ZU_RETURN_ERR_IF(dev == NULL || zd_dev_kind(dev) != ZD_CUDA, zcclInvalidUsage,

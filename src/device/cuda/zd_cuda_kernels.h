@@ -78,6 +78,22 @@ zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_t* a_size, 
                          const uint64_t* b_size, void* out, size_t cap, uint64_t* out_size, void* scratch,
                          size_t scratch_bytes, int* status, zd_cuda_stream_t stream);
 
+/* ---- loading ------------------------------------------------------------
+ * CUDA loads a kernel at its first launch by default (lazy loading, since
+ * CUDA 12.2), and loading may wait until the GPU is idle. A stream-ordered
+ * call holds the caller's stream with a kernel that spins until the
+ * progress thread has run the operation, so a first launch by that thread
+ * would wait for the spin that waits for it. On an H200 a kernel never
+ * launched before did not run beside a spinning kernel (a trivial kernel
+ * on another stream, 3 s). The cuda device therefore loads every kernel
+ * of the library when it is made, before any hold: zd_cuda_kernels_load
+ * (zd_cuda_dev.cu) calls the per-file loaders below, which walk the same
+ * dispatch as the launchers so that no instantiation is missed. */
+zcclResult_t zd_cuda_kernels_load(void);
+zcclResult_t zd_cuda_reduce_load(void); /* zd_cuda_reduce.cu */
+zcclResult_t zd_cuda_codec_load(void);  /* zd_cuda_codec.cu */
+zcclResult_t zd_cuda_stream_load(void); /* zd_cuda_stream.cu: the hold kernel */
+
 #ifdef __cplusplus
 }
 #endif

@@ -175,9 +175,18 @@ inline size_t zd_nvec(size_t n, size_t esize, uintptr_t ptrs, size_t* items) {
   return nv;
 }
 
+/* Set while zd_cuda_reduce_load walks the dispatch: the helpers below load
+ * their kernel instead of launching it. Thread-local, so other threads'
+ * launches go on meanwhile. */
+thread_local int zd_loading;
+
 template <class EL>
 zcclResult_t zd_binary(void* d, const void* a, const void* b, size_t n, EL el, cudaStream_t s) {
   typedef typename EL::st S;
+  if (zd_loading) {
+    ZD_CUDA_LOAD(zd_k_binary<EL>);
+    return zcclSuccess;
+  }
   size_t items, nv = zd_nvec(n, sizeof(S), (uintptr_t)d | (uintptr_t)a | (uintptr_t)b, &items);
   zd_k_binary<EL><<<zd_blocks(items), kThreads, 0, s>>>((S*)d, (const S*)a, (const S*)b, n, nv, el);
   ZD_CUDA_LAUNCHED("zd_cuda_reduce");
@@ -187,6 +196,10 @@ zcclResult_t zd_binary(void* d, const void* a, const void* b, size_t n, EL el, c
 template <class EL>
 zcclResult_t zd_unary(void* d, size_t n, EL el, cudaStream_t s) {
   typedef typename EL::st S;
+  if (zd_loading) {
+    ZD_CUDA_LOAD(zd_k_unary<EL>);
+    return zcclSuccess;
+  }
   size_t items, nv = zd_nvec(n, sizeof(S), (uintptr_t)d, &items);
   zd_k_unary<EL><<<zd_blocks(items), kThreads, 0, s>>>((S*)d, n, nv, el);
   ZD_CUDA_LAUNCHED("zd_cuda_divide");
@@ -362,6 +375,13 @@ extern "C" zcclResult_t zd_cuda_value_range(const void* in, size_t count, zcclDa
   ZU_RETURN_ERR_IF(dtype != zcclFloat32 && dtype != zcclFloat64, zcclInvalidArgument,
                    "zd_cuda_value_range: datatype %d, expected float32 or float64", (int)dtype);
   cudaStream_t s = stream;
+  if (zd_loading) {
+    ZD_CUDA_LOAD(zd_k_range_init);
+    ZD_CUDA_LOAD(zd_k_range<float>);
+    ZD_CUDA_LOAD(zd_k_range<double>);
+    ZD_CUDA_LOAD(zd_k_range_done);
+    return zcclSuccess;
+  }
   zd_k_range_init<<<1, 1, 0, s>>>(out, valid);
   ZD_CUDA_LAUNCHED("zd_cuda_value_range");
   if (count > 0) {
@@ -376,4 +396,25 @@ extern "C" zcclResult_t zd_cuda_value_range(const void* in, size_t count, zcclDa
   zd_k_range_done<<<1, 1, 0, s>>>(out);
   ZD_CUDA_LAUNCHED("zd_cuda_value_range");
   return zcclSuccess;
+}
+
+/* Every instantiation the launchers above can reach, through their own
+ * dispatch (zd_loading makes them load instead of launch). */
+extern "C" zcclResult_t zd_cuda_reduce_load(void) {
+  static const zcclRedOp_t ops[] = {zcclSum, zcclProd, zcclMax, zcclMin};
+  zcclResult_t res = zcclSuccess;
+  zd_loading = 1;
+  for (int t = 0; t < (int)zcclNumTypes && res == zcclSuccess; t++) {
+    zcclDataType_t dt = (zcclDataType_t)t;
+    int floats = dt == zcclFloat32 || dt == zcclFloat64;
+    for (int o = 0; o < 4 && res == zcclSuccess; o++) {
+      res = zd_cuda_reduce(NULL, NULL, NULL, 1, dt, ops[o], 0, 0.0, NULL);
+      if (res == zcclSuccess && floats) res = zd_cuda_reduce(NULL, NULL, NULL, 1, dt, ops[o], 1, 0.0, NULL);
+    }
+    if (res == zcclSuccess) res = zd_cuda_divide(NULL, 1, dt, 1, 0, 0.0, NULL);
+    if (res == zcclSuccess && floats) res = zd_cuda_divide(NULL, 1, dt, 1, 1, 0.0, NULL);
+  }
+  if (res == zcclSuccess) res = zd_cuda_value_range(NULL, 1, zcclFloat32, 0, 0.0, NULL, NULL, NULL);
+  zd_loading = 0;
+  return res;
 }

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "zd_cuda_kernels.h"
+#include "zd_cuda_util.h"
 #include "zd_device.h"
 #include "zu_error.h"
 #include "zu_log.h"
@@ -44,6 +46,11 @@ __global__ static void zd_cuda_hold_kernel(volatile unsigned long long* slot, un
   while (slot[0] < gen) __nanosleep(2000);
   slot[1] = gen;
   __threadfence_system();
+}
+
+extern "C" zcclResult_t zd_cuda_stream_load(void) {
+  ZD_CUDA_LOAD(zd_cuda_hold_kernel);
+  return zcclSuccess;
 }
 
 extern "C" int zd_cuda_is_device_ptr(const void* p) {

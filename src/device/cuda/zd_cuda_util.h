@@ -26,4 +26,15 @@
                       cudaGetErrorString(zd_e_), cudaGetErrorName(zd_e_));                    \
   } while (0)
 
+/* Loads kernel on the current GPU now (cudaFuncGetAttributes does), rather
+ * than at its first launch: see zd_cuda_kernels_load. */
+#define ZD_CUDA_LOAD(kernel)                                                                  \
+  do {                                                                                        \
+    cudaFuncAttributes zd_a_;                                                                 \
+    cudaError_t zd_e_ = cudaFuncGetAttributes(&zd_a_, (const void*)(kernel));                 \
+    if (zd_e_ != cudaSuccess)                                                                 \
+      return ZU_ERROR(zcclUnhandledCudaError, "loading kernel %s: %s (%s)", #kernel,          \
+                      cudaGetErrorString(zd_e_), cudaGetErrorName(zd_e_));                    \
+  } while (0)
+
 #endif /* ZD_CUDA_UTIL_H_ */

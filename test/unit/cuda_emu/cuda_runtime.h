@@ -256,6 +256,14 @@ static inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t
   return cudaSuccess;
 }
 static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+typedef struct {
+  int maxThreadsPerBlock;
+} cudaFuncAttributes;
+static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, const void* k) {
+  (void)k;
+  a->maxThreadsPerBlock = 1024;
+  return cudaSuccess;
+}
 static inline const char* cudaGetErrorString(cudaError_t e) {
   (void)e;
   return "emulated";
