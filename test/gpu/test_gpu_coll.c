@@ -214,67 +214,55 @@ static double moved(int r, size_t i) {
   if (i % 1499 == 5) return (i & 1) ? INFINITY : -INFINITY;
   return field(r, i);
 }
+/* The n values at d, once the stream has run, against want (within e,
+ * special values exact; with same, also identical on every rank). */
+static void check_out(const void* d, const void* want, size_t n, int f64, double e, const char* coll, int same) {
+  char what[64];
+  snprintf(what, sizeof what, "%s f%d %s", coll, f64 ? 64 : 32, e > 0 ? "compressed" : "exact");
+  void* y = host_from(d, n * (f64 ? 8 : 4));
+  CHECK(wrong(y, want, n, f64, e, what) == 0);
+  if (same) CHECK(same_everywhere(y, n * (f64 ? 8 : 4)));
+  passed(what);
+  free(y);
+}
+
 static void check_moves(int f64, double e) {
   size_t es = f64 ? 8 : 4, NN = N * (size_t)nranks;
   zcclDataType_t t = f64 ? zcclFloat64 : zcclFloat32;
-  const char* tag = e > 0 ? "compressed" : "exact";
   void *x = malloc(NN * es), *want = malloc(NN * es);
   /* x: this rank's blocks, block j for rank j where a collective sends per rank. */
   for (size_t i = 0; i < NN; i++) set(x, i, f64, moved(rank, i % N) + (double)(i / N));
   void* dx = dev_from(x, NN * es);
   void* dy = dev_zero(NN * es);
-  char what[64];
 
   /* AllGather: block r is rank r's first block. */
   CHECK_RES(zcclAllGather(dx, dy, N, t, comm, st), zcclSuccess);
-  void* y = host_from(dy, NN * es);
   for (size_t i = 0; i < NN; i++) set(want, i, f64, moved((int)(i / N), i % N));
-  snprintf(what, sizeof what, "allgather f%d %s", f64 ? 64 : 32, tag);
-  CHECK(wrong(y, want, NN, f64, e, what) == 0);
-  CHECK(same_everywhere(y, NN * es));
-  passed(what);
-  free(y);
+  check_out(dy, want, NN, f64, e, "allgather", 1);
 
   /* Broadcast from rank 1 % nranks: its first block. */
   int root = 1 % nranks;
   CU(cudaMemsetAsync(dy, 0, NN * es, st));
   CHECK_RES(zcclBroadcast(dx, dy, N, t, root, comm, st), zcclSuccess);
-  y = host_from(dy, N * es);
   for (size_t i = 0; i < N; i++) set(want, i, f64, moved(root, i));
-  snprintf(what, sizeof what, "broadcast f%d %s", f64 ? 64 : 32, tag);
-  CHECK(wrong(y, want, N, f64, e, what) == 0);
-  passed(what);
-  free(y);
+  check_out(dy, want, N, f64, e, "broadcast", 0);
 
   /* AlltoAll: block j of rank r goes to rank j's block r. */
   CU(cudaMemsetAsync(dy, 0, NN * es, st));
   CHECK_RES(zcclAlltoAll(dx, dy, N, t, comm, st), zcclSuccess);
-  y = host_from(dy, NN * es);
   for (size_t i = 0; i < NN; i++) set(want, i, f64, moved((int)(i / N), i % N) + (double)rank);
-  snprintf(what, sizeof what, "alltoall f%d %s", f64 ? 64 : 32, tag);
-  CHECK(wrong(y, want, NN, f64, e, what) == 0);
-  passed(what);
-  free(y);
+  check_out(dy, want, NN, f64, e, "alltoall", 0);
 
-  /* Gather to rank 0, then Scatter from rank 0 of what it gathered. */
+  /* Gather to rank 0 (the others' output is not written), then Scatter
+   * from rank 0: rank r gets its block r. */
   CU(cudaMemsetAsync(dy, 0, NN * es, st));
   CHECK_RES(zcclGather(dx, dy, N, t, 0, comm, st), zcclSuccess);
-  y = host_from(dy, NN * es);
-  if (rank == 0) {
-    for (size_t i = 0; i < NN; i++) set(want, i, f64, moved((int)(i / N), i % N));
-    snprintf(what, sizeof what, "gather f%d %s", f64 ? 64 : 32, tag);
-    CHECK(wrong(y, want, NN, f64, e, what) == 0);
-    passed(what);
-  }
-  free(y);
+  for (size_t i = 0; i < NN; i++) set(want, i, f64, rank == 0 ? moved((int)(i / N), i % N) : 0.0);
+  check_out(dy, want, NN, f64, e, "gather", 0);
   CU(cudaMemsetAsync(dy, 0, NN * es, st));
   CHECK_RES(zcclScatter(dx, dy, N, t, 0, comm, st), zcclSuccess);
-  y = host_from(dy, N * es);
   for (size_t i = 0; i < N; i++) set(want, i, f64, moved(0, i) + (double)rank);
-  snprintf(what, sizeof what, "scatter f%d %s", f64 ? 64 : 32, tag);
-  CHECK(wrong(y, want, N, f64, e, what) == 0);
-  passed(what);
-  free(y);
+  check_out(dy, want, N, f64, e, "scatter", 0);
 
   /* A ring of Send/Recv in one group: from rank-1, to rank+1. */
   int to = (rank + 1) % nranks, from = (rank + nranks - 1) % nranks;
@@ -283,12 +271,8 @@ static void check_moves(int f64, double e) {
   CHECK_RES(zcclSend(dx, N, t, to, comm, st), zcclSuccess);
   CHECK_RES(zcclRecv(dy, N, t, from, comm, st), zcclSuccess);
   CHECK_RES(zcclGroupEnd(), zcclSuccess);
-  y = host_from(dy, N * es);
   for (size_t i = 0; i < N; i++) set(want, i, f64, moved(from, i));
-  snprintf(what, sizeof what, "send/recv f%d %s", f64 ? 64 : 32, tag);
-  CHECK(wrong(y, want, N, f64, e, what) == 0);
-  passed(what);
-  free(y);
+  check_out(dy, want, N, f64, e, "send/recv", 0);
 
   CU(cudaFree(dx));
   CU(cudaFree(dy));
