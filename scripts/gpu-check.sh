@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The checks that need a GPU, in one short run, from a build with CUDA:
+# the gpu tests, the hazard probe, the codec kernels' figures and
+# compute-sanitizer on them. Every step has a time limit (a stuck one is
+# killed and the next runs); everything goes to OUT/log.txt (the terminal
+# is spared the expected warnings of the error-path tests), the
+# benchmark rows to OUT/*.json.
+#   scripts/gpu-check.sh [BUILD=build] [OUT=gpu-check]
+#   GPU_CHECK_QUICK=1   the tests and the probe only (about a minute)
+# Run it from the repository root (the codec benchmark and test read
+# levitus_climatology.cdf, found there or in the ferret data directory).
+set -uo pipefail
+B=${1:-build}
+OUT=${2:-gpu-check}
+mkdir -p "$OUT"
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+
+step() { # step <seconds> <command...>
+  local t=$1
+  shift
+  echo "=== $* (limit ${t}s) $(date +%T)"
+  timeout -k 5 "$t" "$@"
+  local rc=$?
+  echo "=== rc=$rc $(date +%T)"
+  return $rc
+}
+
+{
+  nvidia-smi -L 2>/dev/null || echo "nvidia-smi: not found"
+  step 20 "$B/tools/zccl-info"
+  step 60 "$B/test/gpu_selftest"
+  step 60 "$B/test/cuda_runtime"
+  step 120 "$B/test/gpu_device"
+  step 120 "$B/test/device"
+  step 200 "$B/tools/zccl-cuda-probe" 2
+  step 150 "$B/test/gpu_coll" 2
+  if [ -z "${GPU_CHECK_QUICK:-}" ]; then
+    step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --json "$OUT/codec_f32.json"
+    step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --f64 --json "$OUT/codec_f64.json"
+    step 150 "$B/test/gpu_coll" 4
+    step 120 "$CS" --tool memcheck --leak-check no "$B/perf/zccl-gpu-codec" --mib 8 --reps 1 --eb 1e-3
+    step 120 "$CS" --tool racecheck "$B/perf/zccl-gpu-codec" --mib 2 --reps 1 --eb 1e-3
+    step 300 "$B/test/gpu_codec"
+  fi
+} 2>&1 | tee "$OUT/log.txt" | grep --line-buffered -v "zccl WARN"
