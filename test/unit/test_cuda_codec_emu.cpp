@@ -1,7 +1,8 @@
 /* The CUDA stream codec's kernels (src/device/cuda/zd_cuda_codec.cu, the
  * file itself) run on the host under cuda_emu/cuda_runtime.h: CTAs as
- * concurrent OS threads (so the decoupled look-back, the ticket order and
- * the in-place grid barrier really interleave), a CTA's 128 threads as
+ * concurrent OS threads (so the decoupled look-back and the ticket order
+ * really interleave; launches in turn, as a stream runs them), a CTA's 128
+ * threads as
  * coroutines meeting at __syncthreads and the warp shuffles. Their streams,
  * values and hop results must be the CPU codec's bit for bit and their
  * failures the CPU's: chunk sizes 2^5 .. 2^16 (several rounds of blocks per
@@ -107,8 +108,12 @@ static uint8_t* emu_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8
   size_words[0] = ~0ull;
   size_words[1] = an;
   size_words[2] = where == 3 ? an : bn;
-  CHECK_RES(zemu_hop(op, da, &size_words[1], pb, &size_words[2], out, cap, size_words, scratch, sb, &st_word, NULL),
+  /* In place over a, the result's size goes over a's size word too (as the
+   * ring's steps do): the kernels must read it before anything is written. */
+  uint64_t* out_size = where == 1 ? &size_words[1] : &size_words[0];
+  CHECK_RES(zemu_hop(op, da, &size_words[1], pb, &size_words[2], out, cap, out_size, scratch, sb, &st_word, NULL),
             zcclSuccess);
+  if (where == 1) size_words[0] = *out_size;
   size_t room = out == da ? ra : out == db ? rb : cap;
   for (int k = 0; k < GUARD; k++) CHECK(out[room + k] == 0xa5);
   CHECK(st_word == zcclSuccess || st_word == zcclInvalidUsage);

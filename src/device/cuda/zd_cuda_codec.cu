@@ -55,13 +55,17 @@
  * input chunk whose place it takes, so chunk c's bytes may land on input that
  * the CTA of a later chunk has not read yet (it may not even have started:
  * the look-back orders writers, not readers). Waiting for those readers could
- * deadlock (they may need the waiting CTA's SM), so instead every input that
- * overlaps out is first copied into the scratch (behind the slots), the grid
- * waits at a barrier, and the kernel then reads only the copies: a
- * cooperative launch, so that all CTAs are resident and the barrier cannot
- * hang. The copy costs one pass over the compressed input; zd_cuda_codec_
- * scratch_bytes leaves room for one input of zc_compress_bound bytes. A
- * failed in-place hop leaves out's bytes unspecified (the CPU leaves them).
+ * deadlock (they may need the waiting CTA's SM), so instead a staging kernel
+ * launched just before the hop on the same stream copies every input that
+ * overlaps out into the scratch (behind the slots) and keeps the inputs'
+ * sizes, and the hop reads only the copies: stream order makes every copy
+ * complete before any CTA of the hop writes, with no grid barrier and so no
+ * cooperative launch (which needs the whole grid resident at once: a kernel
+ * already running on the GPU, such as a stream-ordered call's hold, can keep
+ * it from starting). The copy costs one pass over the compressed input;
+ * zd_cuda_codec_scratch_bytes leaves room for one input of
+ * zc_compress_bound bytes. A failed in-place hop leaves out's bytes
+ * unspecified (the CPU leaves them).
  *
  * Floating point matches the host: the file is built with --fmad=false (no
  * contraction, as -ffp-contract=off on the host), IEEE division and no
@@ -91,8 +95,8 @@
 #define ZD_FULL 0xffffffffu
 
 typedef struct {
-  unsigned long long ticket; /* next chunk to take */
-  unsigned int arrive;       /* CTAs at the in-place hop's barrier */
+  unsigned long long ticket;   /* next chunk to take */
+  unsigned long long size[2];  /* in-place hop: the inputs' sizes as the staging kernel read them */
 } zd_ctl_t;
 
 /* One chunk's look-back words: status (epoch << 2 | ZD_AGG or ZD_INC), then
@@ -175,18 +179,6 @@ __device__ static void zd_place_in(zd_slot_t* slots, unsigned long long c, const
   zd_st(&me->in_inc[1], excl[1] + agg[1]);
   __threadfence();
   zd_st(&me->in_st, epoch << 2 | ZD_INC);
-}
-
-/* All CTAs of a cooperative launch meet here (one use per launch). */
-__device__ static void zd_grid_barrier(zd_ctl_t* ctl) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(&ctl->arrive, 1u);
-    while (*(volatile unsigned int*)&ctl->arrive < gridDim.x) __nanosleep(64);
-    __threadfence();
-  }
-  __syncthreads();
 }
 
 /* Exclusive sum (wrapping) of v over the CTA's threads in order; *total the
@@ -585,7 +577,7 @@ typedef struct {
   uint8_t* scratch;
   uint64_t scratch_bytes;
   unsigned long long epoch;
-  int inplace; /* out == a or out == b: a cooperative launch */
+  int inplace; /* out == a or out == b: zd_hop_stage_kernel runs first */
 } zd_hargs_t;
 
 /* One input chunk as a round reads it. */
@@ -640,6 +632,77 @@ __device__ static int zd_overlap(const uint8_t* p, uint64_t n, const uint8_t* q,
 
 __device__ static uint64_t zd_round16(uint64_t x) { return (x + 15) & ~15ull; }
 
+/* zc_hop_begin's checks of the inputs (asz and bsz bytes) as they are before
+ * anything is written, and where the hop reads them from: in place, every
+ * input that out overlaps is read from a copy in the scratch, behind the
+ * slots (the same copy for b == a). 1 when the hop can go ahead. */
+__device__ static int zd_hop_plan(const zd_hargs_t* A, uint64_t asz, uint64_t bsz, zd_hdr_t* h, const uint8_t** pa,
+                                  const uint8_t** pb) {
+  zd_hdr_t hb;
+  int ok = zd_header_parse(A->a, asz, h) == 0 && zd_header_parse(A->b, bsz, &hb) == 0 && zd_header_compatible(h, &hb);
+  const uint64_t head = ZC_HEADER_BYTES + 4ull * (ok ? h->nchunks : 0);
+  if (ok && h->nchunks == 0 && (asz != head || bsz != head)) ok = 0; /* no chunk: nothing may follow */
+  if (A->cap < head) ok = 0;
+  int ova = zd_overlap(A->a, asz, A->out, A->cap), ovb = zd_overlap(A->b, bsz, A->out, A->cap);
+  *pa = A->a;
+  *pb = A->b;
+  uint64_t stage = zd_round16(ZD_CTL_BYTES + ZD_SLOT_BYTES * (ok ? h->nchunks : 0));
+  if (stage > A->scratch_bytes) ok = 0;
+  if (!A->inplace) {
+    if (ova || ovb) ok = 0; /* zc_hop_begin: out overlaps an input */
+  } else if (ok) {
+    if (ova) {
+      *pa = A->scratch + stage;
+      stage += zd_round16(asz);
+    }
+    if (ovb) {
+      if (ova && A->b == A->a && bsz <= asz) {
+        *pb = *pa;
+      } else {
+        *pb = A->scratch + stage;
+        stage += zd_round16(bsz);
+      }
+    }
+    if (stage > A->scratch_bytes) ok = 0;
+  }
+  return ok;
+}
+
+/* In place, launched just before zd_hop_kernel on the same stream: copies
+ * every input that out overlaps into the scratch, and keeps the inputs'
+ * sizes (*out_size may be one of them, and a late CTA of the hop would read
+ * it after the last chunk wrote it). Stream order then does what a grid
+ * barrier would: no CTA of the hop writes out before every copy is made,
+ * without needing the whole hop grid resident at once (a cooperative
+ * launch, which a kernel already running on the GPU, such as a
+ * stream-ordered call's hold, can keep from starting). */
+__global__ static void __launch_bounds__(ZD_T) zd_hop_stage_kernel(zd_hargs_t A) {
+  __shared__ int s_ok;
+  __shared__ const uint8_t *s_pa, *s_pb;
+  __shared__ uint64_t s_asz, s_bsz;
+  if (threadIdx.x == 0) {
+    zd_hdr_t h;
+    const uint8_t *pa, *pb;
+    s_asz = *A.a_size;
+    s_bsz = *A.b_size;
+    s_ok = zd_hop_plan(&A, s_asz, s_bsz, &h, &pa, &pb);
+    s_pa = pa;
+    s_pb = pb;
+    if (blockIdx.x == 0) {
+      zd_ctl_t* ctl = (zd_ctl_t*)A.scratch;
+      ctl->size[0] = s_asz;
+      ctl->size[1] = s_bsz;
+    }
+  }
+  __syncthreads();
+  if (!s_ok) return; /* the hop finds the same and reports it */
+  const uint64_t step = (uint64_t)gridDim.x * ZD_T, t0 = (uint64_t)blockIdx.x * ZD_T + threadIdx.x;
+  if (s_pa != A.a)
+    for (uint64_t k = t0; k < s_asz; k += step) ((uint8_t*)s_pa)[k] = A.a[k];
+  if (s_pb != A.b && s_pb != s_pa)
+    for (uint64_t k = t0; k < s_bsz; k += step) ((uint8_t*)s_pb)[k] = A.b[k];
+}
+
 __global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
   __shared__ zd_hdr_t s_h;
   __shared__ int s_ok;
@@ -653,55 +716,18 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
   __shared__ __align__(16) uint8_t s_bufa[ZD_HBUF], s_bufb[ZD_HBUF];
   zd_ctl_t* ctl = (zd_ctl_t*)A.scratch;
   zd_slot_t* slots = (zd_slot_t*)(A.scratch + ZD_CTL_BYTES);
-  /* zc_hop_begin's checks, from the inputs as they are before anything is
-   * written; where the kernel reads them from (in place: copies). */
+  /* In place the inputs are read from the staging kernel's copies, with
+   * the sizes it kept. */
   if (threadIdx.x == 0) {
-    uint64_t asz = *A.a_size, bsz = *A.b_size;
-    zd_hdr_t hb;
-    int ok = zd_header_parse(A.a, asz, &s_h) == 0 && zd_header_parse(A.b, bsz, &hb) == 0 &&
-             zd_header_compatible(&s_h, &hb);
-    const uint64_t head = ZC_HEADER_BYTES + 4ull * (ok ? s_h.nchunks : 0);
-    if (ok && s_h.nchunks == 0 && (asz != head || bsz != head)) ok = 0; /* no chunk: nothing may follow */
-    if (A.cap < head) ok = 0;
-    int ova = zd_overlap(A.a, asz, A.out, A.cap), ovb = zd_overlap(A.b, bsz, A.out, A.cap);
-    const uint8_t *pa = A.a, *pb = A.b;
-    uint64_t stage = zd_round16(ZD_CTL_BYTES + ZD_SLOT_BYTES * (ok ? s_h.nchunks : 0));
-    if (stage > A.scratch_bytes) ok = 0;
-    if (!A.inplace) {
-      if (ova || ovb) ok = 0; /* zc_hop_begin: out overlaps an input */
-    } else if (ok) {
-      /* Every input out overlaps reads from a copy (the same copy for b == a). */
-      if (ova) {
-        pa = A.scratch + stage;
-        stage += zd_round16(asz);
-      }
-      if (ovb) {
-        if (ova && A.b == A.a && bsz <= asz) {
-          pb = pa;
-        } else {
-          pb = A.scratch + stage;
-          stage += zd_round16(bsz);
-        }
-      }
-      if (stage > A.scratch_bytes) ok = 0;
-    }
-    s_ok = ok;
+    const uint64_t asz = A.inplace ? ctl->size[0] : *A.a_size, bsz = A.inplace ? ctl->size[1] : *A.b_size;
+    const uint8_t *pa, *pb;
+    s_ok = zd_hop_plan(&A, asz, bsz, &s_h, &pa, &pb);
     s_pa = pa;
     s_pb = pb;
     s_asz = asz;
     s_bsz = bsz;
   }
   __syncthreads();
-  if (A.inplace) {
-    if (s_ok) {
-      const uint64_t step = (uint64_t)gridDim.x * ZD_T, t0 = (uint64_t)blockIdx.x * ZD_T + threadIdx.x;
-      if (s_pa != A.a)
-        for (uint64_t k = t0; k < s_asz; k += step) ((uint8_t*)s_pa)[k] = A.a[k];
-      if (s_pb != A.b && s_pb != s_pa)
-        for (uint64_t k = t0; k < s_bsz; k += step) ((uint8_t*)s_pb)[k] = A.b[k];
-    }
-    zd_grid_barrier(ctl); /* no CTA writes out before every copy is made */
-  }
   const zd_hdr_t h = s_h;
   const uint8_t *pa = s_pa, *pb = s_pb;
   const uint64_t asz = s_asz, bsz = s_bsz;
@@ -812,11 +838,6 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
  * (ZD_EMULATED). Each is a cudaError_t. */
 #ifndef ZD_EMULATED
 #define ZD_LAUNCH(kernel, grid, stream, args) (kernel<<<(grid), ZD_T, 0, (stream)>>>(args), cudaGetLastError())
-#define ZD_LAUNCH_COOP(kernel, grid, stream, args) zd_launch_coop((const void*)(kernel), (grid), (stream), &(args))
-static cudaError_t zd_launch_coop(const void* kernel, int grid, cudaStream_t stream, void* arg) {
-  void* argv[] = {arg};
-  return cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(ZD_T), argv, 0, stream);
-}
 #endif
 
 static zcclResult_t zd_cuda_fail(cudaError_t e, const char* what) {
@@ -968,25 +989,16 @@ extern "C" zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_
   A.epoch = zd_next_epoch();
   A.inplace = out == a || out == b;
   /* Out of place, a CTA may start after the last chunk wrote *out_size, so
-   * it must not be an input's size word (in place, every CTA reads the
-   * sizes before the grid barrier, and nothing is written before it). */
+   * it must not be an input's size word (in place, the hop reads the sizes
+   * the staging kernel kept before it). */
   ZU_RETURN_ERR_IF(!A.inplace && (out_size == a_size || out_size == b_size), zcclInvalidArgument,
                    "zd_cuda_hop: out_size is an input's size word (allowed in place only)");
   int grid;
   ZU_CHECK(zd_grid(ZD_K_HOP, (const void*)zd_hop_kernel, &grid));
   cudaStream_t s = (cudaStream_t)stream;
   ZD_TRY(cudaMemsetAsync(scratch, 0, ZD_CTL_BYTES, s));
-  if (!A.inplace) {
-    ZD_TRY(ZD_LAUNCH(zd_hop_kernel, grid, s, A));
-    return zcclSuccess;
-  }
-  /* In place: the grid waits at a barrier, so all of it must be resident. */
-  int dev = 0, coop = 0;
-  ZD_TRY(cudaGetDevice(&dev));
-  ZD_TRY(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-  ZU_RETURN_ERR_IF(!coop, zcclInvalidUsage, "zd_cuda_hop: in place needs cooperative launches (device %d has none)",
-                   dev);
-  ZD_TRY(ZD_LAUNCH_COOP(zd_hop_kernel, grid, s, A));
+  if (A.inplace) ZD_TRY(ZD_LAUNCH(zd_hop_stage_kernel, grid, s, A));
+  ZD_TRY(ZD_LAUNCH(zd_hop_kernel, grid, s, A));
   return zcclSuccess;
 }
 
@@ -995,6 +1007,7 @@ extern "C" zcclResult_t zd_cuda_codec_load(void) {
   ZD_CUDA_LOAD(zd_compress_kernel);
   ZD_CUDA_LOAD(zd_decompress_kernel);
   ZD_CUDA_LOAD(zd_hop_kernel);
+  ZD_CUDA_LOAD(zd_hop_stage_kernel);
   int grid;
   ZU_CHECK(zd_grid(ZD_K_COMPRESS, (const void*)zd_compress_kernel, &grid));
   ZU_CHECK(zd_grid(ZD_K_DECOMPRESS, (const void*)zd_decompress_kernel, &grid));

@@ -195,7 +195,6 @@ static inline int zemu_launch(const std::function<void()>& body, unsigned grid, 
 
 #define ZD_LAUNCH(kernel, grid, stream, args) \
   ((void)(stream), zemu_launch([&] { kernel(args); }, (unsigned)(grid), ZD_T))
-#define ZD_LAUNCH_COOP ZD_LAUNCH
 
 /* ---- device functions ----------------------------------------------------------- */
 
