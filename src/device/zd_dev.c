@@ -323,8 +323,9 @@ zcclResult_t zd_stage_get(zd_dev_t* dev, size_t bytes, void** buf) {
   if (*buf) return zcclSuccess;
   /* A message larger than the free staging memory: memory of its own, for
    * this message only, plain pageable memory (slow: raise
-   * ZCCL_BUFFER_POOL_BYTES): pinning it would synchronise the GPU from the
-   * progress thread while the call's hold waits for that thread. */
+   * ZCCL_BUFFER_POOL_BYTES): pinning and unpinning it may wait for the
+   * whole GPU, from the progress thread, while the call's hold waits for
+   * that thread. */
   static atomic_int said;
   if (!atomic_exchange(&said, 1))
     ZU_INFO(ZU_LOG_DEVICE, "a %zu-byte message does not fit the %zu-byte staging pool: it gets memory of its own "

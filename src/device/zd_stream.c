@@ -30,8 +30,8 @@ typedef struct zd_sim_stream {
   struct zd_sim_stream* next_live; /* zd_sim_live */
 } zd_sim_stream_t;
 
-/* Every live sim stream, for zd_sim_streams_drain (a CUDA allocation's
- * implicit synchronisation of the whole device). */
+/* Every live sim stream, for zd_sim_streams_drain (what a CUDA allocation
+ * or free may do: wait for the whole device). */
 static pthread_mutex_t zd_sim_live_lock = PTHREAD_MUTEX_INITIALIZER;
 static zd_sim_stream_t* zd_sim_live;
 
