@@ -34,6 +34,9 @@ step() { # step <seconds> <command...>
   step 120 "$B/test/device"
   step 200 "$B/tools/zccl-cuda-probe" 2
   step 150 "$B/test/gpu_coll" 2
+  # CUDA events instead of host functions where they suffice (docs/cuda.md).
+  step 120 env ZCCL_CUDA_EVENT_MARKS=1 "$B/test/gpu_device"
+  step 150 env ZCCL_CUDA_EVENT_MARKS=1 "$B/test/gpu_coll" 2
   if [ -z "${GPU_CHECK_QUICK:-}" ]; then
     step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --json "$OUT/codec_f32.json"
     step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --f64 --json "$OUT/codec_f64.json"

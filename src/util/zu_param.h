@@ -98,6 +98,11 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(SIM_DELAY_US, INT, "50",                                                              \
     "sim device: each queued operation runs after a random delay of 0..this many "        \
     "microseconds, so a missing synchronization shows up as wrong data.")                 \
+  X(CUDA_EVENT_MARKS, INT, "0",                                                           \
+    "cuda device: 1 marks events with CUDA events that the waiting thread polls, instead " \
+    "of host functions on the stream, wherever no kernel's status word waits to be "      \
+    "collected (so a collective without compression launches no host function). Off "     \
+    "until it has run on a GPU.")                                                          \
   X(SIM_STAGE, INT, "0",                                                                  \
     "sim device: 1 treats its memory as the transport cannot reach it (a GPU's without "  \
     "CUDA-aware UCX), so every message goes through host staging buffers as on a GPU.")

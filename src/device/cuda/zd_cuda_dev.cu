@@ -8,8 +8,13 @@
  *   into a slot of pinned, mapped memory that the kernel reads; a note after
  *   a kernel copies the slot the kernel wrote into *out_size. Slots are a
  *   ring, free again once a note after the kernel using them has run.
- * - events: an event is a note's sequence number; it has passed when that
- *   many notes have run (the stream runs them in order).
+ * - events: an event is a mark's sequence number; it has passed when every
+ *   mark up to it has (the stream passes them in order). A mark is a note
+ *   or, with ZCCL_CUDA_EVENT_MARKS=1 and no status word to collect since
+ *   the last note, a CUDA event that the waiting thread polls: on an H200
+ *   the progress thread stopped in cudaLaunchHostFunc while the caller
+ *   waited in a pageable copy behind a stream-ordered call's hold, and a
+ *   collective without compression then needs no host function at all.
  * - errors: kernels store a zcclResult_t in a mapped status word (first
  *   wins); each note, running while the stream waits for it, moves a stored
  *   error to the device and resets the word; the next wait reports it.
@@ -21,6 +26,7 @@
 #include <cuda_runtime.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +35,7 @@
 #include "zd_cuda_kernels.h"
 #include "zd_cuda_util.h"
 #include "zd_dev_impl.h"
+#include "zu_param.h"
 
 #define ZD_CUDA_SLOTS 1024 /* stream sizes in flight */
 #define ZD_CUDA_NOTES 2048 /* host functions in flight; issuing waits beyond */
@@ -56,7 +63,11 @@ typedef struct {
   const uint64_t* out_slot;
   uint64_t release; /* slots taken before this index are free once it has run */
   const char* what; /* the last operation with a status word before it */
+  uint64_t seq;     /* its mark's number */
 } zd_note_t;
+
+/* What mark k is (notes[k % ZD_CUDA_NOTES] or events[...]). */
+enum { ZD_MARK_NOTE, ZD_MARK_EVENT, ZD_MARK_RECORDING };
 
 struct zd_cuda {
   int ordinal;
@@ -68,13 +79,17 @@ struct zd_cuda {
   size_t scratch_bytes;
   pthread_mutex_t lock;
   pthread_cond_t ran_cv;
-  /* under lock; ran also read without it (zd_event_done) */
+  /* under lock; ran also read without it (zd_event_done): marks issued, and
+   * the highest that has passed */
   uint64_t issued, ran;
+  unsigned char kind[ZD_CUDA_NOTES]; /* ZD_MARK_*, of mark seq at (seq - 1) % ZD_CUDA_NOTES */
+  cudaEvent_t* events;               /* ZD_CUDA_NOTES of them with event marks, else NULL */
   uint64_t slots_taken, slots_free; /* slot ring: free below slots_free */
   zcclResult_t err;                 /* first error since the last wait reported one */
   char err_msg[256];
   /* issuer only */
-  int dirty;        /* work queued after the last note */
+  int dirty;        /* work queued after the last mark */
+  int need_note;    /* a kernel that may write the status word queued after the last note */
   const char* what; /* the last operation given the status word */
   zd_note_t notes[ZD_CUDA_NOTES];
 };
@@ -114,16 +129,58 @@ static void CUDART_CB zd_note_run(void* arg) {
              n->what ? n->what : "a kernel", zu_error_name((zcclResult_t)st));
   }
   if (n->release > c->slots_free) c->slots_free = n->release;
-  __atomic_store_n(&c->ran, c->ran + 1, __ATOMIC_RELEASE);
+  if (n->seq > c->ran) __atomic_store_n(&c->ran, n->seq, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&c->ran_cv);
   pthread_mutex_unlock(&c->lock);
 }
 
+/* Lock held: advances ran over the event marks that have passed (a note
+ * advances it itself when it runs; a later mark cannot pass before it).
+ * The query is made without the lock: a host function waiting for the
+ * lock must not meet a CUDA call waiting for the host function. */
+static zcclResult_t zd_cuda_poll(zd_cuda_t* c) {
+  while (c->ran < c->issued) {
+    const uint64_t seq = c->ran + 1;
+    const size_t k = (size_t)((seq - 1) % ZD_CUDA_NOTES);
+    if (c->kind[k] != ZD_MARK_EVENT) return zcclSuccess;
+    cudaEvent_t ev = c->events[k]; /* not reused before it has passed: the ring is full until then */
+    pthread_mutex_unlock(&c->lock);
+    cudaError_t e = cudaEventQuery(ev);
+    pthread_mutex_lock(&c->lock);
+    if (e == cudaErrorNotReady) return zcclSuccess;
+    if (e != cudaSuccess)
+      return ZU_ERROR(zcclUnhandledCudaError, "cuda device: the stream failed: %s (%s)", cudaGetErrorString(e),
+                      cudaGetErrorName(e));
+    if (seq > c->ran) __atomic_store_n(&c->ran, seq, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&c->ran_cv);
+  }
+  return zcclSuccess;
+}
+
+/* The next mark to pass is an event: nothing will signal it, so waits poll. */
+static int zd_cuda_polling(const zd_cuda_t* c) {
+  return c->ran < c->issued && c->kind[c->ran % ZD_CUDA_NOTES] != ZD_MARK_NOTE;
+}
+
 /* Waits, lock held, until ready(): host functions never run after a fault
- * in the context, so every ZD_CUDA_POLL_NS the stream is asked for its error. */
+ * in the context, so every ZD_CUDA_POLL_NS the stream is asked for its
+ * error; event marks are polled, yielding at first, then every 20 us. */
 template <class READY>
 static zcclResult_t zd_cuda_block(zd_cuda_t* c, READY ready) {
-  while (!ready()) {
+  for (int round = 0;; round++) {
+    if (c->events) ZU_CHECK(zd_cuda_poll(c));
+    if (ready()) break;
+    if (zd_cuda_polling(c)) {
+      pthread_mutex_unlock(&c->lock);
+      if (round < 64) {
+        sched_yield();
+      } else {
+        struct timespec nap = {0, 20000};
+        nanosleep(&nap, NULL);
+      }
+      pthread_mutex_lock(&c->lock);
+      continue;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_nsec += ZD_CUDA_POLL_NS;
@@ -149,9 +206,11 @@ static zcclResult_t zd_note_reserve(zd_cuda_t* c, uint64_t release, zd_note_t** 
   zcclResult_t res = zd_cuda_block(c, [c] { return c->issued - c->ran < ZD_CUDA_NOTES; });
   if (res == zcclSuccess) {
     zd_note_t* n = &c->notes[c->issued % ZD_CUDA_NOTES];
+    c->kind[c->issued % ZD_CUDA_NOTES] = ZD_MARK_NOTE;
     c->issued++;
     memset(n, 0, sizeof *n);
     n->c = c;
+    n->seq = c->issued;
     n->release = release == UINT64_MAX ? c->slots_taken : release;
     n->what = c->what;
     *out = n;
@@ -171,6 +230,34 @@ static zcclResult_t zd_note_issue(zd_cuda_t* c, zd_note_t* n) {
     return ZU_ERROR(zcclUnhandledCudaError, "cuda device: cudaLaunchHostFunc: %s (%s)", cudaGetErrorString(e),
                     cudaGetErrorName(e));
   }
+  c->dirty = 0;
+  c->need_note = 0;
+  return zcclSuccess;
+}
+
+/* A mark that is a CUDA event (ZCCL_CUDA_EVENT_MARKS=1). */
+static zcclResult_t zd_event_mark(zd_cuda_t* c) {
+  pthread_mutex_lock(&c->lock);
+  zcclResult_t res = zd_cuda_block(c, [c] { return c->issued - c->ran < ZD_CUDA_NOTES; });
+  if (res != zcclSuccess) {
+    pthread_mutex_unlock(&c->lock);
+    return res;
+  }
+  const size_t k = (size_t)(c->issued % ZD_CUDA_NOTES);
+  c->kind[k] = ZD_MARK_RECORDING; /* a poll meanwhile must not take the event's last record for this one */
+  c->issued++;
+  pthread_mutex_unlock(&c->lock);
+  cudaError_t e = cudaEventRecord(c->events[k], c->stream);
+  pthread_mutex_lock(&c->lock);
+  if (e == cudaSuccess)
+    c->kind[k] = ZD_MARK_EVENT;
+  else
+    c->issued--; /* the issuer is one thread: nothing was issued after it */
+  pthread_cond_broadcast(&c->ran_cv);
+  pthread_mutex_unlock(&c->lock);
+  if (e != cudaSuccess)
+    return ZU_ERROR(zcclUnhandledCudaError, "cuda device: cudaEventRecord: %s (%s)", cudaGetErrorString(e),
+                    cudaGetErrorName(e));
   c->dirty = 0;
   return zcclSuccess;
 }
@@ -228,6 +315,10 @@ static void zd_cuda_release(zd_cuda_t* c) {
   if (c->stream) cudaStreamSynchronize(c->stream); /* host functions included */
   if (c->range_d) cudaFree(c->range_d);
   if (c->pin) cudaFreeHost(c->pin);
+  if (c->events)
+    for (int k = 0; k < ZD_CUDA_NOTES; k++)
+      if (c->events[k]) cudaEventDestroy(c->events[k]);
+  free(c->events);
   if (c->stream) cudaStreamDestroy(c->stream);
   cudaGetLastError(); /* a failed context fails these too; nothing more to do */
   pthread_cond_destroy(&c->ran_cv);
@@ -276,8 +367,20 @@ static zcclResult_t zd_cuda_init(zd_dev_t* dev) {
       zd_cuda_release(c);
       return res;
     }
+    int64_t event_marks = 0;
+    res = zu_param_int(ZU_PARAM_CUDA_EVENT_MARKS, &event_marks);
+    if (res == zcclSuccess && event_marks) {
+      c->events = (cudaEvent_t*)calloc(ZD_CUDA_NOTES, sizeof *c->events);
+      if (c->events == NULL) res = ZU_ERROR(zcclSystemError, "cuda device: out of memory");
+      for (int k = 0; k < ZD_CUDA_NOTES && res == zcclSuccess; k++) {
+        e = cudaEventCreateWithFlags(&c->events[k], cudaEventDisableTiming);
+        if (e != cudaSuccess)
+          res = ZU_ERROR(zcclUnhandledCudaError, "cuda device on GPU %d: cudaEventCreateWithFlags: %s (%s)", gpu,
+                         cudaGetErrorString(e), cudaGetErrorName(e));
+      }
+    }
     /* Before any call holds a stream (zd_cuda_kernels.h, "loading"). */
-    res = zd_cuda_kernels_load();
+    if (res == zcclSuccess) res = zd_cuda_kernels_load();
     if (res != zcclSuccess) {
       zd_cuda_release(c);
       return res;
@@ -334,7 +437,7 @@ static zcclResult_t zd_cuda_codec_op(zd_cuda_t* c, const zd_op_t* op) {
       c->what = "zd_compress";
       ZU_CHECK(zd_cuda_compress(&op->params, op->a, op->count, op->dst, op->cap, ds[0], c->scratch, c->scratch_bytes,
                                 status, c->stream));
-      c->dirty = 1;
+      c->dirty = c->need_note = 1;
       ZU_CHECK(zd_note_reserve(c, UINT64_MAX, &n));
       n->out = op->out_size;
       n->out_slot = hs[0];
@@ -348,7 +451,7 @@ static zcclResult_t zd_cuda_codec_op(zd_cuda_t* c, const zd_op_t* op) {
       ZU_CHECK(zd_note_issue(c, n));
       c->what = "zd_decompress";
       ZU_CHECK(zd_cuda_decompress(op->a, ds[0], op->dst, op->count, status, c->stream));
-      c->dirty = 1;
+      c->dirty = c->need_note = 1;
       return zcclSuccess;
     case ZD_OP_HOP:
       ZU_CHECK(zd_scratch(c, zd_cuda_hop_scratch_bytes(op->cap)));
@@ -362,7 +465,7 @@ static zcclResult_t zd_cuda_codec_op(zd_cuda_t* c, const zd_op_t* op) {
       c->what = "zd_hop";
       ZU_CHECK(zd_cuda_hop(op->op, op->a, ds[0], op->b, ds[1], op->dst, op->cap, ds[2], c->scratch, c->scratch_bytes,
                            status, c->stream));
-      c->dirty = 1;
+      c->dirty = c->need_note = 1;
       ZU_CHECK(zd_note_reserve(c, UINT64_MAX, &n));
       n->out = op->out_size;
       n->out_slot = hs[2];
@@ -401,7 +504,7 @@ static zd_event_t zd_cuda_record(zd_dev_t* dev) {
   zd_cuda_t* c = dev->cuda;
   if (c->dirty) {
     zd_on_gpu on(c->ordinal);
-    zcclResult_t res = zd_note_mark(c);
+    zcclResult_t res = c->events && !c->need_note ? zd_event_mark(c) : zd_note_mark(c);
     if (res != zcclSuccess) {
       /* No event to give: the failure is kept for the next wait (whose
        * event, an earlier one, passes). */
@@ -420,7 +523,14 @@ static zd_event_t zd_cuda_record(zd_dev_t* dev) {
 }
 
 static int zd_cuda_done(zd_dev_t* dev, zd_event_t ev) {
-  return __atomic_load_n(&dev->cuda->ran, __ATOMIC_ACQUIRE) >= ev;
+  zd_cuda_t* c = dev->cuda;
+  uint64_t ran = __atomic_load_n(&c->ran, __ATOMIC_ACQUIRE);
+  if (ran >= ev || !c->events) return ran >= ev;
+  pthread_mutex_lock(&c->lock);
+  if (zd_cuda_poll(c) != zcclSuccess) cudaGetLastError(); /* the next wait reports the failed stream */
+  int done = c->ran >= ev;
+  pthread_mutex_unlock(&c->lock);
+  return done;
 }
 
 static zcclResult_t zd_cuda_wait(zd_dev_t* dev, zd_event_t ev) {
@@ -508,6 +618,6 @@ extern "C" zcclResult_t zd_cuda_post_error(zd_dev_t* dev, zcclResult_t code) {
   c->what = "zd_cuda_post_error";
   zd_k_post_error<<<1, 1, 0, c->stream>>>(&c->pin_d->status, (int)code);
   ZD_CUDA_LAUNCHED("zd_cuda_post_error");
-  c->dirty = 1;
+  c->dirty = c->need_note = 1;
   return zcclSuccess;
 }
