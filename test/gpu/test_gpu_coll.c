@@ -403,9 +403,9 @@ int main(int argc, char** argv) {
 #ifndef ZCCL_TEST_CUDA
   (void)argc, (void)argv;
   zd_cuda_info_t info;
-  zd_cuda_query(&info);
+  CHECK_RES(zd_cuda_query(&info), zcclSuccess);
   printf("SKIP: zccl was built without CUDA (%s)\n", info.status);
-  return TEST_SKIP_CODE;
+  return test_failures ? 1 : TEST_SKIP_CODE;
 #else
   nranks = argc > 1 ? atoi(argv[1]) : 2;
   if (nranks < 1 || nranks > 8) return fprintf(stderr, "usage: test_gpu_coll [nranks 1..8]\n"), 2;
