@@ -222,10 +222,10 @@ int main(int argc, char** argv) {
   printf("%8s %7s %9s %9s %6s %9s %6s %9s %6s %9s %6s %8s %6s\n", "rel_eb", "ratio", "memcpy", "comp", "x", "decomp",
          "x", "hsum", "x", "doc", "x", "hsum/doc", "check");
   int failed = 0;
+  double lo, hi; /* REL bounds are relative to this range */
+  size_t valid;
+  zc_value_range(ha, g.count, t, d.has_fill, d.fill, &lo, &hi, &valid);
   for (int k = 0; k < a.nebs; k++) {
-    double lo, hi;
-    size_t valid;
-    zc_value_range(ha, g.count, t, d.has_fill, d.fill, &lo, &hi, &valid);
     zc_params_t p = {.dtype = t, .eb = a.ebs[k] * (hi - lo), .has_fill = d.has_fill, .fill = d.fill};
     if (!(p.eb > 0)) p.eb = a.ebs[k];
     /* Checks first: both operands' streams, the decompressed values, the sum. */

@@ -77,7 +77,7 @@ zcclResult_t zd_kind_from_env(zd_kind_t* kind) {
   return zcclSuccess;
 }
 
-static zcclResult_t zd_bufpool_init(zd_dev_t* dev, zd_bufpool_t* p, int staging);
+static zcclResult_t zd_bufpool_make(zd_dev_t* dev, zd_bufpool_t* p, int staging);
 
 zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
   ZU_RETURN_ERR_IF(out == NULL, zcclInvalidArgument, "zd_dev_create: NULL dev");
@@ -111,14 +111,8 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
   /* A kind with its own allocator gets its pools now, before any call can
    * hold a stream (zd_ops_t.pool_alloc). */
   if (dev->ops->pool_alloc) {
-    pthread_mutex_lock(&dev->bufs.lock);
-    res = zd_bufpool_init(dev, &dev->bufs, 0);
-    pthread_mutex_unlock(&dev->bufs.lock);
-    if (res == zcclSuccess && zd_stage_needed(dev)) {
-      pthread_mutex_lock(&dev->stage.lock);
-      res = zd_bufpool_init(dev, &dev->stage, 1);
-      pthread_mutex_unlock(&dev->stage.lock);
-    }
+    res = zd_bufpool_make(dev, &dev->bufs, 0);
+    if (res == zcclSuccess && zd_stage_needed(dev)) res = zd_bufpool_make(dev, &dev->stage, 1);
     if (res != zcclSuccess) {
       zd_dev_destroy(dev);
       return res;
@@ -211,6 +205,15 @@ static size_t zd_bufpool_largest(const zd_bufpool_t* p) {
   for (int i = 0; i < p->nsegs; i++)
     if (!p->segs[i].used && p->segs[i].len > best) best = p->segs[i].len;
   return best;
+}
+
+/* p's memory now, unless it has it (zd_dev_create, for a kind with its own
+ * allocator). */
+static zcclResult_t zd_bufpool_make(zd_dev_t* dev, zd_bufpool_t* p, int staging) {
+  pthread_mutex_lock(&p->lock);
+  zcclResult_t res = p->base == NULL ? zd_bufpool_init(dev, p, staging) : zcclSuccess;
+  pthread_mutex_unlock(&p->lock);
+  return res;
 }
 
 /* First fit in p. *buf NULL without an error when there is no room and

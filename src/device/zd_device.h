@@ -87,8 +87,8 @@ zcclResult_t zd_kind_from_env(zd_kind_t* kind);
 
 /* Buffer pool: ZCCL_BUFFER_POOL_BYTES allocated once (64-byte aligned): on
  * host at the first zd_buf_get, on sim and cuda when the device is made
- * (their allocations synchronise the GPU, so none is made while a call
- * holds a stream), handed out first fit in pieces whose start and
+ * (an allocation or free there may wait for the whole GPU, so none is made
+ * while a call holds a stream), handed out first fit in pieces whose start and
  * size are multiples of 64 bytes (a request of 0 bytes gets 64). A request
  * larger than the largest free piece returns zcclInvalidUsage naming
  * ZCCL_BUFFER_POOL_BYTES: the caller splits its work (zd_buf_largest says how

@@ -164,7 +164,7 @@ static void check_reduction(int kind, int f64, zcclRedOp_t op, double (*f)(int, 
   zcclDataType_t t = f64 ? zcclFloat64 : zcclFloat32;
   int root = nranks - 1;
   void* x = malloc(nin * es);
-  for (size_t i = 0; i < nin; i++) set(x, i, f64, f(rank, kind == 1 ? i % N : i) + (kind == 1 ? (double)(i / N) : 0));
+  for (size_t i = 0; i < nin; i++) set(x, i, f64, f(rank, i % N) + (double)(i / N)); /* block j shifted by j */
   void* dx = dev_from(x, nin * es);
   void* dy = inplace ? dx : dev_zero(N * es);
   uint64_t raw0, wire0, raw1, wire1;
@@ -177,7 +177,7 @@ static void check_reduction(int kind, int f64, zcclRedOp_t op, double (*f)(int, 
   void* want = malloc(N * es);
   for (size_t i = 0; i < N; i++) {
     double w = reduce_ref(f, f64, op, i);
-    if (kind == 1) w += op == zcclSum ? (double)rank * nranks : op == zcclMax ? (double)rank : (double)rank;
+    if (kind == 1) w += op == zcclSum ? (double)rank * nranks : (double)rank;
     set(want, i, f64, w);
   }
   /* SUM adds nranks values of error e; AVG divides that sum; one rounding of the output each. */

@@ -199,15 +199,24 @@ static zcclResult_t zd_cuda_block(zd_cuda_t* c, READY ready) {
   return zcclSuccess;
 }
 
+/* Lock held: the next mark, of kind, once the ring has room; *k its place
+ * in notes / events. */
+static zcclResult_t zd_mark_take(zd_cuda_t* c, unsigned char kind, size_t* k) {
+  ZU_CHECK(zd_cuda_block(c, [c] { return c->issued - c->ran < ZD_CUDA_NOTES; }));
+  *k = (size_t)(c->issued % ZD_CUDA_NOTES);
+  c->kind[*k] = kind;
+  c->issued++;
+  return zcclSuccess;
+}
+
 /* Reserves the next note, waiting while the ring is full; release: the
  * slots free once it has run (UINT64_MAX: every slot taken so far). */
 static zcclResult_t zd_note_reserve(zd_cuda_t* c, uint64_t release, zd_note_t** out) {
   pthread_mutex_lock(&c->lock);
-  zcclResult_t res = zd_cuda_block(c, [c] { return c->issued - c->ran < ZD_CUDA_NOTES; });
+  size_t k;
+  zcclResult_t res = zd_mark_take(c, ZD_MARK_NOTE, &k);
   if (res == zcclSuccess) {
-    zd_note_t* n = &c->notes[c->issued % ZD_CUDA_NOTES];
-    c->kind[c->issued % ZD_CUDA_NOTES] = ZD_MARK_NOTE;
-    c->issued++;
+    zd_note_t* n = &c->notes[k];
     memset(n, 0, sizeof *n);
     n->c = c;
     n->seq = c->issued;
@@ -238,15 +247,11 @@ static zcclResult_t zd_note_issue(zd_cuda_t* c, zd_note_t* n) {
 /* A mark that is a CUDA event (ZCCL_CUDA_EVENT_MARKS=1). */
 static zcclResult_t zd_event_mark(zd_cuda_t* c) {
   pthread_mutex_lock(&c->lock);
-  zcclResult_t res = zd_cuda_block(c, [c] { return c->issued - c->ran < ZD_CUDA_NOTES; });
-  if (res != zcclSuccess) {
-    pthread_mutex_unlock(&c->lock);
-    return res;
-  }
-  const size_t k = (size_t)(c->issued % ZD_CUDA_NOTES);
-  c->kind[k] = ZD_MARK_RECORDING; /* a poll meanwhile must not take the event's last record for this one */
-  c->issued++;
+  size_t k;
+  /* Recording: a poll meanwhile must not take the event's last record for this one. */
+  zcclResult_t res = zd_mark_take(c, ZD_MARK_RECORDING, &k);
   pthread_mutex_unlock(&c->lock);
+  if (res != zcclSuccess) return res;
   cudaError_t e = cudaEventRecord(c->events[k], c->stream);
   pthread_mutex_lock(&c->lock);
   if (e == cudaSuccess)

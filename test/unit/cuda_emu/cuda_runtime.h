@@ -231,7 +231,7 @@ static inline uint4 __ldg(const uint4* p) {
 typedef int cudaError_t;
 enum { cudaSuccess = 0 };
 typedef struct CUstream_st* cudaStream_t;
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount, cudaDevAttrCooperativeLaunch };
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount };
 #define ZEMU_SMS 3 /* CTAs of a persistent grid */
 static inline cudaError_t cudaGetDevice(int* d) {
   *d = 0;
@@ -239,7 +239,8 @@ static inline cudaError_t cudaGetDevice(int* d) {
 }
 static inline cudaError_t cudaDeviceGetAttribute(int* v, enum cudaDeviceAttr a, int dev) {
   (void)dev;
-  *v = a == cudaDevAttrMultiProcessorCount ? ZEMU_SMS : 1;
+  (void)a;
+  *v = ZEMU_SMS;
   return cudaSuccess;
 }
 static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void* k, int t, size_t s) {
