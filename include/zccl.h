@@ -16,7 +16,11 @@
  *     returns once the operation is enqueued; the operation starts after the
  *     work already queued on `stream` and work queued on `stream` afterwards
  *     waits for it. Errors detected later are reported by
- *     zcclCommGetAsyncError.
+ *     zcclCommGetAsyncError. With ZCCL_STREAM_MODE=blocking (the default
+ *     on a GPU until the asynchronous mode has run on one: it hung on an
+ *     H200, docs/cuda.md) the call instead waits for the work queued on
+ *     `stream`, runs the operation and returns when it is complete, with
+ *     its error: the stream order is the same, the caller's thread waits.
  *   Between zcclGroupStart and zcclGroupEnd calls are only recorded; they run
  *   (and, for host buffers, complete) in zcclGroupEnd.
  *

@@ -32,11 +32,15 @@ step() { # step <seconds> <command...>
   step 60 "$B/test/cuda_runtime"
   step 120 "$B/test/gpu_device"
   step 120 "$B/test/device"
-  step 200 "$B/tools/zccl-cuda-probe" 2
+  # Device buffers, blocking stream order (the default on cuda), then the
+  # asynchronous hold that hung on an H200 (docs/cuda.md), after the probe
+  # that says why.
   step 150 "$B/test/gpu_coll" 2
+  step 200 "$B/tools/zccl-cuda-probe" 2
+  step 150 env ZCCL_STREAM_MODE=async "$B/test/gpu_coll" 2
   # CUDA events instead of host functions where they suffice (docs/cuda.md).
   step 120 env ZCCL_CUDA_EVENT_MARKS=1 "$B/test/gpu_device"
-  step 150 env ZCCL_CUDA_EVENT_MARKS=1 "$B/test/gpu_coll" 2
+  step 150 env ZCCL_CUDA_EVENT_MARKS=1 ZCCL_STREAM_MODE=async "$B/test/gpu_coll" 2
   if [ -z "${GPU_CHECK_QUICK:-}" ]; then
     step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --json "$OUT/codec_f32.json"
     step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --f64 --json "$OUT/codec_f64.json"

@@ -50,8 +50,10 @@ void zccl_p2p_tag(zcclComm_t comm, zp_xfer_t* x) {
 static zcclResult_t zccl_op_issue(zcclComm_t comm, zccl_op_t* op, const zccl_call_t* how) {
   op->dev = how->dev;
   if (how->ordered) {
-    zcclResult_t res = zccl_op_detach(comm, op, &how->stream, 1);
-    if (res != zcclSuccess) zccl_op_free(op);
+    int wait;
+    zcclResult_t res = zccl_op_order(comm, op, &how->stream, 1, &wait);
+    if (res == zcclSuccess && wait) res = zccl_op_wait(comm, op);
+    if (res != zcclSuccess || wait) zccl_op_free(op);
     return res;
   }
   zcclResult_t res = zccl_op_run(comm, op);

@@ -110,9 +110,12 @@ typedef struct {
  * buffers in one call: zcclInvalidArgument / zcclInvalidUsage. */
 zcclResult_t zccl_call_how(zcclComm_t comm, const char* fn, const void* sb, const void* rb, zcclStream_t stream,
                            zccl_call_t* how);
-/* Queues a stream-ordered operation (tickets on the given streams) and
- * returns: the progress thread runs and frees it. */
-zcclResult_t zccl_op_detach(zcclComm_t comm, zccl_op_t* op, const zcclStream_t* streams, int nstreams);
+/* Queues a stream-ordered operation. Async (tickets on the given streams):
+ * the progress thread runs and frees it; *wait 0. Where the device blocks
+ * (ZCCL_STREAM_MODE): the streams' earlier work is waited for here, the
+ * operation is submitted, and *wait is 1: the caller waits for it with
+ * zccl_op_wait and frees it. On an error nothing was queued. */
+zcclResult_t zccl_op_order(zcclComm_t comm, zccl_op_t* op, const zcclStream_t* streams, int nstreams, int* wait);
 
 /* ---- point-to-point and groups (zccl_p2p.c, zccl_group.c) ---- */
 /* Numbers a send or receive in its peer pair's order and fills its tag. */

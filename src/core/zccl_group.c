@@ -152,10 +152,11 @@ static zcclResult_t zccl_group_issue(void) {
       ops[i]->colls[k].seq = b->comm->coll_seq++;
     }
     ops[i]->dev = b->dev;
-    if (b->ordered) { /* the progress thread owns it from here */
-      res = zccl_op_detach(b->comm, ops[i], b->streams, b->nstreams);
+    if (b->ordered) { /* async: the progress thread owns it from here; blocking: waited for below */
+      int wait;
+      res = zccl_op_order(b->comm, ops[i], b->streams, b->nstreams, &wait);
       if (res != zcclSuccess) zccl_op_free(ops[i]);
-      ops[i] = NULL;
+      if (res != zcclSuccess || !wait) ops[i] = NULL;
       continue;
     }
     zccl_op_submit(b->comm, ops[i]);

@@ -299,10 +299,16 @@ zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op) {
   return zcclSuccess;
 }
 
-zcclResult_t zccl_op_detach(zcclComm_t comm, zccl_op_t* op, const zcclStream_t* streams, int nstreams) {
+zcclResult_t zccl_op_order(zcclComm_t comm, zccl_op_t* op, const zcclStream_t* streams, int nstreams, int* wait) {
+  *wait = 0;
+  zd_dev_t* dev = op->dev ? op->dev : comm->dev;
+  if (zd_stream_blocking(dev)) {
+    for (int i = 0; i < nstreams; i++) ZU_CHECK(zd_stream_sync(dev, streams[i]));
+    *wait = 1;
+    return zccl_op_submit(comm, op); /* never inline: the progress thread owns the CUDA device */
+  }
   op->tickets = calloc((size_t)nstreams, sizeof *op->tickets);
   ZU_RETURN_ERR_IF(op->tickets == NULL && nstreams > 0, zcclSystemError, "%s: out of memory", op->what);
-  zd_dev_t* dev = op->dev ? op->dev : comm->dev;
   for (int i = 0; i < nstreams; i++) {
     zcclResult_t res = zd_stream_enter(dev, streams[i], &op->tickets[i]);
     if (res != zcclSuccess) {

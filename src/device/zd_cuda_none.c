@@ -37,6 +37,11 @@ int zd_cuda_ticket_passed(void* state) {
 
 void zd_cuda_ticket_release(void* state) { (void)state; }
 
+zcclResult_t zd_cuda_stream_sync(zcclStream_t stream) {
+  (void)stream;
+  return ZU_ERROR(zcclInvalidUsage, "zccl was built without CUDA (ZCCL_CUDA=OFF)");
+}
+
 void zd_cuda_use_device(int dev) { (void)dev; }
 
 zcclResult_t zd_cuda_mem_alloc(void** ptr, size_t size) {

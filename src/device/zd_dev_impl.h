@@ -108,6 +108,7 @@ struct zd_dev {
   zd_sim_t* sim;
   zd_cuda_t* cuda;
   int gpu; /* cuda: the CUDA device it was created on (the pool is freed there after fini) */
+  int stream_blocking; /* ZCCL_STREAM_MODE as this kind reads it (zd_stream_blocking) */
 };
 
 extern const zd_ops_t zd_sim_ops;

@@ -249,6 +249,14 @@ int zd_cuda_buffers(const void* a, const void* b);
  * before it runs an operation on a cuda device); no-op without CUDA. */
 void zd_cuda_use_device(int dev);
 zcclResult_t zd_stream_enter(zd_dev_t* dev, zcclStream_t stream, zd_ticket_t** t);
+/* ZCCL_STREAM_MODE: 1 when dev's stream-ordered calls block instead (the
+ * caller's thread runs zd_stream_sync on each stream, then waits for the
+ * operation; no ticket holds the stream, so no thread waits on a held
+ * stream while the progress thread drives the GPU). Always 0 for host. */
+int zd_stream_blocking(const zd_dev_t* dev);
+/* Waits for the work queued on stream so far (cuda: cudaStreamSynchronize;
+ * sim: zd_sim_stream_sync); an error the stream's work hit comes back. */
+zcclResult_t zd_stream_sync(zd_dev_t* dev, zcclStream_t stream);
 zcclResult_t zd_ticket_wait(zd_ticket_t* t, int (*stop)(void*), void* arg);
 void zd_ticket_release(zd_ticket_t* t);
 
@@ -273,6 +281,7 @@ zcclResult_t zd_cuda_mem_alloc(void** ptr, size_t size);
 zcclResult_t zd_cuda_mem_free(void* ptr);
 zcclResult_t zd_cuda_ticket_enter(zcclStream_t stream, void** state);
 int zd_cuda_ticket_passed(void* state); /* 1 passed, 0 not yet, -1 error */
+zcclResult_t zd_cuda_stream_sync(zcclStream_t stream);
 void zd_cuda_ticket_release(void* state);
 
 #ifdef __cplusplus

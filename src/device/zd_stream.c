@@ -182,6 +182,14 @@ int zd_cuda_buffers(const void* a, const void* b) {
   return da != db ? -1 : da > 0;
 }
 
+int zd_stream_blocking(const zd_dev_t* dev) { return dev->kind != ZD_HOST && dev->stream_blocking; }
+
+zcclResult_t zd_stream_sync(zd_dev_t* dev, zcclStream_t stream) {
+  if (dev->kind == ZD_SIM) return zd_sim_stream_sync(stream);
+  if (dev->kind == ZD_CUDA) return zd_cuda_stream_sync(stream);
+  return ZU_ERROR(zcclInternalError, "the %s device has no streams", zd_kind_name(dev->kind));
+}
+
 zcclResult_t zd_stream_enter(zd_dev_t* dev, zcclStream_t stream, zd_ticket_t** out) {
   *out = NULL;
   zd_ticket_t* t = calloc(1, sizeof *t);

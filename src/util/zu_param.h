@@ -105,7 +105,13 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "until it has run on a GPU.")                                                          \
   X(SIM_STAGE, INT, "0",                                                                  \
     "sim device: 1 treats its memory as the transport cannot reach it (a GPU's without "  \
-    "CUDA-aware UCX), so every message goes through host staging buffers as on a GPU.")
+    "CUDA-aware UCX), so every message goes through host staging buffers as on a GPU.")  \
+  X(STREAM_MODE, STR, "auto",                                                             \
+    "How a call on device buffers keeps its stream's order: async (it returns at once; "  \
+    "a kernel holds the stream until the progress thread has run the operation), "       \
+    "blocking (the caller waits for the stream's earlier work, then for the operation, " \
+    "so nothing holds the stream) or auto: blocking on cuda until async has run on a "   \
+    "GPU (it hung on an H200), async on sim.")
 
 typedef enum {
 #define ZU_PARAM_ENUM(id, type, def, desc) ZU_PARAM_##id,

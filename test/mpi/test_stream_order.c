@@ -7,7 +7,11 @@
  * - holds the stream's later work until it ends: a reader queued after it
  *   sees the finished outputs;
  * and a failing stream-ordered call reports through zcclCommGetAsyncError
- * while the stream goes on (no hang). */
+ * while the stream goes on (no hang).
+ * With ZCCL_STREAM_MODE=blocking the same calls keep the same order by
+ * waiting instead: each returns after the stream's earlier work and its own
+ * end (outputs complete at return), and a failure comes back from the call
+ * as well. */
 #include <math.h>
 #include <mpi.h>
 #include <stdatomic.h>
@@ -21,6 +25,7 @@
 #include "zd_device.h"
 
 static int rank, nranks;
+static int blocking; /* ZCCL_STREAM_MODE=blocking */
 
 enum { N = 4099 }; /* per-rank block; odd so no collective divides it evenly */
 
@@ -131,13 +136,19 @@ static void test_ordered(zcclComm_t comm, zcclStream_t s) {
     CHECK_RES(zd_sim_stream_launch(s, writer, jobs[c]), zcclSuccess);
   }
   for (int c = 0; c < NCOLL; c++) CHECK_RES(issue(comm, (coll_t)c, jobs[c], s), zcclSuccess);
-  /* Every call returned before the stream reached its inputs' writer. */
-  CHECK(atomic_load(&jobs[0]->wrote) == 0);
-  for (int c = 0; c < NCOLL; c++) CHECK_RES(zd_sim_stream_launch(s, reader, jobs[c]), zcclSuccess);
+  /* Async: every call returned before the stream reached its inputs'
+   * writer. Blocking: after it, with the outputs complete. */
+  CHECK(atomic_load(&jobs[0]->wrote) == blocking);
+  for (int c = 0; c < NCOLL; c++) {
+    if (blocking)
+      memcpy(jobs[c]->seen, jobs[c]->out, jobs[c]->out_n * sizeof(float));
+    else
+      CHECK_RES(zd_sim_stream_launch(s, reader, jobs[c]), zcclSuccess);
+  }
   CHECK_RES(zd_sim_stream_sync(s), zcclSuccess);
   for (int c = 0; c < NCOLL; c++) {
     job_t* j = jobs[c];
-    CHECK(atomic_load(&j->read) == 1);
+    CHECK(atomic_load(&j->read) == !blocking);
     size_t wrong = 0, first = 0;
     for (size_t i = 0; i < j->out_n; i++) {
       float e = expect((coll_t)c, i);
@@ -163,7 +174,7 @@ static void test_ordered_compressed(zcclComm_t comm, zcclStream_t s) {
   j->sleep_ms = 100;
   CHECK_RES(zd_sim_stream_launch(s, writer, j), zcclSuccess);
   CHECK_RES(zcclAllReduce(j->in, j->out, j->in_n, zcclFloat32, zcclSum, comm, s), zcclSuccess);
-  CHECK(atomic_load(&j->wrote) == 0);
+  CHECK(atomic_load(&j->wrote) == blocking);
   CHECK_RES(zd_sim_stream_launch(s, reader, j), zcclSuccess);
   CHECK_RES(zd_sim_stream_sync(s), zcclSuccess);
   size_t wrong = 0;
@@ -187,11 +198,13 @@ static void test_mixed_group(zcclComm_t comm, zcclStream_t s) {
   CHECK_RES(zcclGroupEnd(), zcclInvalidUsage);
 }
 
-/* Counts that differ across ranks: the stream-ordered call returns success,
- * the failure reaches the communicator, and the stream's later work runs. */
+/* Counts that differ across ranks: the stream-ordered call returns success
+ * (blocking: the error), the failure reaches the communicator, and the
+ * stream's later work runs. */
 static void test_async_failure(zcclComm_t comm, zcclStream_t s) {
   job_t* j = job_new(N * 2, N * 2, 0);
-  CHECK_RES(zcclAllReduce(j->in, j->out, rank == 0 ? N : N * 2, zcclFloat32, zcclSum, comm, s), zcclSuccess);
+  zcclResult_t res = zcclAllReduce(j->in, j->out, rank == 0 ? N : N * 2, zcclFloat32, zcclSum, comm, s);
+  CHECK(blocking ? res != zcclSuccess : res == zcclSuccess);
   CHECK_RES(zd_sim_stream_launch(s, reader, j), zcclSuccess);
   CHECK_RES(zd_sim_stream_sync(s), zcclSuccess);
   CHECK(atomic_load(&j->read) == 1);
@@ -205,6 +218,8 @@ static void test_async_failure(zcclComm_t comm, zcclStream_t s) {
 int main(int argc, char** argv) {
   setenv("ZCCL_DEVICE", "sim", 1);
   setenv("ZCCL_TIMEOUT", "20", 0);
+  const char* mode = getenv("ZCCL_STREAM_MODE");
+  blocking = mode && strcmp(mode, "blocking") == 0;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);

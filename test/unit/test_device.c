@@ -901,6 +901,41 @@ static void test_sim_streams(void) {
   test_pools_under_hold();
 }
 
+/* ZCCL_STREAM_MODE: sim is async unless told; blocking makes it block and
+ * zd_stream_sync waits for the stream's work; host never blocks; anything
+ * else fails the device, naming the variable. */
+static void test_stream_mode(void) {
+  zd_dev_t *sim = NULL, *host = NULL;
+  CHECK_RES(zd_dev_create(ZD_SIM, &sim), zcclSuccess);
+  CHECK(zd_stream_blocking(sim) == 0);
+  zd_dev_destroy(sim);
+  setenv("ZCCL_STREAM_MODE", "blocking", 1);
+  CHECK_RES(zd_dev_create(ZD_SIM, &sim), zcclSuccess);
+  CHECK_RES(zd_dev_create(ZD_HOST, &host), zcclSuccess);
+  CHECK(zd_stream_blocking(sim) == 1 && zd_stream_blocking(host) == 0);
+  zcclStream_t s = NULL;
+  CHECK_RES(zd_sim_stream_create(&s), zcclSuccess);
+  atomic_store(&stream_steps, 0);
+  int go = 1;
+  CHECK_RES(zd_sim_stream_launch(s, stream_step, &go), zcclSuccess); /* slow */
+  CHECK_RES(zd_stream_sync(sim, s), zcclSuccess);
+  CHECK(atomic_load(&stream_steps) == 1);
+  CHECK_RES(zd_stream_sync(sim, NULL), zcclInvalidArgument); /* not a sim stream */
+  CHECK_RES(zd_stream_sync(host, s), zcclInternalError);
+  zd_sim_stream_destroy(s);
+  zd_dev_destroy(host);
+  zd_dev_destroy(sim);
+  setenv("ZCCL_STREAM_MODE", "async", 1);
+  CHECK_RES(zd_dev_create(ZD_SIM, &sim), zcclSuccess);
+  CHECK(zd_stream_blocking(sim) == 0);
+  zd_dev_destroy(sim);
+  setenv("ZCCL_STREAM_MODE", "sometimes", 1);
+  sim = NULL;
+  CHECK_RES(zd_dev_create(ZD_SIM, &sim), zcclInvalidArgument);
+  CHECK(sim == NULL && strstr(zcclGetLastError(NULL), "ZCCL_STREAM_MODE") != NULL);
+  unsetenv("ZCCL_STREAM_MODE");
+}
+
 int main(void) {
   /* The sweep's largest counts then take the thread-pool split for every dtype. */
   setenv("ZCCL_REDUCE_SPLIT_BYTES", "64K", 0);
@@ -928,5 +963,6 @@ int main(void) {
   for (int k = 0; k < ndevs; k++) zd_dev_destroy(devs[k]);
   test_sim_async();
   test_sim_streams();
+  test_stream_mode();
   TEST_DONE();
 }

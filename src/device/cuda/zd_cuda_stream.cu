@@ -147,6 +147,14 @@ extern "C" void zd_cuda_ticket_release(void* state) {
   free(t);
 }
 
+extern "C" zcclResult_t zd_cuda_stream_sync(zcclStream_t stream) {
+  cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+  if (e == cudaSuccess) return zcclSuccess;
+  cudaGetLastError();
+  return ZU_ERROR(zcclUnhandledCudaError, "stream-ordered call: the stream's earlier work failed: %s (%s)",
+                  cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
 extern "C" void zd_cuda_use_device(int dev) {
   int cur = -1;
   if (dev >= 0 && (cudaGetDevice(&cur) != cudaSuccess || cur != dev) && cudaSetDevice(dev) != cudaSuccess)
