@@ -45,6 +45,8 @@ step() { # step <seconds> <command...>
     step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --json "$OUT/codec_f32.json"
     step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --f64 --json "$OUT/codec_f64.json"
     step 150 "$B/test/gpu_coll" 4
+    # Collectives on device buffers beside host buffers (2 ranks on the GPU).
+    step 240 "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M --reps 5 --json "$OUT/coll.json"
     step 120 "$CS" --tool memcheck --leak-check no "$B/perf/zccl-gpu-codec" --mib 8 --reps 1 --eb 1e-3
     step 120 "$CS" --tool racecheck "$B/perf/zccl-gpu-codec" --mib 2 --reps 1 --eb 1e-3
     step 300 "$B/test/gpu_codec"

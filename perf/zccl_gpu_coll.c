@@ -1,0 +1,372 @@
+/* zccl-gpu-coll: collectives on CUDA device buffers, timed beside the same
+ * calls on host buffers in the same run, uncompressed and compressed, by
+ * ranks that are processes of this program on one GPU (forked before any
+ * CUDA call, met through the unique-id bootstrap: no launcher needed on a
+ * GPU machine). A device row's time is the call plus cudaStreamSynchronize
+ * of its stream (what a program that reads the result waits for), the
+ * median of --reps after a warm-up, the slowest rank's; busbw uses
+ * nccl-tests' factors. Every row is checked on every element: data movement
+ * exactly and reductions within the float rounding of the reduction order
+ * when uncompressed; compressed within the bound (eb for moved data, N x eb
+ * for sums; REL eb is of the range of every rank's input).
+ *   zccl-gpu-coll [--ranks N] [--colls LIST] [-b SIZE] [-e SIZE] [-f F]
+ *                 [--reps R] [--data SPEC] [--compression SPEC]
+ *                 [--memory device,host] [--json FILE] [--timeout S]
+ * LIST: allreduce,allgather,broadcast,reducescatter (default all); SIZE as
+ * zccl-perf's (the largest buffer, K/M suffixes; default 1M .. 64M, x4);
+ * SPEC: the field (default levitus_climatology.cdf:TEMP, fill points set to
+ * 0), rank r's input tiled from r sevenths in; compression as
+ * ZCCL_COMPRESSION (default codec=hz,mode=rel,eb=1e-3). Without a usable GPU
+ * (or a CUDA build) the device rows are skipped, and the run exits 77 when
+ * nothing else was asked; 1 when a check fails. */
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zccl.h"
+#include "zccl_data.h"
+#include "zd_device.h"
+
+#ifdef ZCCL_PERF_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+enum { C_ALLREDUCE, C_ALLGATHER, C_BROADCAST, C_REDUCESCATTER, NCOLLS };
+static const char* coll_names[NCOLLS] = {"allreduce", "allgather", "broadcast", "reducescatter"};
+
+typedef struct {
+  int nranks, colls[NCOLLS], reps, mem_dev, mem_host, timeout;
+  size_t b, e;
+  double f;
+  const char *data, *compression, *json;
+} opts_t;
+
+static opts_t o = {.nranks = 2, .colls = {1, 1, 1, 1}, .reps = 10, .mem_dev = 1, .mem_host = 1, .timeout = 600,
+                   .b = 1 << 20, .e = 64 << 20, .f = 4, .data = "levitus_climatology.cdf:TEMP",
+                   .compression = "codec=hz,mode=rel,eb=1e-3"};
+static int rank;
+static zcclComm_t comm;
+
+#define FAIL(...) (fprintf(stderr, "zccl-gpu-coll: rank %d: ", rank), fprintf(stderr, __VA_ARGS__), \
+                   fprintf(stderr, "\n"), exit(1))
+#define ZR(call)                                                                      \
+  do {                                                                                \
+    if ((call) != zcclSuccess) FAIL("%s: %s", #call, zcclGetLastError(NULL));          \
+  } while (0)
+#ifdef ZCCL_PERF_CUDA
+#define CU(call)                                                                      \
+  do {                                                                                \
+    cudaError_t e_ = (call);                                                          \
+    if (e_ != cudaSuccess) FAIL("%s: %s", #call, cudaGetErrorString(e_));               \
+  } while (0)
+#endif
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static size_t parse_size(const char* s) {
+  char* end;
+  double v = strtod(s, &end);
+  if (*end == 'k' || *end == 'K') v *= 1024;
+  else if (*end == 'm' || *end == 'M') v *= 1 << 20;
+  else if (*end == 'g' || *end == 'G') v *= 1 << 30;
+  else if (*end) return 0;
+  return v >= 1 ? (size_t)v : 0;
+}
+
+/* Elements of the call's input and output, and of one rank's block. */
+static void shape(int c, size_t bytes, size_t* in_n, size_t* out_n, size_t* blk) {
+  size_t n = bytes / sizeof(float), N = (size_t)o.nranks;
+  *blk = c == C_ALLGATHER || c == C_REDUCESCATTER ? n / N : n;
+  *in_n = c == C_ALLGATHER ? *blk : c == C_REDUCESCATTER ? *blk * N : n;
+  *out_n = c == C_ALLGATHER ? *blk * N : *blk;
+}
+
+static zcclResult_t issue(int c, const float* in, float* out, size_t blk, zcclStream_t st) {
+  switch (c) {
+    case C_ALLREDUCE: return zcclAllReduce(in, out, blk, zcclFloat32, zcclSum, comm, st);
+    case C_ALLGATHER: return zcclAllGather(in, out, blk, zcclFloat32, comm, st);
+    case C_BROADCAST: return zcclBroadcast(in, out, blk, zcclFloat32, 0, comm, st);
+    default: return zcclReduceScatter(in, out, blk, zcclFloat32, zcclSum, comm, st);
+  }
+}
+
+/* The slowest rank's value (or the sum), through the communicator. */
+static double across(double v, zcclRedOp_t op) {
+  double r = 0;
+  ZR(zcclAllReduce(&v, &r, 1, zcclFloat64, op, comm, NULL));
+  return r;
+}
+
+static int cmp_d(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+typedef struct {
+  int coll, compressed, device;
+  size_t bytes;
+  double time_us, busbw, max_err_over_bound;
+  long wrong;
+} row_t;
+
+/* Rank r's input: the field tiled from r sevenths in. */
+static void input_of(const zccl_data_t* d, int r, float* dst, size_t n) {
+  zccl_data_tile(d, (d->count / 7) * (size_t)r, dst, n);
+}
+
+/* Wrong elements of out against the inputs of every rank (ins[r]). */
+static long check(int c, float* const* ins, const float* out, size_t blk, int compressed, double eb_abs,
+                  double* worst) {
+  long wrong = 0;
+  size_t out_n = c == C_ALLGATHER ? blk * (size_t)o.nranks : blk;
+  *worst = 0;
+  for (size_t i = 0; i < out_n; i++) {
+    double ref = 0, mag = 0, bound;
+    if (c == C_ALLREDUCE || c == C_REDUCESCATTER) {
+      size_t at = c == C_REDUCESCATTER ? (size_t)rank * blk + i : i;
+      for (int r = 0; r < o.nranks; r++) ref += ins[r][at], mag += fabs(ins[r][at]);
+      bound = (compressed ? o.nranks * eb_abs : 0) + 1e-6 * mag + 1e-30;
+    } else {
+      ref = c == C_ALLGATHER ? ins[i / blk][i % blk] : ins[0][i];
+      bound = compressed ? eb_abs * (1 + 1e-6) : 0;
+    }
+    double err = fabs((double)out[i] - ref);
+    if (!(err <= bound)) wrong++;
+    if (bound > 0 && err / bound > *worst) *worst = err / bound;
+  }
+  return wrong;
+}
+
+static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows, double eb_rel) {
+  size_t N = (size_t)o.nranks;
+  for (size_t bytes = o.b; bytes <= o.e; bytes = (size_t)((double)bytes * o.f)) {
+    for (int c = 0; c < NCOLLS; c++) {
+      if (!o.colls[c]) continue;
+      size_t in_n, out_n, blk;
+      shape(c, bytes, &in_n, &out_n, &blk);
+      if (blk == 0) continue;
+      float* ins[64];
+      double lo = INFINITY, hi = -INFINITY;
+      for (size_t r = 0; r < N; r++) {
+        ins[r] = malloc(in_n * sizeof(float));
+        input_of(d, (int)r, ins[r], in_n);
+        for (size_t i = 0; i < in_n; i++) lo = fmin(lo, ins[r][i]), hi = fmax(hi, ins[r][i]);
+      }
+      float* hout = malloc(out_n * sizeof(float));
+      for (int compressed = 0; compressed < 2; compressed++) {
+        zcclCompression_t z = ZCCL_COMPRESSION_INITIALIZER;
+        if (compressed) ZR(zcclCompressionFromString(o.compression, &z));
+        ZR(zcclCommSetCompression(comm, &z));
+        double eb_abs = z.mode == zcclErrorRel ? eb_rel * (hi - lo) : z.eb;
+        for (int device = 1; device >= 0; device--) {
+          if (device ? !(o.mem_dev && have_gpu) : !o.mem_host) continue;
+          const float* in = ins[rank];
+          float* out = hout;
+          zcclStream_t st = NULL;
+#ifdef ZCCL_PERF_CUDA
+          float *din = NULL, *dout = NULL;
+          if (device) {
+            CU(cudaStreamCreateWithFlags((cudaStream_t*)&st, cudaStreamNonBlocking));
+            CU(cudaMalloc((void**)&din, in_n * sizeof(float)));
+            CU(cudaMalloc((void**)&dout, out_n * sizeof(float)));
+            CU(cudaMemcpy(din, ins[rank], in_n * sizeof(float), cudaMemcpyHostToDevice));
+            in = din, out = dout;
+          }
+#endif
+          memset(hout, 0, out_n * sizeof(float));
+          double t[256];
+          int reps = o.reps < 256 ? o.reps : 256;
+          for (int k = -2; k < reps; k++) { /* two untimed first */
+            across(0, zcclSum);             /* start together */
+            double t0 = now_s();
+            ZR(issue(c, in, out, blk, st));
+#ifdef ZCCL_PERF_CUDA
+            if (device) CU(cudaStreamSynchronize((cudaStream_t)st));
+#endif
+            if (k >= 0) t[k] = now_s() - t0;
+          }
+#ifdef ZCCL_PERF_CUDA
+          if (device) {
+            CU(cudaMemcpy(hout, dout, out_n * sizeof(float), cudaMemcpyDeviceToHost));
+            CU(cudaFree(din));
+            CU(cudaFree(dout));
+            CU(cudaStreamDestroy((cudaStream_t)st));
+          }
+#endif
+          zcclResult_t async = zcclSuccess;
+          ZR(zcclCommGetAsyncError(comm, &async));
+          if (async != zcclSuccess) FAIL("%s: asynchronous error %d: %s", coll_names[c], (int)async, zcclGetLastError(comm));
+          qsort(t, (size_t)reps, sizeof *t, cmp_d);
+          double worst;
+          long wrong = check(c, ins, hout, blk, compressed, eb_abs, &worst);
+          row_t* w = &rows[(*nrows)++];
+          *w = (row_t){.coll = c, .compressed = compressed, .device = device, .bytes = bytes};
+          w->time_us = across(t[reps / 2], zcclMax) * 1e6;
+          double factor = c == C_ALLREDUCE ? 2.0 * (double)(N - 1) / (double)N : c == C_BROADCAST ? 1.0 : (double)(N - 1) / (double)N;
+          w->busbw = (double)bytes / (w->time_us * 1e-6) * factor / 1e9;
+          w->wrong = (long)across((double)wrong, zcclSum);
+          w->max_err_over_bound = across(worst, zcclMax);
+        }
+      }
+      for (size_t r = 0; r < N; r++) free(ins[r]);
+      free(hout);
+    }
+  }
+}
+
+static void report(const row_t* rows, int n, const char* gpu) {
+  printf("zccl-gpu-coll: %d ranks on %s; compressed: %s; median of %d\n", o.nranks, gpu, o.compression, o.reps);
+  printf("| collective | bytes | codec | memory | time us | busbw GB/s | device / host time | max err / bound | wrong |\n");
+  printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (int i = 0; i < n; i++) {
+    const row_t* r = &rows[i];
+    double ratio = NAN;
+    for (int k = 0; k < n; k++)
+      if (r->device && !rows[k].device && rows[k].coll == r->coll && rows[k].bytes == r->bytes &&
+          rows[k].compressed == r->compressed)
+        ratio = r->time_us / rows[k].time_us;
+    char rs[32] = "-";
+    if (!isnan(ratio)) snprintf(rs, sizeof rs, "%.2f", ratio);
+    printf("| %s | %zu | %s | %s | %.1f | %.3f | %s | %.3f | %ld |\n", coll_names[r->coll], r->bytes,
+           r->compressed ? "compressed" : "none", r->device ? "device" : "host", r->time_us, r->busbw, rs,
+           r->max_err_over_bound, r->wrong);
+  }
+  if (!o.json) return;
+  FILE* f = fopen(o.json, "w");
+  if (!f) FAIL("cannot write %s", o.json);
+  fprintf(f, "[\n");
+  for (int i = 0; i < n; i++) {
+    const row_t* r = &rows[i];
+    fprintf(f,
+            "  {\"collective\": \"%s\", \"bytes\": %zu, \"codec\": \"%s\", \"memory\": \"%s\", \"ranks\": %d, "
+            "\"time_us\": %.3f, \"busbw_gbps\": %.6f, \"max_err_over_bound\": %.6f, \"wrong\": %ld, \"gpu\": \"%s\"}%s\n",
+            coll_names[r->coll], r->bytes, r->compressed ? o.compression : "none", r->device ? "device" : "host",
+            o.nranks, r->time_us, r->busbw, r->max_err_over_bound, r->wrong, gpu, i + 1 < n ? "," : "");
+  }
+  fprintf(f, "]\n");
+  fclose(f);
+}
+
+static int run_rank(const zcclUniqueId* id) {
+  int have_gpu = 0;
+  char gpu[256] = "no GPU";
+  if (o.mem_dev) {
+    zd_cuda_info_t info;
+    if (zd_cuda_query(&info) == zcclSuccess && info.ndevices > 0) {
+      have_gpu = 1;
+#ifdef ZCCL_PERF_CUDA
+      struct cudaDeviceProp p;
+      CU(cudaSetDevice(0));
+      CU(cudaGetDeviceProperties(&p, 0));
+      snprintf(gpu, sizeof gpu, "%s", p.name);
+#endif
+    } else {
+      if (rank == 0) printf("zccl-gpu-coll: device rows skipped: %s\n", info.status);
+      if (!o.mem_host) return 77;
+    }
+  }
+  zccl_data_t d;
+  char err[512];
+  if (zccl_data_load(o.data, 0, &d, err, sizeof err) != 0) FAIL("%s", err);
+  zccl_data_replace_fill(&d, 0.0);
+  zcclCompression_t z = ZCCL_COMPRESSION_INITIALIZER;
+  ZR(zcclCompressionFromString(o.compression, &z));
+  ZR(zcclCommInitRank(&comm, o.nranks, *id, rank));
+  static row_t rows[1024];
+  int n = 0;
+  run_rows(&d, have_gpu, rows, &n, z.eb);
+  long wrong = 0;
+  for (int i = 0; i < n; i++) wrong += rows[i].wrong;
+  if (rank == 0) report(rows, n, gpu);
+  ZR(zcclCommDestroy(comm));
+  zccl_data_free(&d);
+  return wrong ? 1 : 0;
+}
+
+static void usage(FILE* f) {
+  fprintf(f,
+          "usage: zccl-gpu-coll [--ranks N] [--colls allreduce,allgather,broadcast,reducescatter] [-b SIZE]\n"
+          "                     [-e SIZE] [-f F] [--reps R] [--data SPEC] [--compression SPEC]\n"
+          "                     [--memory device,host] [--json FILE] [--timeout S]\n");
+}
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
+    if (!v) return usage(stderr), 2;
+    i++;
+    if (!strcmp(a, "--ranks")) o.nranks = atoi(v);
+    else if (!strcmp(a, "-b")) o.b = parse_size(v);
+    else if (!strcmp(a, "-e")) o.e = parse_size(v);
+    else if (!strcmp(a, "-f")) o.f = atof(v);
+    else if (!strcmp(a, "--reps")) o.reps = atoi(v);
+    else if (!strcmp(a, "--data")) o.data = v;
+    else if (!strcmp(a, "--compression")) o.compression = v;
+    else if (!strcmp(a, "--json")) o.json = v;
+    else if (!strcmp(a, "--timeout")) o.timeout = atoi(v);
+    else if (!strcmp(a, "--memory")) {
+      o.mem_dev = strstr(v, "device") != NULL;
+      o.mem_host = strstr(v, "host") != NULL;
+    } else if (!strcmp(a, "--colls")) {
+      for (int c = 0; c < NCOLLS; c++) o.colls[c] = strstr(v, coll_names[c]) != NULL;
+    } else {
+      return usage(stderr), 2;
+    }
+  }
+  if (o.nranks < 1 || o.nranks > 8 || o.b == 0 || o.e < o.b || o.f <= 1 || o.reps < 1 || o.timeout < 1 ||
+      !(o.mem_dev || o.mem_host))
+    return fprintf(stderr, "zccl-gpu-coll: bad option value (ranks 1..8, -b <= -e, -f > 1, reps >= 1)\n"), 2;
+  zcclCompression_t z = ZCCL_COMPRESSION_INITIALIZER;
+  if (zcclCompressionFromString(o.compression, &z) != zcclSuccess || z.codec == zcclCodecNone)
+    return fprintf(stderr, "zccl-gpu-coll: --compression %s: %s\n", o.compression, zcclGetLastError(NULL)), 2;
+  /* The id before the fork; no CUDA call in this process (its children
+   * could not use CUDA after it). */
+  zcclUniqueId id;
+  if (zcclGetUniqueId(&id) != zcclSuccess) return fprintf(stderr, "zcclGetUniqueId: %s\n", zcclGetLastError(NULL)), 1;
+  fflush(NULL);
+  pid_t pids[8];
+  for (int r = 0; r < o.nranks; r++) {
+    pids[r] = fork();
+    if (pids[r] == 0) {
+      rank = r;
+      int rc = run_rank(&id);
+      fflush(NULL);
+      _exit(rc);
+    }
+  }
+  int codes[8], left = o.nranks, failed = 0, skipped = 0;
+  for (int r = 0; r < o.nranks; r++) codes[r] = -1;
+  for (long t = 0; t < (long)o.timeout * 10 && left; t++) {
+    for (int r = 0; r < o.nranks; r++) {
+      int s;
+      if (codes[r] == -1 && waitpid(pids[r], &s, WNOHANG) == pids[r]) {
+        codes[r] = WIFEXITED(s) ? WEXITSTATUS(s) : 128 + WTERMSIG(s);
+        left--;
+      }
+    }
+    if (left) usleep(100000);
+  }
+  for (int r = 0; r < o.nranks; r++) {
+    if (codes[r] == -1) {
+      fprintf(stderr, "zccl-gpu-coll: rank %d still running after %d s: killed\n", r, o.timeout);
+      kill(pids[r], SIGKILL);
+      waitpid(pids[r], NULL, 0);
+      codes[r] = 124;
+    }
+    skipped += codes[r] == 77;
+    failed += codes[r] != 0 && codes[r] != 77;
+  }
+  return failed ? 1 : skipped == o.nranks ? 77 : 0;
+}
