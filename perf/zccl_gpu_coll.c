@@ -12,7 +12,8 @@
  *   zccl-gpu-coll [--ranks N] [--colls LIST] [-b SIZE] [-e SIZE] [-f F]
  *                 [--reps R] [--data SPEC] [--compression SPEC]
  *                 [--memory device,host] [--json FILE] [--timeout S]
- * LIST: allreduce,allgather,broadcast,reducescatter (default all); SIZE as
+ * LIST: allreduce,allgather,broadcast,reducescatter,scatter,alltoall (default
+ * all; scatter and broadcast from rank 0); SIZE as
  * zccl-perf's (the largest buffer, K/M suffixes; default 1M .. 64M, x4);
  * SPEC: the field (default levitus_climatology.cdf:TEMP, fill points set to
  * 0), rank r's input tiled from r sevenths in; compression as
@@ -37,8 +38,9 @@
 #include <cuda_runtime_api.h>
 #endif
 
-enum { C_ALLREDUCE, C_ALLGATHER, C_BROADCAST, C_REDUCESCATTER, NCOLLS };
-static const char* coll_names[NCOLLS] = {"allreduce", "allgather", "broadcast", "reducescatter"};
+enum { C_ALLREDUCE, C_ALLGATHER, C_BROADCAST, C_REDUCESCATTER, C_SCATTER, C_ALLTOALL, NCOLLS };
+static const char* coll_names[NCOLLS] = {"allreduce", "allgather", "broadcast", "reducescatter", "scatter",
+                                         "alltoall"};
 
 typedef struct {
   int nranks, colls[NCOLLS], reps, mem_dev, mem_host, timeout;
@@ -47,7 +49,7 @@ typedef struct {
   const char *data, *compression, *json;
 } opts_t;
 
-static opts_t o = {.nranks = 2, .colls = {1, 1, 1, 1}, .reps = 10, .mem_dev = 1, .mem_host = 1, .timeout = 600,
+static opts_t o = {.nranks = 2, .colls = {1, 1, 1, 1, 1, 1}, .reps = 10, .mem_dev = 1, .mem_host = 1, .timeout = 600,
                    .b = 1 << 20, .e = 64 << 20, .f = 4, .data = "levitus_climatology.cdf:TEMP",
                    .compression = "codec=hz,mode=rel,eb=1e-3"};
 static int rank;
@@ -86,9 +88,9 @@ static size_t parse_size(const char* s) {
 /* Elements of the call's input and output, and of one rank's block. */
 static void shape(int c, size_t bytes, size_t* in_n, size_t* out_n, size_t* blk) {
   size_t n = bytes / sizeof(float), N = (size_t)o.nranks;
-  *blk = c == C_ALLGATHER || c == C_REDUCESCATTER ? n / N : n;
-  *in_n = c == C_ALLGATHER ? *blk : c == C_REDUCESCATTER ? *blk * N : n;
-  *out_n = c == C_ALLGATHER ? *blk * N : *blk;
+  *blk = c == C_ALLREDUCE || c == C_BROADCAST ? n : n / N;
+  *in_n = c == C_ALLGATHER ? *blk : c == C_ALLREDUCE || c == C_BROADCAST ? n : *blk * N;
+  *out_n = c == C_ALLGATHER || c == C_ALLTOALL ? *blk * N : *blk;
 }
 
 static zcclResult_t issue(int c, const float* in, float* out, size_t blk, zcclStream_t st) {
@@ -96,6 +98,8 @@ static zcclResult_t issue(int c, const float* in, float* out, size_t blk, zcclSt
     case C_ALLREDUCE: return zcclAllReduce(in, out, blk, zcclFloat32, zcclSum, comm, st);
     case C_ALLGATHER: return zcclAllGather(in, out, blk, zcclFloat32, comm, st);
     case C_BROADCAST: return zcclBroadcast(in, out, blk, zcclFloat32, 0, comm, st);
+    case C_SCATTER: return zcclScatter(in, out, blk, zcclFloat32, 0, comm, st);
+    case C_ALLTOALL: return zcclAlltoAll(in, out, blk, zcclFloat32, comm, st);
     default: return zcclReduceScatter(in, out, blk, zcclFloat32, zcclSum, comm, st);
   }
 }
@@ -128,7 +132,7 @@ static void input_of(const zccl_data_t* d, int r, float* dst, size_t n) {
 static long check(int c, float* const* ins, const float* out, size_t blk, int compressed, double eb_abs,
                   double* worst) {
   long wrong = 0;
-  size_t out_n = c == C_ALLGATHER ? blk * (size_t)o.nranks : blk;
+  size_t out_n = c == C_ALLGATHER || c == C_ALLTOALL ? blk * (size_t)o.nranks : blk;
   *worst = 0;
   for (size_t i = 0; i < out_n; i++) {
     double ref = 0, mag = 0, bound;
@@ -137,7 +141,10 @@ static long check(int c, float* const* ins, const float* out, size_t blk, int co
       for (int r = 0; r < o.nranks; r++) ref += ins[r][at], mag += fabs(ins[r][at]);
       bound = (compressed ? o.nranks * eb_abs : 0) + 1e-6 * mag + 1e-30;
     } else {
-      ref = c == C_ALLGATHER ? ins[i / blk][i % blk] : ins[0][i];
+      ref = c == C_ALLGATHER  ? ins[i / blk][i % blk]
+            : c == C_SCATTER  ? ins[0][(size_t)rank * blk + i]
+            : c == C_ALLTOALL ? ins[i / blk][(size_t)rank * blk + i % blk]
+                              : ins[0][i];
       bound = compressed ? eb_abs * (1 + 1e-6) : 0;
     }
     double err = fabs((double)out[i] - ref);
@@ -295,7 +302,8 @@ static int run_rank(const zcclUniqueId* id) {
 
 static void usage(FILE* f) {
   fprintf(f,
-          "usage: zccl-gpu-coll [--ranks N] [--colls allreduce,allgather,broadcast,reducescatter] [-b SIZE]\n"
+          "usage: zccl-gpu-coll [--ranks N] [--colls allreduce,allgather,broadcast,reducescatter,scatter,\n"
+          "                     alltoall] [-b SIZE]\n"
           "                     [-e SIZE] [-f F] [--reps R] [--data SPEC] [--compression SPEC]\n"
           "                     [--memory device,host] [--json FILE] [--timeout S]\n");
 }

@@ -47,6 +47,9 @@ step() { # step <seconds> <command...>
     step 150 "$B/test/gpu_coll" 4
     # Collectives on device buffers beside host buffers (2 ranks on the GPU).
     step 240 "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M --reps 5 --json "$OUT/coll.json"
+    # The same device rows on one stream per device (default: 4).
+    step 180 env ZCCL_DEVICE_STREAMS=1 "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M --reps 5 --memory device \
+      --colls allreduce,scatter,alltoall --json "$OUT/coll_1stream.json"
     step 120 "$CS" --tool memcheck --leak-check no "$B/perf/zccl-gpu-codec" --mib 8 --reps 1 --eb 1e-3
     step 120 "$CS" --tool racecheck "$B/perf/zccl-gpu-codec" --mib 2 --reps 1 --eb 1e-3
     step 300 "$B/test/gpu_codec"

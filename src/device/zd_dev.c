@@ -84,7 +84,13 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
   *out = NULL;
   ZU_RETURN_ERR_IF((int)kind < 0 || kind > ZD_CUDA, zcclInvalidArgument, "zd_dev_create: kind %d invalid",
                    (int)kind);
-  int64_t threads = 0, split = 0;
+  int64_t threads = 0, split = 0, lanes = 0;
+  ZU_CHECK(zu_param_int(ZU_PARAM_DEVICE_STREAMS, &lanes));
+  ZU_RETURN_ERR_IF(lanes < 0 || lanes > ZD_LANES_MAX, zcclInvalidArgument,
+                   "ZCCL_DEVICE_STREAMS=%lld: expected 0 (the device's default) .. %d", (long long)lanes,
+                   ZD_LANES_MAX);
+  if (lanes == 0) lanes = kind == ZD_CUDA ? 4 : 2;
+  if (kind == ZD_HOST) lanes = 1; /* its work runs on the calling thread */
   ZU_CHECK(zu_param_int(ZU_PARAM_REDUCE_THREADS, &threads));
   ZU_CHECK(zu_param_int(ZU_PARAM_REDUCE_SPLIT_BYTES, &split));
   ZU_RETURN_ERR_IF(threads < 0 || threads > 1024, zcclInvalidArgument,
@@ -110,6 +116,7 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
   dev->stream_blocking = blocking;
   dev->ops = zd_ops_table[kind];
   dev->nthreads = (int)threads;
+  dev->nlanes = (int)lanes;
   dev->split_bytes = (size_t)split;
   pthread_mutex_init(&dev->bufs.lock, NULL);
   pthread_mutex_init(&dev->stage.lock, NULL);
@@ -132,8 +139,8 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
       return res;
     }
   }
-  ZU_INFO(ZU_LOG_DEVICE, "%s device created (split above %zu bytes, threads %d%s)", dev->ops->name,
-          dev->split_bytes, dev->nthreads,
+  ZU_INFO(ZU_LOG_DEVICE, "%s device created (split above %zu bytes, threads %d, %d stream(s)%s)", dev->ops->name,
+          dev->split_bytes, dev->nthreads, dev->nlanes,
           kind == ZD_HOST ? "" : dev->stream_blocking ? ", stream-ordered calls block" : ", stream-ordered calls async");
   *out = dev;
   return zcclSuccess;
@@ -629,5 +636,30 @@ zcclResult_t zd_event_wait(zd_dev_t* dev, zd_event_t ev) {
 
 zcclResult_t zd_sync(zd_dev_t* dev) {
   ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_sync: NULL device");
-  return dev->ops->wait(dev, dev->ops->record(dev));
+  /* Every lane, each error reported once; the first returned. */
+  zcclResult_t res = zcclSuccess;
+  int cur = dev->lane;
+  for (int l = 0; l < dev->nlanes; l++) {
+    dev->lane = l;
+    zcclResult_t r = dev->ops->wait(dev, dev->ops->record(dev));
+    if (res == zcclSuccess) res = r;
+  }
+  dev->lane = cur;
+  return res;
+}
+
+int zd_lanes(const zd_dev_t* dev) { return dev ? dev->nlanes : 1; }
+
+int zd_set_lane(zd_dev_t* dev, int lane) {
+  int prev = dev->lane;
+  dev->lane = (lane % dev->nlanes + dev->nlanes) % dev->nlanes;
+  return prev;
+}
+
+zcclResult_t zd_lane_wait(zd_dev_t* dev, zd_event_t ev) {
+  ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_lane_wait: NULL device");
+  ZU_RETURN_ERR_IF(zd_ev_lane(ev) >= dev->nlanes, zcclInvalidArgument,
+                   "zd_lane_wait: event of stream %d; the device has %d", zd_ev_lane(ev), dev->nlanes);
+  if (zd_ev_lane(ev) == dev->lane || dev->ops->lane_wait == NULL) return zcclSuccess; /* in order already */
+  return dev->ops->lane_wait(dev, ev);
 }

@@ -48,14 +48,24 @@ typedef struct {
   size_t* out_size;    /* compress, hop: the stream's bytes */
 } zd_op_t;
 
+/* A device's streams ("lanes", zd_device.h): at most ZD_LANES_MAX; an event
+ * is its lane in the top byte and the lane's mark number below. */
+#define ZD_LANES_MAX 8
+static inline zd_event_t zd_ev_make(int lane, uint64_t seq) { return (uint64_t)lane << 56 | seq; }
+static inline int zd_ev_lane(zd_event_t ev) { return (int)(ev >> 56); }
+static inline uint64_t zd_ev_seq(zd_event_t ev) { return ev & ((1ull << 56) - 1); }
+
 typedef struct {
   const char* name;
   zcclResult_t (*init)(zd_dev_t* dev);
   void (*fini)(zd_dev_t* dev); /* waits for queued work */
+  /* submit and record act on dev->lane; done and wait on the event's lane. */
   zcclResult_t (*submit)(zd_dev_t* dev, const zd_op_t* op);
   zd_event_t (*record)(zd_dev_t* dev);
   int (*done)(zd_dev_t* dev, zd_event_t ev);
   zcclResult_t (*wait)(zd_dev_t* dev, zd_event_t ev);
+  /* dev->lane's later work waits for ev, of another lane (NULL: one lane). */
+  zcclResult_t (*lane_wait)(zd_dev_t* dev, zd_event_t ev);
   /* The buffer pool's memory, freed after fini (NULL: host memory,
    * aligned_alloc / free, made at the first zd_buf_get). A kind with
    * pool_alloc gets both its pools when the device is made, in the
@@ -105,8 +115,10 @@ struct zd_dev {
   int nthreads;       /* ZCCL_REDUCE_THREADS, 0: hwloc cores */
   int node_ranks;     /* zd_set_node_ranks, 0: not told */
   size_t split_bytes; /* ZCCL_REDUCE_SPLIT_BYTES */
+  int nlanes; /* ZCCL_DEVICE_STREAMS as this kind takes it (zd_lanes) */
+  int lane;   /* where the issuer's operations go now (zd_set_lane) */
   zd_sim_t* sim;
-  zd_cuda_t* cuda;
+  zd_cuda_t* cuda[ZD_LANES_MAX]; /* one per lane */
   int gpu; /* cuda: the CUDA device it was created on (the pool is freed there after fini) */
   int stream_blocking; /* ZCCL_STREAM_MODE as this kind reads it (zd_stream_blocking) */
 };

@@ -220,6 +220,23 @@ int zd_event_done(zd_dev_t* dev, zd_event_t ev);
 zcclResult_t zd_event_wait(zd_dev_t* dev, zd_event_t ev);
 zcclResult_t zd_sync(zd_dev_t* dev);
 
+/* Streams of one device ("lanes"): ZCCL_DEVICE_STREAMS independent queues
+ * (cuda: CUDA streams, each with its own codec scratch and size slots; sim:
+ * a worker thread each; host: one, the calling thread). Each lane runs its
+ * work in order; work on different lanes may run at once and in any order,
+ * so an algorithm puts there only work that shares no buffer it writes
+ * (the per-rank compressions of a scatter) or orders it by zd_lane_wait.
+ * zd_set_lane picks the lane (taken modulo zd_lanes) that the issuer's next
+ * operations and zd_event_record go to, and returns the previous one; lane
+ * 0 is where a device starts. An event names its lane: zd_event_done and
+ * zd_event_wait take any lane's (wait reports that lane's errors); zd_sync
+ * waits for every lane and reports every lane's errors. zd_lane_wait makes
+ * the current lane's later work wait for ev, of another lane, without
+ * blocking the caller. */
+int zd_lanes(const zd_dev_t* dev);
+int zd_set_lane(zd_dev_t* dev, int lane);
+zcclResult_t zd_lane_wait(zd_dev_t* dev, zd_event_t ev);
+
 /* ---- the caller's stream: stream-ordered calls -----------------------------
  * A call on device buffers is ordered on the caller's stream, as in NCCL: it
  * returns once queued; the operation starts after the work the stream held

@@ -1,7 +1,9 @@
-/* The sim device: host memory with a GPU stream's semantics. Operations go
- * into a fixed ring and one worker thread runs them in order, each after a
- * random delay, so an algorithm that reads a result before waiting for it
- * sees stale data in tests. Events are operation counts. */
+/* The sim device: host memory with a GPU stream's semantics. Each lane
+ * (zd_device.h, "streams of one device") is a fixed ring that a worker
+ * thread of its own runs in order, each operation after a random delay, so
+ * an algorithm that reads a result before waiting for it, or that lets two
+ * lanes write one buffer, sees wrong data in tests. Events are a lane's
+ * operation counts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,70 +13,98 @@
 #include "zu_error.h"
 #include "zu_param.h"
 
-/* Pending operations; enqueue blocks when full, as a GPU launch queue does,
- * so queueing never allocates. */
+/* Pending operations per lane; enqueue blocks when full, as a GPU launch
+ * queue does, so queueing never allocates. */
 #define ZD_SIM_QUEUE 1024
 
-struct zd_sim {
-  pthread_mutex_t lock;
-  pthread_cond_t work;  /* worker: something queued, or stop */
-  pthread_cond_t space; /* issuer: a slot freed */
-  pthread_cond_t done;  /* waiters: completed advanced */
-  pthread_t worker;
-  zd_op_t ring[ZD_SIM_QUEUE];
+/* An operation, or (wait_lane >= 0) a wait for another lane's event. */
+typedef struct {
+  zd_op_t op;
+  int wait_lane;
+  uint64_t wait_seq;
+} zd_sim_item_t;
+
+typedef struct {
+  zd_sim_item_t ring[ZD_SIM_QUEUE];
   uint64_t submitted, completed; /* head = completed + running; tail = submitted */
-  int stop;
-  int delay_us;
-  uint64_t rng; /* worker only */
+  pthread_t worker;
+  int started;
+  uint64_t rng; /* the worker's */
   /* First error since the last report, with its message (the worker's
    * thread-local last error would not reach the caller otherwise). */
   zcclResult_t err;
   char err_msg[256];
+  zd_dev_t* dev;
+} zd_sim_lane_t;
+
+struct zd_sim {
+  pthread_mutex_t lock;
+  pthread_cond_t work;  /* workers: something queued, or stop */
+  pthread_cond_t space; /* issuer: a slot freed */
+  pthread_cond_t done;  /* waiters and waiting lanes: a lane's completed advanced */
+  int stop;
+  int delay_us;
+  zd_sim_lane_t lanes[ZD_LANES_MAX];
 };
 
-static uint64_t zd_sim_rand(zd_sim_t* s) {
-  /* xorshift64: cheap, and seeded per device so runs differ. */
-  s->rng ^= s->rng << 13;
-  s->rng ^= s->rng >> 7;
-  s->rng ^= s->rng << 17;
-  return s->rng;
+static uint64_t zd_sim_rand(zd_sim_lane_t* l) {
+  /* xorshift64: cheap, and seeded per lane so runs differ. */
+  l->rng ^= l->rng << 13;
+  l->rng ^= l->rng >> 7;
+  l->rng ^= l->rng << 17;
+  return l->rng;
 }
 
 static void* zd_sim_worker(void* arg) {
-  zd_dev_t* dev = arg;
+  zd_sim_lane_t* l = arg;
+  zd_dev_t* dev = l->dev;
   zd_sim_t* s = dev->sim;
   pthread_mutex_lock(&s->lock);
   for (;;) {
-    while (s->completed == s->submitted && !s->stop) pthread_cond_wait(&s->work, &s->lock);
-    if (s->completed == s->submitted) break; /* stop, and drained */
+    while (l->completed == l->submitted && !s->stop) pthread_cond_wait(&s->work, &s->lock);
+    if (l->completed == l->submitted) break; /* stop, and drained */
     /* The slot stays owned by the worker until completed advances. */
-    zd_op_t op = s->ring[s->completed % ZD_SIM_QUEUE];
-    pthread_mutex_unlock(&s->lock);
-
-    if (s->delay_us > 0) {
-      long us = (long)(zd_sim_rand(s) % ((uint64_t)s->delay_us + 1));
-      struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-      while (nanosleep(&ts, &ts) != 0) {
+    const zd_sim_item_t* it = &l->ring[l->completed % ZD_SIM_QUEUE];
+    if (it->wait_lane >= 0) {
+      /* Recorded before this wait was queued, so never behind it: no cycle. */
+      while (s->lanes[it->wait_lane].completed < it->wait_seq) pthread_cond_wait(&s->done, &s->lock);
+    } else {
+      zd_op_t op = it->op;
+      pthread_mutex_unlock(&s->lock);
+      if (s->delay_us > 0) {
+        long us = (long)(zd_sim_rand(l) % ((uint64_t)s->delay_us + 1));
+        struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+      }
+      zcclResult_t res = zd_op_exec(dev, &op);
+      pthread_mutex_lock(&s->lock);
+      if (res != zcclSuccess && l->err == zcclSuccess) {
+        l->err = res;
+        snprintf(l->err_msg, sizeof l->err_msg, "%s", zu_error_last());
       }
     }
-    zcclResult_t res = zd_op_exec(dev, &op);
-
-    pthread_mutex_lock(&s->lock);
-    if (res != zcclSuccess && s->err == zcclSuccess) {
-      s->err = res;
-      snprintf(s->err_msg, sizeof s->err_msg, "%s", zu_error_last());
-    }
-    s->completed++;
+    l->completed++;
     pthread_cond_broadcast(&s->done);
-    pthread_cond_signal(&s->space);
+    pthread_cond_broadcast(&s->space);
   }
   pthread_mutex_unlock(&s->lock);
   return NULL;
 }
 
-/* The queue's synchronisation objects and memory (no worker running). */
+/* Stops and joins the workers started (they run what is queued first),
+ * then frees the queues. */
 static void zd_sim_free(zd_dev_t* dev) {
   zd_sim_t* s = dev->sim;
+  pthread_mutex_lock(&s->lock);
+  s->stop = 1;
+  pthread_cond_broadcast(&s->work);
+  pthread_mutex_unlock(&s->lock);
+  for (int i = 0; i < dev->nlanes; i++) {
+    zd_sim_lane_t* l = &s->lanes[i];
+    if (l->started) pthread_join(l->worker, NULL);
+    if (l->err != zcclSuccess) ZU_WARN("sim device destroyed with an unreported error: %s", l->err_msg);
+  }
   pthread_cond_destroy(&s->done);
   pthread_cond_destroy(&s->space);
   pthread_cond_destroy(&s->work);
@@ -93,45 +123,52 @@ static zcclResult_t zd_sim_init(zd_dev_t* dev) {
   s->delay_us = (int)delay;
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
-  s->rng = ((uint64_t)now.tv_nsec * 0x9e3779b97f4a7c15ull) ^ (uint64_t)(uintptr_t)s ^ 1;
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->work, NULL);
   pthread_cond_init(&s->space, NULL);
   pthread_cond_init(&s->done, NULL);
   dev->sim = s;
-  if (pthread_create(&s->worker, NULL, zd_sim_worker, dev) != 0) {
-    zd_sim_free(dev);
-    return ZU_ERROR(zcclSystemError, "sim device: cannot start its worker thread");
+  for (int i = 0; i < dev->nlanes; i++) {
+    zd_sim_lane_t* l = &s->lanes[i];
+    l->dev = dev;
+    l->rng = ((uint64_t)now.tv_nsec * 0x9e3779b97f4a7c15ull) ^ (uint64_t)(uintptr_t)l ^ 1;
+    if (pthread_create(&l->worker, NULL, zd_sim_worker, l) != 0) {
+      zd_sim_free(dev);
+      return ZU_ERROR(zcclSystemError, "sim device: cannot start a worker thread");
+    }
+    l->started = 1;
   }
   return zcclSuccess;
 }
 
-static void zd_sim_fini(zd_dev_t* dev) {
+static void zd_sim_fini(zd_dev_t* dev) { zd_sim_free(dev); }
+
+static zcclResult_t zd_sim_push(zd_dev_t* dev, const zd_sim_item_t* it) {
   zd_sim_t* s = dev->sim;
+  zd_sim_lane_t* l = &s->lanes[dev->lane];
   pthread_mutex_lock(&s->lock);
-  s->stop = 1;
-  pthread_cond_signal(&s->work);
+  while (l->submitted - l->completed == ZD_SIM_QUEUE) pthread_cond_wait(&s->space, &s->lock);
+  l->ring[l->submitted % ZD_SIM_QUEUE] = *it;
+  l->submitted++;
+  pthread_cond_broadcast(&s->work);
   pthread_mutex_unlock(&s->lock);
-  pthread_join(s->worker, NULL); /* runs what is queued first */
-  if (s->err != zcclSuccess) ZU_WARN("sim device destroyed with an unreported error: %s", s->err_msg);
-  zd_sim_free(dev);
+  return zcclSuccess;
 }
 
 static zcclResult_t zd_sim_submit(zd_dev_t* dev, const zd_op_t* op) {
-  zd_sim_t* s = dev->sim;
-  pthread_mutex_lock(&s->lock);
-  while (s->submitted - s->completed == ZD_SIM_QUEUE) pthread_cond_wait(&s->space, &s->lock);
-  s->ring[s->submitted % ZD_SIM_QUEUE] = *op;
-  s->submitted++;
-  pthread_cond_signal(&s->work);
-  pthread_mutex_unlock(&s->lock);
-  return zcclSuccess;
+  zd_sim_item_t it = {.op = *op, .wait_lane = -1};
+  return zd_sim_push(dev, &it);
+}
+
+static zcclResult_t zd_sim_lane_wait(zd_dev_t* dev, zd_event_t ev) {
+  zd_sim_item_t it = {.wait_lane = zd_ev_lane(ev), .wait_seq = zd_ev_seq(ev)};
+  return zd_sim_push(dev, &it);
 }
 
 static zd_event_t zd_sim_record(zd_dev_t* dev) {
   zd_sim_t* s = dev->sim;
   pthread_mutex_lock(&s->lock);
-  zd_event_t ev = s->submitted;
+  zd_event_t ev = zd_ev_make(dev->lane, s->lanes[dev->lane].submitted);
   pthread_mutex_unlock(&s->lock);
   return ev;
 }
@@ -139,19 +176,27 @@ static zd_event_t zd_sim_record(zd_dev_t* dev) {
 static int zd_sim_done(zd_dev_t* dev, zd_event_t ev) {
   zd_sim_t* s = dev->sim;
   pthread_mutex_lock(&s->lock);
-  int done = s->completed >= ev;
+  int done = s->lanes[zd_ev_lane(ev)].completed >= zd_ev_seq(ev);
   pthread_mutex_unlock(&s->lock);
   return done;
 }
 
 static zcclResult_t zd_sim_wait(zd_dev_t* dev, zd_event_t ev) {
   zd_sim_t* s = dev->sim;
+  ZU_RETURN_ERR_IF(zd_ev_lane(ev) >= dev->nlanes, zcclInvalidArgument, "zd_event_wait: event of stream %d; the "
+                   "device has %d", zd_ev_lane(ev), dev->nlanes);
+  zd_sim_lane_t* l = &s->lanes[zd_ev_lane(ev)];
   pthread_mutex_lock(&s->lock);
-  while (s->completed < ev) pthread_cond_wait(&s->done, &s->lock);
-  zcclResult_t res = s->err;
-  char msg[sizeof s->err_msg];
-  memcpy(msg, s->err_msg, sizeof msg);
-  s->err = zcclSuccess;
+  if (zd_ev_seq(ev) > l->submitted) {
+    pthread_mutex_unlock(&s->lock);
+    return ZU_ERROR(zcclInvalidArgument, "zd_event_wait: event %llu was not recorded on this device",
+                    (unsigned long long)zd_ev_seq(ev));
+  }
+  while (l->completed < zd_ev_seq(ev)) pthread_cond_wait(&s->done, &s->lock);
+  zcclResult_t res = l->err;
+  char msg[sizeof l->err_msg];
+  memcpy(msg, l->err_msg, sizeof msg);
+  l->err = zcclSuccess;
   pthread_mutex_unlock(&s->lock);
   /* Recorded again here so zcclGetLastError of the waiting thread has it. */
   if (res != zcclSuccess) return ZU_ERROR(res, "a queued sim operation failed: %s", msg);
@@ -182,6 +227,7 @@ const zd_ops_t zd_sim_ops = {
     .record = zd_sim_record,
     .done = zd_sim_done,
     .wait = zd_sim_wait,
+    .lane_wait = zd_sim_lane_wait,
     .pool_alloc = zd_sim_mem_alloc,
     .pool_free = zd_sim_mem_free,
     .host_alloc = zd_sim_mem_alloc,

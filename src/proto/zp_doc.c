@@ -201,18 +201,33 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
       d->ev[i][k] = now;
     }
   for (int k = 0; k < K && res == zcclSuccess; k++) res = zp_ring_post_recv(d, 0, k);
+  /* The first sends' compressions share nothing: on a device with several
+   * streams they are all queued now, chunk k on stream k, and run at once
+   * (ghZCCL); on the host each runs where its send is posted, so the first
+   * goes out without waiting for the others. */
+  int j0 = zp_ring_set(-1), ahead = zd_lanes(dev) > 1 && T > 0;
+  for (int k = 0; ahead && k < K && res == zcclSuccess; k++) {
+    int sb = zp_mod(r - 1, N);
+    zd_set_lane(dev, k);
+    res = zd_compress(dev, &d->p, zp_at(a->sendbuff, zp_doc_off(d, sb, k), d->es), zp_doc_len(d, sb, k),
+                      d->st[j0] + (size_t)k * d->capr, d->cap, &d->sz[j0][k]);
+    d->ev[j0][k] = zd_event_record(dev);
+    zd_set_lane(dev, 0);
+  }
   for (int t = 0; t < T && res == zcclSuccess; t++) {
     int rs = t < N - 1, g = t - (N - 1); /* reduce-scatter step t, or allgather step g */
     int sb = rs ? zp_mod(r - t - 1, N) : zp_mod(r - g, N), rb = rs ? zp_mod(r - t - 2, N) : zp_mod(r - g - 1, N);
     int i = zp_ring_set(t);
     for (int k = 0; k < K && res == zcclSuccess; k++) {
       uint8_t* s = d->st[i] + (size_t)k * d->capr;
-      if (t == 0) { /* the first send: compressed here from sendbuff (set 2, free until step 2) */
-        int j = zp_ring_set(-1);
-        res = zd_compress(dev, &d->p, zp_at(a->sendbuff, zp_doc_off(d, sb, k), d->es), zp_doc_len(d, sb, k),
-                          d->st[j] + (size_t)k * d->capr, d->cap, &d->sz[j][k]);
-        if (res == zcclSuccess) res = zd_event_wait(dev, zd_event_record(dev)); /* its size */
-        if (res == zcclSuccess) res = zp_ring_post_send(d, 0, k, j, sb);
+      if (t == 0) { /* the first send: compressed from sendbuff (set 2, free until step 2) */
+        if (!ahead) {
+          res = zd_compress(dev, &d->p, zp_at(a->sendbuff, zp_doc_off(d, sb, k), d->es), zp_doc_len(d, sb, k),
+                            d->st[j0] + (size_t)k * d->capr, d->cap, &d->sz[j0][k]);
+          d->ev[j0][k] = zd_event_record(dev);
+        }
+        if (res == zcclSuccess) res = zd_event_wait(dev, d->ev[j0][k]); /* its size */
+        if (res == zcclSuccess) res = zp_ring_post_send(d, 0, k, j0, sb);
       }
       if (res == zcclSuccess && t + 1 < T) res = zp_ring_post_recv(d, t + 1, k);
       if (res != zcclSuccess) break;

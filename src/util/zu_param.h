@@ -106,6 +106,12 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(SIM_STAGE, INT, "0",                                                                  \
     "sim device: 1 treats its memory as the transport cannot reach it (a GPU's without "  \
     "CUDA-aware UCX), so every message goes through host staging buffers as on a GPU.")  \
+  X(DEVICE_STREAMS, INT, "0",                                                             \
+    "Streams (independent queues) of a sim or cuda device, 1..8, over which the "          \
+    "compressed collectives spread independent codec work (the per-rank compressions of " \
+    "scatter and alltoall, the decompressions of gather and allgather, a ring's first "   \
+    "chunk compressions), each with its own scratch; 0: 4 on cuda, 2 on sim. The host "   \
+    "device runs its work on the calling thread and has one.")                            \
   X(STREAM_MODE, STR, "auto",                                                             \
     "How a call on device buffers keeps its stream's order: async (it returns at once; "  \
     "a kernel holds the stream until the progress thread has run the operation), "       \

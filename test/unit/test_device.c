@@ -901,6 +901,96 @@ static void test_sim_streams(void) {
   test_pools_under_hold();
 }
 
+/* Streams of one device (lanes), on kind (sim with delays; cuda where a GPU
+ * is): ZCCL_DEVICE_STREAMS=3 gives three; work on each lane runs in order
+ * (a chain of adds on one buffer per lane); a lane that waits for another's
+ * event sees that lane's result (a copy behind 6 adds); zd_sync waits for
+ * every lane; an error on one lane comes back from a wait on that lane's
+ * event and not from the others'; bad events and values are refused. */
+static void test_lanes(zd_kind_t kind) {
+  setenv("ZCCL_SIM_DELAY_US", "300", 1);
+  setenv("ZCCL_DEVICE_STREAMS", "3", 1);
+  zd_dev_t* dev = NULL;
+  CHECK_RES(zd_dev_create(kind, &dev), zcclSuccess);
+  if (dev == NULL) return;
+  CHECK(zd_lanes(dev) == (kind == ZD_HOST ? 1 : 3));
+  int L = zd_lanes(dev);
+  enum { N = 1000, ADDS = 6 };
+  float host[N], one[N], got[N];
+  for (int i = 0; i < N; i++) host[i] = (float)i, one[i] = 1;
+  float *buf[3], *ones, *copy;
+  for (int l = 0; l < 3; l++) CHECK_RES(zd_buf_get(dev, N * 4, (void**)&buf[l]), zcclSuccess);
+  CHECK_RES(zd_buf_get(dev, N * 4, (void**)&ones), zcclSuccess);
+  CHECK_RES(zd_buf_get(dev, N * 4, (void**)&copy), zcclSuccess);
+  CHECK_RES(zd_copy(dev, ones, one, N * 4), zcclSuccess);
+  CHECK_RES(zd_sync(dev), zcclSuccess);
+  zd_event_t ev[3];
+  for (int l = 0; l < L; l++) {
+    CHECK(zd_set_lane(dev, l) == (l ? l - 1 : 0));
+    CHECK_RES(zd_copy(dev, buf[l], host, N * 4), zcclSuccess);
+    for (int k = 0; k < ADDS + l; k++) CHECK_RES(zd_reduce(dev, buf[l], buf[l], ones, N, zcclFloat32, zcclSum), zcclSuccess);
+    ev[l] = zd_event_record(dev);
+  }
+  /* Lane 0's copy of lane L-1's buffer, ordered on the device. */
+  zd_set_lane(dev, 0);
+  CHECK_RES(zd_lane_wait(dev, ev[L - 1]), zcclSuccess);
+  CHECK_RES(zd_copy(dev, copy, buf[L - 1], N * 4), zcclSuccess);
+  for (int l = L - 1; l >= 0; l--) {
+    CHECK_RES(zd_event_wait(dev, ev[l]), zcclSuccess);
+    CHECK(zd_event_done(dev, ev[l]));
+    CHECK_RES(zd_copy(dev, got, buf[l], N * 4), zcclSuccess);
+    CHECK_RES(zd_sync(dev), zcclSuccess);
+    int ok = 1;
+    for (int i = 0; i < N; i++) ok &= got[i] == (float)(i + ADDS + l);
+    CHECK(ok);
+  }
+  CHECK_RES(zd_copy(dev, got, copy, N * 4), zcclSuccess);
+  CHECK_RES(zd_sync(dev), zcclSuccess);
+  int ok = 1;
+  for (int i = 0; i < N; i++) ok &= got[i] == (float)(i + ADDS + L - 1);
+  CHECK(ok);
+  /* zd_sync covers every lane. */
+  for (int l = 0; l < L; l++) {
+    zd_set_lane(dev, l);
+    CHECK_RES(zd_reduce(dev, buf[l], buf[l], ones, N, zcclFloat32, zcclSum), zcclSuccess);
+  }
+  zd_set_lane(dev, 0);
+  CHECK_RES(zd_sync(dev), zcclSuccess);
+  for (int l = 0; l < L; l++) {
+    CHECK_RES(zd_copy(dev, got, buf[l], N * 4), zcclSuccess);
+    CHECK_RES(zd_sync(dev), zcclSuccess);
+    CHECK(got[0] == (float)(ADDS + l + 1) && got[N - 1] == (float)(N - 1 + ADDS + l + 1));
+  }
+  if (L > 1) {
+    /* A corrupt stream on lane 1: its wait reports it, lane 0's does not. */
+    size_t bad = 64;
+    memset(got, 0x5a, sizeof got);
+    CHECK_RES(zd_copy(dev, copy, got, N * 4), zcclSuccess);
+    CHECK_RES(zd_sync(dev), zcclSuccess);
+    zd_set_lane(dev, 1);
+    CHECK_RES(zd_decompress(dev, copy, &bad, buf[1], N), zcclSuccess);
+    zd_event_t e1 = zd_event_record(dev);
+    zd_set_lane(dev, 0);
+    CHECK_RES(zd_copy(dev, buf[0], host, N * 4), zcclSuccess);
+    zd_event_t e0 = zd_event_record(dev);
+    CHECK_RES(zd_event_wait(dev, e0), zcclSuccess);
+    CHECK(zd_event_wait(dev, e1) != zcclSuccess);
+    CHECK_RES(zd_sync(dev), zcclSuccess); /* reported once */
+    CHECK_RES(zd_lane_wait(dev, (zd_event_t)7 << 56), zcclInvalidArgument);
+  }
+  CHECK(zd_set_lane(dev, -1) == 0 && zd_set_lane(dev, 0) == L - 1);
+  for (int l = 0; l < 3; l++) zd_buf_put(dev, buf[l]);
+  zd_buf_put(dev, ones);
+  zd_buf_put(dev, copy);
+  zd_dev_destroy(dev);
+  setenv("ZCCL_DEVICE_STREAMS", "9", 1);
+  dev = NULL;
+  CHECK_RES(zd_dev_create(kind, &dev), zcclInvalidArgument);
+  CHECK(dev == NULL);
+  unsetenv("ZCCL_DEVICE_STREAMS");
+  unsetenv("ZCCL_SIM_DELAY_US");
+}
+
 /* ZCCL_STREAM_MODE: sim is async unless told; blocking makes it block and
  * zd_stream_sync waits for the stream's work; host never blocks; anything
  * else fails the device, naming the variable. */
@@ -964,5 +1054,6 @@ int main(void) {
   test_sim_async();
   test_sim_streams();
   test_stream_mode();
+  for (int k = 0; k < ndevs; k++) test_lanes(kinds[k]);
   TEST_DONE();
 }

@@ -1,5 +1,8 @@
-/* The cuda device: one non-blocking stream on the GPU that was current when
- * the device was created; the buffer pool in cudaMalloc'd memory.
+/* The cuda device: ZCCL_DEVICE_STREAMS non-blocking streams (lanes) on the
+ * GPU that was current when the device was created, each a zd_cuda_t with
+ * its own notes, size slots, status word and codec scratch (what follows is
+ * per lane); the buffer pool in cudaMalloc'd memory. A lane waits for
+ * another through a CUDA event recorded on the other's stream.
  *
  * Host functions on the stream ("notes", cudaLaunchHostFunc) bridge what
  * the host must see in stream order:
@@ -69,9 +72,10 @@ typedef struct {
 /* What mark k is (notes[k % ZD_CUDA_NOTES] or events[...]). */
 enum { ZD_MARK_NOTE, ZD_MARK_EVENT, ZD_MARK_RECORDING };
 
-struct zd_cuda {
+struct zd_cuda { /* one lane of the device: its stream and what goes with it */
   int ordinal;
   cudaStream_t stream;
+  cudaEvent_t xev; /* recorded on another lane's stream for zd_lane_wait */
   zd_pinned_t* pin;   /* host address */
   zd_pinned_t* pin_d; /* device address */
   zd_range_t* range_d; /* device memory: the range kernels' atomics stay on the GPU */
@@ -324,11 +328,69 @@ static void zd_cuda_release(zd_cuda_t* c) {
     for (int k = 0; k < ZD_CUDA_NOTES; k++)
       if (c->events[k]) cudaEventDestroy(c->events[k]);
   free(c->events);
+  if (c->xev) cudaEventDestroy(c->xev);
   if (c->stream) cudaStreamDestroy(c->stream);
   cudaGetLastError(); /* a failed context fails these too; nothing more to do */
   pthread_cond_destroy(&c->ran_cv);
   pthread_mutex_destroy(&c->lock);
   free(c);
+}
+
+/* One lane on GPU gpu: a non-blocking stream, its pinned words, events. */
+static zcclResult_t zd_cuda_lane_make(int gpu, int event_marks, zd_cuda_t** out) {
+  zd_cuda_t* c = (zd_cuda_t*)calloc(1, sizeof *c);
+  ZU_RETURN_ERR_IF(c == NULL, zcclSystemError, "cuda device: out of memory");
+  c->ordinal = gpu;
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&c->ran_cv, &attr);
+  pthread_condattr_destroy(&attr);
+  zcclResult_t res = zcclSuccess;
+  zd_on_gpu on(gpu);
+  cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+  const char* what = "cudaStreamCreateWithFlags";
+  if (e == cudaSuccess) {
+    what = "cudaHostAlloc (mapped)";
+    e = cudaHostAlloc((void**)&c->pin, sizeof *c->pin, cudaHostAllocMapped);
+  }
+  if (e == cudaSuccess) {
+    what = "cudaHostGetDevicePointer";
+    e = cudaHostGetDevicePointer((void**)&c->pin_d, c->pin, 0);
+  }
+  if (e == cudaSuccess) {
+    what = "cudaMalloc";
+    e = cudaMalloc((void**)&c->range_d, sizeof *c->range_d);
+  }
+  if (e == cudaSuccess) {
+    what = "cudaEventCreateWithFlags";
+    e = cudaEventCreateWithFlags(&c->xev, cudaEventDisableTiming);
+  }
+  if (e != cudaSuccess) {
+    res = ZU_ERROR(zcclUnhandledCudaError, "cuda device on GPU %d: %s: %s (%s)", gpu, what, cudaGetErrorString(e),
+                   cudaGetErrorName(e));
+    zd_cuda_release(c);
+    return res;
+  }
+  if (event_marks) {
+    c->events = (cudaEvent_t*)calloc(ZD_CUDA_NOTES, sizeof *c->events);
+    if (c->events == NULL) res = ZU_ERROR(zcclSystemError, "cuda device: out of memory");
+    for (int k = 0; k < ZD_CUDA_NOTES && res == zcclSuccess; k++) {
+      e = cudaEventCreateWithFlags(&c->events[k], cudaEventDisableTiming);
+      if (e != cudaSuccess)
+        res = ZU_ERROR(zcclUnhandledCudaError, "cuda device on GPU %d: cudaEventCreateWithFlags: %s (%s)", gpu,
+                       cudaGetErrorString(e), cudaGetErrorName(e));
+    }
+    if (res != zcclSuccess) {
+      zd_cuda_release(c);
+      return res;
+    }
+  }
+  memset(c->pin, 0, sizeof *c->pin);
+  c->pin->status = zcclSuccess;
+  *out = c;
+  return zcclSuccess;
 }
 
 static zcclResult_t zd_cuda_init(zd_dev_t* dev) {
@@ -340,75 +402,41 @@ static zcclResult_t zd_cuda_init(zd_dev_t* dev) {
       return ZU_ERROR(zcclInvalidUsage, "the cuda device: %s", info.status);
     return ZU_ERROR(zcclInvalidUsage, "the cuda device: no usable CUDA device (%s)", info.status);
   }
-  zd_cuda_t* c = (zd_cuda_t*)calloc(1, sizeof *c);
-  ZU_RETURN_ERR_IF(c == NULL, zcclSystemError, "cuda device: out of memory");
-  c->ordinal = gpu;
-  pthread_mutex_init(&c->lock, NULL);
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&c->ran_cv, &attr);
-  pthread_condattr_destroy(&attr);
+  int64_t event_marks = 0;
+  ZU_CHECK(zu_param_int(ZU_PARAM_CUDA_EVENT_MARKS, &event_marks));
   zcclResult_t res = zcclSuccess;
-  {
+  for (int l = 0; l < dev->nlanes && res == zcclSuccess; l++) res = zd_cuda_lane_make(gpu, event_marks != 0, &dev->cuda[l]);
+  /* Before any call holds a stream (zd_cuda_kernels.h, "loading"). */
+  if (res == zcclSuccess) {
     zd_on_gpu on(gpu);
-    cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
-    const char* what = "cudaStreamCreateWithFlags";
-    if (e == cudaSuccess) {
-      what = "cudaHostAlloc (mapped)";
-      e = cudaHostAlloc((void**)&c->pin, sizeof *c->pin, cudaHostAllocMapped);
-    }
-    if (e == cudaSuccess) {
-      what = "cudaHostGetDevicePointer";
-      e = cudaHostGetDevicePointer((void**)&c->pin_d, c->pin, 0);
-    }
-    if (e == cudaSuccess) {
-      what = "cudaMalloc";
-      e = cudaMalloc((void**)&c->range_d, sizeof *c->range_d);
-    }
-    if (e != cudaSuccess) {
-      res = ZU_ERROR(zcclUnhandledCudaError, "cuda device on GPU %d: %s: %s (%s)", gpu, what, cudaGetErrorString(e),
-                     cudaGetErrorName(e));
-      zd_cuda_release(c);
-      return res;
-    }
-    int64_t event_marks = 0;
-    res = zu_param_int(ZU_PARAM_CUDA_EVENT_MARKS, &event_marks);
-    if (res == zcclSuccess && event_marks) {
-      c->events = (cudaEvent_t*)calloc(ZD_CUDA_NOTES, sizeof *c->events);
-      if (c->events == NULL) res = ZU_ERROR(zcclSystemError, "cuda device: out of memory");
-      for (int k = 0; k < ZD_CUDA_NOTES && res == zcclSuccess; k++) {
-        e = cudaEventCreateWithFlags(&c->events[k], cudaEventDisableTiming);
-        if (e != cudaSuccess)
-          res = ZU_ERROR(zcclUnhandledCudaError, "cuda device on GPU %d: cudaEventCreateWithFlags: %s (%s)", gpu,
-                         cudaGetErrorString(e), cudaGetErrorName(e));
-      }
-    }
-    /* Before any call holds a stream (zd_cuda_kernels.h, "loading"). */
-    if (res == zcclSuccess) res = zd_cuda_kernels_load();
-    if (res != zcclSuccess) {
-      zd_cuda_release(c);
-      return res;
-    }
+    res = zd_cuda_kernels_load();
   }
-  memset(c->pin, 0, sizeof *c->pin);
-  c->pin->status = zcclSuccess;
-  dev->cuda = c;
+  if (res != zcclSuccess) {
+    for (int l = 0; l < dev->nlanes; l++)
+      if (dev->cuda[l]) zd_cuda_release(dev->cuda[l]), dev->cuda[l] = NULL;
+    return res;
+  }
   dev->gpu = gpu;
-  ZU_INFO(ZU_LOG_DEVICE, "cuda device on GPU %d: a non-blocking stream, %d size slots", gpu, ZD_CUDA_SLOTS);
+  ZU_INFO(ZU_LOG_DEVICE, "cuda device on GPU %d: %d non-blocking stream(s), %d size slots each", gpu, dev->nlanes,
+          ZD_CUDA_SLOTS);
   return zcclSuccess;
 }
 
 static void zd_cuda_fini(zd_dev_t* dev) {
-  zd_cuda_t* c = dev->cuda;
-  zd_on_gpu on(c->ordinal);
-  cudaError_t e = cudaStreamSynchronize(c->stream);
-  if (e != cudaSuccess)
-    ZU_WARN("cuda device destroyed after its stream failed: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
-  else if (c->err != zcclSuccess)
-    ZU_WARN("cuda device destroyed with an unreported error: %s", c->err_msg);
-  zd_cuda_release(c);
-  dev->cuda = NULL;
+  for (int l = 0; l < dev->nlanes; l++) {
+    zd_cuda_t* c = dev->cuda[l];
+    if (c == NULL) continue;
+    {
+      zd_on_gpu on(c->ordinal);
+      cudaError_t e = cudaStreamSynchronize(c->stream);
+      if (e != cudaSuccess)
+        ZU_WARN("cuda device destroyed after its stream failed: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+      else if (c->err != zcclSuccess)
+        ZU_WARN("cuda device destroyed with an unreported error: %s", c->err_msg);
+    }
+    zd_cuda_release(c);
+    dev->cuda[l] = NULL;
+  }
 }
 
 static zcclResult_t zd_cuda_pool_alloc(zd_dev_t* dev, size_t bytes, void** mem) {
@@ -483,7 +511,7 @@ static zcclResult_t zd_cuda_codec_op(zd_cuda_t* c, const zd_op_t* op) {
 }
 
 static zcclResult_t zd_cuda_submit(zd_dev_t* dev, const zd_op_t* op) {
-  zd_cuda_t* c = dev->cuda;
+  zd_cuda_t* c = dev->cuda[dev->lane];
   zd_on_gpu on(c->ordinal);
   switch (op->kind) {
     case ZD_OP_COPY:
@@ -506,7 +534,7 @@ static zcclResult_t zd_cuda_submit(zd_dev_t* dev, const zd_op_t* op) {
 /* ---- events ------------------------------------------------------------------ */
 
 static zd_event_t zd_cuda_record(zd_dev_t* dev) {
-  zd_cuda_t* c = dev->cuda;
+  zd_cuda_t* c = dev->cuda[dev->lane];
   if (c->dirty) {
     zd_on_gpu on(c->ordinal);
     zcclResult_t res = c->events && !c->need_note ? zd_event_mark(c) : zd_note_mark(c);
@@ -522,13 +550,14 @@ static zd_event_t zd_cuda_record(zd_dev_t* dev) {
     }
   }
   pthread_mutex_lock(&c->lock);
-  zd_event_t ev = c->issued;
+  zd_event_t ev = zd_ev_make(dev->lane, c->issued);
   pthread_mutex_unlock(&c->lock);
   return ev;
 }
 
-static int zd_cuda_done(zd_dev_t* dev, zd_event_t ev) {
-  zd_cuda_t* c = dev->cuda;
+static int zd_cuda_done(zd_dev_t* dev, zd_event_t lev) {
+  zd_cuda_t* c = dev->cuda[zd_ev_lane(lev)];
+  uint64_t ev = zd_ev_seq(lev);
   uint64_t ran = __atomic_load_n(&c->ran, __ATOMIC_ACQUIRE);
   if (ran >= ev || !c->events) return ran >= ev;
   pthread_mutex_lock(&c->lock);
@@ -538,8 +567,11 @@ static int zd_cuda_done(zd_dev_t* dev, zd_event_t ev) {
   return done;
 }
 
-static zcclResult_t zd_cuda_wait(zd_dev_t* dev, zd_event_t ev) {
-  zd_cuda_t* c = dev->cuda;
+static zcclResult_t zd_cuda_wait(zd_dev_t* dev, zd_event_t lev) {
+  ZU_RETURN_ERR_IF(zd_ev_lane(lev) >= dev->nlanes, zcclInvalidArgument,
+                   "zd_event_wait: event of stream %d; the device has %d", zd_ev_lane(lev), dev->nlanes);
+  zd_cuda_t* c = dev->cuda[zd_ev_lane(lev)];
+  uint64_t ev = zd_ev_seq(lev);
   zd_on_gpu on(c->ordinal);
   pthread_mutex_lock(&c->lock);
   if (ev > c->issued) { /* would never pass: an idle stream is not a failed one */
@@ -559,10 +591,21 @@ static zcclResult_t zd_cuda_wait(zd_dev_t* dev, zd_event_t ev) {
   return zcclSuccess;
 }
 
+/* The current lane waits for the other lane's work queued so far (a
+ * superset of what ev covers: an event recorded now), on the GPU. */
+static zcclResult_t zd_cuda_lane_wait(zd_dev_t* dev, zd_event_t ev) {
+  zd_cuda_t *src = dev->cuda[zd_ev_lane(ev)], *dst = dev->cuda[dev->lane];
+  if (__atomic_load_n(&src->ran, __ATOMIC_ACQUIRE) >= zd_ev_seq(ev)) return zcclSuccess; /* passed */
+  zd_on_gpu on(dst->ordinal);
+  ZD_CUDA_RETURN(cudaEventRecord(dst->xev, src->stream));
+  ZD_CUDA_RETURN(cudaStreamWaitEvent(dst->stream, dst->xev, 0)); /* takes the record made just now */
+  return zcclSuccess;
+}
+
 /* The range into device memory, copied to the pinned area, then a wait. */
 static zcclResult_t zd_cuda_range(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
                                   double fill, double* min, double* max, size_t* valid) {
-  zd_cuda_t* c = dev->cuda;
+  zd_cuda_t* c = dev->cuda[dev->lane];
   {
     zd_on_gpu on(c->ordinal);
     ZU_CHECK(zd_cuda_value_range(in, count, dtype, has_fill, fill, c->range_d->range, &c->range_d->valid, c->stream));
@@ -596,11 +639,12 @@ static void zd_cuda_host_free(zd_dev_t* dev, void* mem) {
   cudaFreeHost(mem);
 }
 
-/* name, init, fini, submit, record, done, wait, pool_alloc, pool_free, value_range, host_alloc, host_free */
+/* name, init, fini, submit, record, done, wait, lane_wait, pool_alloc, pool_free, value_range, host_alloc,
+ * host_free */
 extern "C" const zd_ops_t zd_cuda_ops = {
-    "cuda",          zd_cuda_init,       zd_cuda_fini,      zd_cuda_submit, zd_cuda_record,
-    zd_cuda_done,    zd_cuda_wait,       zd_cuda_pool_alloc, zd_cuda_pool_free, zd_cuda_range,
-    zd_cuda_host_alloc, zd_cuda_host_free,
+    "cuda",          zd_cuda_init,       zd_cuda_fini,      zd_cuda_submit,    zd_cuda_record,
+    zd_cuda_done,    zd_cuda_wait,       zd_cuda_lane_wait, zd_cuda_pool_alloc, zd_cuda_pool_free,
+    zd_cuda_range,   zd_cuda_host_alloc, zd_cuda_host_free,
 };
 
 /* ---- tests ------------------------------------------------------------------- */
@@ -618,7 +662,7 @@ extern "C" zcclResult_t zd_cuda_kernels_load(void) {
 extern "C" zcclResult_t zd_cuda_post_error(zd_dev_t* dev, zcclResult_t code) {
   ZU_RETURN_ERR_IF(dev == NULL || zd_dev_kind(dev) != ZD_CUDA, zcclInvalidUsage,
                    "zd_cuda_post_error: not a cuda device");
-  zd_cuda_t* c = dev->cuda;
+  zd_cuda_t* c = dev->cuda[dev->lane];
   zd_on_gpu on(c->ordinal);
   c->what = "zd_cuda_post_error";
   zd_k_post_error<<<1, 1, 0, c->stream>>>(&c->pin_d->status, (int)code);
