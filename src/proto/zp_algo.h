@@ -155,7 +155,9 @@ static inline size_t zp_doc_chunk_values(size_t maxb) {
  * 256 Ki. */
 #define ZP_RING_CHUNK_MAX ((size_t)1 << 20)
 static inline size_t zp_ring_chunk_values(const zp_ctx_t* ctx, size_t maxb) {
-  if (!(ctx->link && ctx->link->cpu_share > 1)) return zp_doc_chunk_values(maxb);
+  /* A GPU (and sim, standing in for one) computes off the host's cores:
+   * the chunks then overlap its work with the transfers whatever the share. */
+  if (!(ctx->link && ctx->link->cpu_share > 1) || zd_dev_kind(ctx->dev) != ZD_HOST) return zp_doc_chunk_values(maxb);
   return maxb < ZP_RING_CHUNK_MAX ? (maxb ? maxb : 1) : ZP_RING_CHUNK_MAX;
 }
 zcclResult_t zp_doc_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);

@@ -69,6 +69,13 @@ typedef struct {
   size_t sz[3][ZP_DOC_MAX_CHUNKS];
   void* T;                 /* one decompressed chunk, or (homomorphic) this rank's chunk stream */
   size_t tsz;              /* the size of that stream */
+  /* Homomorphic on a device with several streams and no fused step (cuda,
+   * sim): this rank's K chunk streams of a step are compressed ahead, chunk
+   * k into T + k * capr on stream k while the chunks travel (ghZCCL), and
+   * each chunk's sum waits only for its own (tev[k]). */
+  int ahead;
+  size_t tszk[ZP_DOC_MAX_CHUNKS];
+  zd_event_t tev[ZP_DOC_MAX_CHUNKS];
   uint8_t* mem;            /* st and T: one piece of the pool */
   zp_xfer_t x[2 * ZP_DOC_MAX_CHUNKS];  /* the chain's receives and sends */
   /* The rings: the receive into and the send from set i of chunk k,
@@ -106,6 +113,10 @@ static zcclResult_t zp_doc_chunk(zp_doc_t* d, int how, int rb, int k, uint8_t* s
      * compression runs. The bytes are the same either way. */
     if (zd_has_hop_values(dev)) {
       ZU_CHECK(zd_hop_values(dev, op, &d->p, mine, n, s, sz, s, d->cap, sz));
+    } else if (d->ahead) { /* compressed already (zp_ring_ahead) */
+      uint8_t* tk = (uint8_t*)d->T + (size_t)k * d->capr;
+      ZU_CHECK(zd_lane_wait(dev, d->tev[k]));
+      ZU_CHECK(zd_hop(dev, op, tk, &d->tszk[k], s, sz, s, d->cap, sz));
     } else {
       ZU_CHECK(zd_compress(dev, &d->p, mine, n, d->T, d->cap, &d->tsz));
       ZU_CHECK(zd_hop(dev, op, d->T, &d->tsz, s, sz, s, d->cap, sz));
@@ -183,6 +194,25 @@ static zcclResult_t zp_ring_drain(zp_doc_t* d, zcclResult_t res) {
   return res == zcclSuccess ? w : res;
 }
 
+/* Queues this rank's K chunk streams of block rb (compressed ahead, see
+ * zp_doc_t.ahead): chunk k on stream k, after stream 0's work so far (the
+ * sums that read T_k last step). */
+static zcclResult_t zp_ring_ahead(zp_doc_t* d, int rb) {
+  zd_dev_t* dev = d->ctx->dev;
+  zd_event_t after = zd_event_record(dev);
+  zcclResult_t res = zcclSuccess;
+  for (int k = 0; k < d->K && res == zcclSuccess; k++) {
+    zd_set_lane(dev, k);
+    res = zd_lane_wait(dev, after);
+    if (res == zcclSuccess)
+      res = zd_compress(dev, &d->p, zp_at(d->a->sendbuff, zp_doc_off(d, rb, k), d->es), zp_doc_len(d, rb, k),
+                        (uint8_t*)d->T + (size_t)k * d->capr, d->cap, &d->tszk[k]);
+    d->tev[k] = zd_event_record(dev);
+    zd_set_lane(dev, 0);
+  }
+  return res;
+}
+
 /* One round: reduce (DOC or homomorphic, `reduce`/`result` per chunk) and,
  * for allreduce, forward and decompress every block. */
 static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int result) {
@@ -218,6 +248,7 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
     int rs = t < N - 1, g = t - (N - 1); /* reduce-scatter step t, or allgather step g */
     int sb = rs ? zp_mod(r - t - 1, N) : zp_mod(r - g, N), rb = rs ? zp_mod(r - t - 2, N) : zp_mod(r - g - 1, N);
     int i = zp_ring_set(t);
+    if (rs && d->ahead) res = zp_ring_ahead(d, rb);
     for (int k = 0; k < K && res == zcclSuccess; k++) {
       uint8_t* s = d->st[i] + (size_t)k * d->capr;
       if (t == 0) { /* the first send: compressed from sendbuff (set 2, free until step 2) */
@@ -275,6 +306,7 @@ static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, size_t c0, int sets, i
   /* The homomorphic step needs no T where the device fuses compression
    * and sum (zd_hop_values): its room goes to chunks in flight. */
   int no_T = hz && zd_has_hop_values(d->ctx->dev);
+  d->ahead = hz && !no_T && zd_lanes(d->ctx->dev) > 1; /* a T per chunk */
   for (;;) {
     d->cap = zd_compress_bound(c, d->a->datatype);
     d->capr = (d->cap + 63) / 64 * 64;
@@ -289,12 +321,13 @@ static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, size_t c0, int sets, i
    * Gbit/s, 128 MiB hz allreduce: 4 MiB of values in flight 528-584 ms,
    * 16 MiB 418-477 with a 256M pool); an eighth of the pool left to others. */
   size_t use = room - room / 8;
-  size_t k = use > tb ? (use - tb) / (S * d->capr) : 1, need = (maxb + c - 1) / c;
+  size_t per = S * d->capr + (d->ahead ? tb : 0), fixed = d->ahead ? 0 : tb;
+  size_t k = use > fixed ? (use - fixed) / per : 1, need = (maxb + c - 1) / c;
   if (k > need) k = need;
   if (k > ZP_DOC_MAX_CHUNKS) k = ZP_DOC_MAX_CHUNKS;
   if (k < 1) k = 1;
   *kmax = k;
-  ZU_CHECK(zp_tmp_get(d->ctx, S * k * d->capr + tb, (void**)&d->mem));
+  ZU_CHECK(zp_tmp_get(d->ctx, S * k * d->capr + (d->ahead ? k : 1) * tb, (void**)&d->mem));
   for (size_t i = 0; i < 3; i++) d->st[i] = d->mem + (i < S ? i : S - 1) * k * d->capr;
   d->T = d->mem + S * k * d->capr;
   ZU_TRACE(ZU_LOG_COLL, "%s: eb %g, chunks of %zu values (streams of up to %zu bytes), %zu per round, %zu round(s)",
