@@ -101,7 +101,9 @@ static zcclResult_t zp_stage_out(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
     ZU_CHECK(zd_copy(ctx->dev, x[i].stage, x[i].buf, x[i].bytes));
     sends++;
   }
-  return sends ? zd_sync(ctx->dev) : zcclSuccess;
+  /* Only the copies (on the current stream): work on the device's other
+   * streams (a ring's compressions ahead) goes on meanwhile. */
+  return sends ? zd_event_wait(ctx->dev, zd_event_record(ctx->dev)) : zcclSuccess;
 }
 
 /* The received bytes of completed, successful receives into their buffers. */
@@ -114,7 +116,7 @@ static zcclResult_t zp_stage_in(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
     ZU_CHECK(zd_copy(ctx->dev, x[i].buf, x[i].stage, len));
     copies++;
   }
-  return copies ? zd_sync(ctx->dev) : zcclSuccess;
+  return copies ? zd_event_wait(ctx->dev, zd_event_record(ctx->dev)) : zcclSuccess;
 }
 
 zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
