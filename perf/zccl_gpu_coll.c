@@ -21,17 +21,16 @@
  * (or a CUDA build) the device rows are skipped, and the run exits 77 when
  * nothing else was asked; 1 when a check fails. */
 #include <math.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "zccl.h"
 #include "zccl_data.h"
+#include "zccl_fork.h"
 #include "zd_device.h"
 
 #ifdef ZCCL_PERF_CUDA
@@ -264,7 +263,9 @@ static void report(const row_t* rows, int n, const char* gpu) {
   fclose(f);
 }
 
-static int run_rank(const zcclUniqueId* id) {
+static int run_rank(int r, const zcclUniqueId* id, void* arg) {
+  (void)arg;
+  rank = r;
   int have_gpu = 0;
   char gpu[256] = "no GPU";
   if (o.mem_dev) {
@@ -339,42 +340,7 @@ int main(int argc, char** argv) {
   zcclCompression_t z = ZCCL_COMPRESSION_INITIALIZER;
   if (zcclCompressionFromString(o.compression, &z) != zcclSuccess || z.codec == zcclCodecNone)
     return fprintf(stderr, "zccl-gpu-coll: --compression %s: %s\n", o.compression, zcclGetLastError(NULL)), 2;
-  /* The id before the fork; no CUDA call in this process (its children
-   * could not use CUDA after it). */
-  zcclUniqueId id;
-  if (zcclGetUniqueId(&id) != zcclSuccess) return fprintf(stderr, "zcclGetUniqueId: %s\n", zcclGetLastError(NULL)), 1;
-  fflush(NULL);
-  pid_t pids[8];
-  for (int r = 0; r < o.nranks; r++) {
-    pids[r] = fork();
-    if (pids[r] == 0) {
-      rank = r;
-      int rc = run_rank(&id);
-      fflush(NULL);
-      _exit(rc);
-    }
-  }
-  int codes[8], left = o.nranks, failed = 0, skipped = 0;
-  for (int r = 0; r < o.nranks; r++) codes[r] = -1;
-  for (long t = 0; t < (long)o.timeout * 10 && left; t++) {
-    for (int r = 0; r < o.nranks; r++) {
-      int s;
-      if (codes[r] == -1 && waitpid(pids[r], &s, WNOHANG) == pids[r]) {
-        codes[r] = WIFEXITED(s) ? WEXITSTATUS(s) : 128 + WTERMSIG(s);
-        left--;
-      }
-    }
-    if (left) usleep(100000);
-  }
-  for (int r = 0; r < o.nranks; r++) {
-    if (codes[r] == -1) {
-      fprintf(stderr, "zccl-gpu-coll: rank %d still running after %d s: killed\n", r, o.timeout);
-      kill(pids[r], SIGKILL);
-      waitpid(pids[r], NULL, 0);
-      codes[r] = 124;
-    }
-    skipped += codes[r] == 77;
-    failed += codes[r] != 0 && codes[r] != 77;
-  }
-  return failed ? 1 : skipped == o.nranks ? 77 : 0;
+  /* No CUDA call in this process before the fork (its children could not
+   * use CUDA after it). */
+  return zccl_fork_ranks(o.nranks, run_rank, NULL, o.timeout);
 }

@@ -23,16 +23,15 @@
  * skipped. */
 #include <float.h>
 #include <math.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "test_util.h"
 #include "zccl.h"
+#include "zccl_fork.h"
 #include "zd_device.h"
 
 #ifdef ZCCL_TEST_CUDA
@@ -348,7 +347,9 @@ static void check_stream_order(void) {
   CU(cudaFreeHost(w.pin));
 }
 
-static int run_rank(const zcclUniqueId* id) {
+static int run_rank(int r, const zcclUniqueId* id, void* arg) {
+  (void)arg;
+  rank = r;
   zd_cuda_info_t info;
   CHECK_RES(zd_cuda_query(&info), zcclSuccess);
   if (info.ndevices < 1) {
@@ -415,43 +416,7 @@ int main(int argc, char** argv) {
   nranks = argc > 1 ? atoi(argv[1]) : 2;
   if (nranks < 1 || nranks > 8) return fprintf(stderr, "usage: test_gpu_coll [nranks 1..8]\n"), 2;
   setenv("ZCCL_BOOTSTRAP_TIMEOUT", "60", 1);
-  zcclUniqueId id;
-  if (zcclGetUniqueId(&id) != zcclSuccess) return fprintf(stderr, "zcclGetUniqueId: %s\n", zcclGetLastError(NULL)), 1;
-  fflush(NULL);
-  pid_t pids[8];
-  for (int r = 0; r < nranks; r++) {
-    pids[r] = fork();
-    if (pids[r] == 0) {
-      rank = r;
-      int rc = run_rank(&id);
-      fflush(NULL);
-      _exit(rc);
-    }
-  }
   /* Every rank's status, within 120 s (then the rest are killed: a hang fails). */
-  int codes[8], left = nranks, failed = 0, skipped = 0;
-  for (int r = 0; r < nranks; r++) codes[r] = -1;
-  for (int t = 0; t < 1200 && left; t++) {
-    for (int r = 0; r < nranks; r++) {
-      int s;
-      if (codes[r] == -1 && waitpid(pids[r], &s, WNOHANG) == pids[r]) {
-        codes[r] = WIFEXITED(s) ? WEXITSTATUS(s) : 128 + WTERMSIG(s);
-        left--;
-      }
-    }
-    if (left) usleep(100000);
-  }
-  for (int r = 0; r < nranks; r++) {
-    if (codes[r] == -1) {
-      fprintf(stderr, "rank %d still running after 120 s: killed\n", r);
-      kill(pids[r], SIGKILL);
-      waitpid(pids[r], NULL, 0);
-      codes[r] = 124;
-    }
-    skipped += codes[r] == TEST_SKIP_CODE;
-    failed += codes[r] != 0 && codes[r] != TEST_SKIP_CODE;
-  }
-  if (failed) fprintf(stderr, "%d of %d ranks failed\n", failed, nranks);
-  return failed ? 1 : skipped == nranks ? TEST_SKIP_CODE : skipped ? 1 : 0;
+  return zccl_fork_ranks(nranks, run_rank, NULL, 120);
 #endif
 }
