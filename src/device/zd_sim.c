@@ -44,6 +44,7 @@ struct zd_sim {
   pthread_cond_t done;  /* waiters and waiting lanes: a lane's completed advanced */
   int stop;
   int delay_us;
+  long lane_lag_us; /* ZCCL_SIM_LANE_LAG_US */
   zd_sim_lane_t lanes[ZD_LANES_MAX];
 };
 
@@ -71,8 +72,9 @@ static void* zd_sim_worker(void* arg) {
     } else {
       zd_op_t op = it->op;
       pthread_mutex_unlock(&s->lock);
-      if (s->delay_us > 0) {
-        long us = (long)(zd_sim_rand(l) % ((uint64_t)s->delay_us + 1));
+      long lag = l == &s->lanes[0] ? 0 : s->lane_lag_us; /* streams other than 0 run late */
+      if (s->delay_us > 0 || lag > 0) {
+        long us = lag + (s->delay_us > 0 ? (long)(zd_sim_rand(l) % ((uint64_t)s->delay_us + 1)) : 0);
         struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
         while (nanosleep(&ts, &ts) != 0) {
         }
@@ -115,12 +117,17 @@ static void zd_sim_free(zd_dev_t* dev) {
 
 static zcclResult_t zd_sim_init(zd_dev_t* dev) {
   int64_t delay = 0;
+  int64_t lag = 0;
   ZU_CHECK(zu_param_int(ZU_PARAM_SIM_DELAY_US, &delay));
+  ZU_CHECK(zu_param_int(ZU_PARAM_SIM_LANE_LAG_US, &lag));
+  ZU_RETURN_ERR_IF(lag < 0 || lag > 10000000, zcclInvalidArgument,
+                   "ZCCL_SIM_LANE_LAG_US=%lld: expected 0 .. 10000000", (long long)lag);
   ZU_RETURN_ERR_IF(delay < 0 || delay > 10000000, zcclInvalidArgument,
                    "ZCCL_SIM_DELAY_US=%lld: expected 0 .. 10000000", (long long)delay);
   zd_sim_t* s = calloc(1, sizeof *s);
   ZU_RETURN_ERR_IF(s == NULL, zcclSystemError, "sim device: out of memory");
   s->delay_us = (int)delay;
+  s->lane_lag_us = (long)lag;
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   pthread_mutex_init(&s->lock, NULL);

@@ -98,6 +98,9 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(SIM_DELAY_US, INT, "50",                                                              \
     "sim device: each queued operation runs after a random delay of 0..this many "        \
     "microseconds, so a missing synchronization shows up as wrong data.")                 \
+  X(SIM_LANE_LAG_US, INT, "0",                                                            \
+    "sim device: every operation on a stream other than stream 0 waits this many "        \
+    "microseconds more, so work that another stream must wait for is late (tests).")     \
   X(CUDA_EVENT_MARKS, INT, "0",                                                           \
     "cuda device: 1 marks events with CUDA events that the waiting thread polls, instead " \
     "of host functions on the stream, wherever no kernel's status word waits to be "      \
