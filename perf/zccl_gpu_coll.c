@@ -53,6 +53,8 @@ static opts_t o = {.nranks = 2, .colls = {1, 1, 1, 1, 1, 1}, .reps = 10, .mem_de
                    .compression = "codec=hz,mode=rel,eb=1e-3"};
 static int rank;
 static zcclComm_t comm;
+static zcclCompression_t zc = ZCCL_COMPRESSION_INITIALIZER; /* --compression, parsed in main */
+enum { MAX_REPS = 256 };
 
 #define FAIL(...) (fprintf(stderr, "zccl-gpu-coll: rank %d: ", rank), fprintf(stderr, __VA_ARGS__), \
                    fprintf(stderr, "\n"), exit(1))
@@ -153,7 +155,9 @@ static long check(int c, float* const* ins, const float* out, size_t blk, int co
   return wrong;
 }
 
-static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows, double eb_rel) {
+enum { MAX_ROWS = 1024 };
+
+static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows) {
   size_t N = (size_t)o.nranks;
   for (size_t bytes = o.b; bytes <= o.e; bytes = (size_t)((double)bytes * o.f)) {
     for (int c = 0; c < NCOLLS; c++) {
@@ -161,7 +165,7 @@ static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows
       size_t in_n, out_n, blk;
       shape(c, bytes, &in_n, &out_n, &blk);
       if (blk == 0) continue;
-      float* ins[64];
+      float* ins[8];
       double lo = INFINITY, hi = -INFINITY;
       for (size_t r = 0; r < N; r++) {
         ins[r] = malloc(in_n * sizeof(float));
@@ -170,10 +174,9 @@ static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows
       }
       float* hout = malloc(out_n * sizeof(float));
       for (int compressed = 0; compressed < 2; compressed++) {
-        zcclCompression_t z = ZCCL_COMPRESSION_INITIALIZER;
-        if (compressed) ZR(zcclCompressionFromString(o.compression, &z));
-        ZR(zcclCommSetCompression(comm, &z));
-        double eb_abs = z.mode == zcclErrorRel ? eb_rel * (hi - lo) : z.eb;
+        zcclCompression_t none = ZCCL_COMPRESSION_INITIALIZER;
+        ZR(zcclCommSetCompression(comm, compressed ? &zc : &none));
+        double eb_abs = zc.mode == zcclErrorRel ? zc.eb * (hi - lo) : zc.eb;
         for (int device = 1; device >= 0; device--) {
           if (device ? !(o.mem_dev && have_gpu) : !o.mem_host) continue;
           const float* in = ins[rank];
@@ -190,8 +193,8 @@ static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows
           }
 #endif
           memset(hout, 0, out_n * sizeof(float));
-          double t[256];
-          int reps = o.reps < 256 ? o.reps : 256;
+          double t[MAX_REPS];
+          int reps = o.reps;
           for (int k = -2; k < reps; k++) { /* two untimed first */
             across(0, zcclSum);             /* start together */
             double t0 = now_s();
@@ -215,6 +218,7 @@ static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows
           qsort(t, (size_t)reps, sizeof *t, cmp_d);
           double worst;
           long wrong = check(c, ins, hout, blk, compressed, eb_abs, &worst);
+          if (*nrows == MAX_ROWS) FAIL("more than %d rows: fewer sizes or collectives", MAX_ROWS);
           row_t* w = &rows[(*nrows)++];
           *w = (row_t){.coll = c, .compressed = compressed, .device = device, .bytes = bytes};
           w->time_us = across(t[reps / 2], zcclMax) * 1e6;
@@ -287,12 +291,10 @@ static int run_rank(int r, const zcclUniqueId* id, void* arg) {
   char err[512];
   if (zccl_data_load(o.data, 0, &d, err, sizeof err) != 0) FAIL("%s", err);
   zccl_data_replace_fill(&d, 0.0);
-  zcclCompression_t z = ZCCL_COMPRESSION_INITIALIZER;
-  ZR(zcclCompressionFromString(o.compression, &z));
   ZR(zcclCommInitRank(&comm, o.nranks, *id, rank));
-  static row_t rows[1024];
+  static row_t rows[MAX_ROWS];
   int n = 0;
-  run_rows(&d, have_gpu, rows, &n, z.eb);
+  run_rows(&d, have_gpu, rows, &n);
   long wrong = 0;
   for (int i = 0; i < n; i++) wrong += rows[i].wrong;
   if (rank == 0) report(rows, n, gpu);
@@ -334,11 +336,11 @@ int main(int argc, char** argv) {
       return usage(stderr), 2;
     }
   }
-  if (o.nranks < 1 || o.nranks > 8 || o.b == 0 || o.e < o.b || o.f <= 1 || o.reps < 1 || o.timeout < 1 ||
-      !(o.mem_dev || o.mem_host))
-    return fprintf(stderr, "zccl-gpu-coll: bad option value (ranks 1..8, -b <= -e, -f > 1, reps >= 1)\n"), 2;
-  zcclCompression_t z = ZCCL_COMPRESSION_INITIALIZER;
-  if (zcclCompressionFromString(o.compression, &z) != zcclSuccess || z.codec == zcclCodecNone)
+  if (o.nranks < 1 || o.nranks > 8 || o.b == 0 || o.e < o.b || o.f <= 1 || o.reps < 1 || o.reps > MAX_REPS ||
+      o.timeout < 1 || !(o.mem_dev || o.mem_host))
+    return fprintf(stderr, "zccl-gpu-coll: bad option value (ranks 1..8, -b <= -e, -f > 1, reps 1..%d)\n", MAX_REPS),
+           2;
+  if (zcclCompressionFromString(o.compression, &zc) != zcclSuccess || zc.codec == zcclCodecNone)
     return fprintf(stderr, "zccl-gpu-coll: --compression %s: %s\n", o.compression, zcclGetLastError(NULL)), 2;
   /* No CUDA call in this process before the fork (its children could not
    * use CUDA after it). */

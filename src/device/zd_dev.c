@@ -113,7 +113,7 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
   zd_dev_t* dev = calloc(1, sizeof *dev);
   ZU_RETURN_ERR_IF(dev == NULL, zcclSystemError, "zd_dev_create: out of memory");
   dev->kind = kind;
-  dev->stream_blocking = blocking;
+  dev->stream_blocking = blocking && kind != ZD_HOST; /* the host has no streams */
   dev->ops = zd_ops_table[kind];
   dev->nthreads = (int)threads;
   dev->nlanes = (int)lanes;
@@ -140,8 +140,7 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
     }
   }
   ZU_INFO(ZU_LOG_DEVICE, "%s device created (split above %zu bytes, threads %d, %d stream(s)%s)", dev->ops->name,
-          dev->split_bytes, dev->nthreads, dev->nlanes,
-          kind == ZD_HOST ? "" : dev->stream_blocking ? ", stream-ordered calls block" : ", stream-ordered calls async");
+          dev->split_bytes, dev->nthreads, dev->nlanes, dev->stream_blocking ? ", stream-ordered calls block" : "");
   *out = dev;
   return zcclSuccess;
 }
@@ -627,10 +626,16 @@ zcclResult_t zd_rle_reduce(zd_dev_t* dev, zcclRedOp_t op, const void* a, const s
 
 zd_event_t zd_event_record(zd_dev_t* dev) { return dev ? dev->ops->record(dev) : 0; }
 
-int zd_event_done(zd_dev_t* dev, zd_event_t ev) { return dev ? dev->ops->done(dev, ev) : 1; }
+/* An event of a stream the device does not have: done says passed (it can
+ * never pass), wait and zd_lane_wait refuse it. */
+int zd_event_done(zd_dev_t* dev, zd_event_t ev) {
+  return dev == NULL || zd_ev_lane(ev) >= dev->nlanes || dev->ops->done(dev, ev);
+}
 
 zcclResult_t zd_event_wait(zd_dev_t* dev, zd_event_t ev) {
   ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_event_wait: NULL device");
+  ZU_RETURN_ERR_IF(zd_ev_lane(ev) >= dev->nlanes, zcclInvalidArgument,
+                   "zd_event_wait: event of stream %d; the device has %d", zd_ev_lane(ev), dev->nlanes);
   return dev->ops->wait(dev, ev);
 }
 

@@ -182,7 +182,7 @@ int zd_cuda_buffers(const void* a, const void* b) {
   return da != db ? -1 : da > 0;
 }
 
-int zd_stream_blocking(const zd_dev_t* dev) { return dev->kind != ZD_HOST && dev->stream_blocking; }
+int zd_stream_blocking(const zd_dev_t* dev) { return dev->stream_blocking; }
 
 zcclResult_t zd_stream_sync(zd_dev_t* dev, zcclStream_t stream) {
   if (dev->kind == ZD_SIM) return zd_sim_stream_sync(stream);

@@ -194,22 +194,30 @@ static zcclResult_t zp_ring_drain(zp_doc_t* d, zcclResult_t res) {
   return res == zcclSuccess ? w : res;
 }
 
-/* Queues this rank's K chunk streams of block rb (compressed ahead, see
- * zp_doc_t.ahead): chunk k on stream k, after stream 0's work so far (the
- * sums that read T_k last step). */
-static zcclResult_t zp_ring_ahead(zp_doc_t* d, int rb) {
+/* Queues the compression of this rank's chunk k of block b into dst (*sz
+ * its size) on device stream k, after *after where given; *ev marks its end.
+ * On the host (one stream) it runs now. */
+static zcclResult_t zp_ring_compress(zp_doc_t* d, int b, int k, void* dst, size_t* sz, const zd_event_t* after,
+                                     zd_event_t* ev) {
   zd_dev_t* dev = d->ctx->dev;
-  zd_event_t after = zd_event_record(dev);
+  int prev = zd_set_lane(dev, k);
+  zcclResult_t res = after ? zd_lane_wait(dev, *after) : zcclSuccess;
+  if (res == zcclSuccess)
+    res = zd_compress(dev, &d->p, zp_at(d->a->sendbuff, zp_doc_off(d, b, k), d->es), zp_doc_len(d, b, k), dst,
+                      d->cap, sz);
+  *ev = zd_event_record(dev);
+  zd_set_lane(dev, prev);
+  return res;
+}
+
+/* Queues this rank's K chunk streams of block rb (compressed ahead, see
+ * zp_doc_t.ahead), after stream 0's work so far (the sums that read T_k
+ * last step). */
+static zcclResult_t zp_ring_ahead(zp_doc_t* d, int rb) {
+  zd_event_t after = zd_event_record(d->ctx->dev);
   zcclResult_t res = zcclSuccess;
-  for (int k = 0; k < d->K && res == zcclSuccess; k++) {
-    zd_set_lane(dev, k);
-    res = zd_lane_wait(dev, after);
-    if (res == zcclSuccess)
-      res = zd_compress(dev, &d->p, zp_at(d->a->sendbuff, zp_doc_off(d, rb, k), d->es), zp_doc_len(d, rb, k),
-                        (uint8_t*)d->T + (size_t)k * d->capr, d->cap, &d->tszk[k]);
-    d->tev[k] = zd_event_record(dev);
-    zd_set_lane(dev, 0);
-  }
+  for (int k = 0; k < d->K && res == zcclSuccess; k++)
+    res = zp_ring_compress(d, rb, k, (uint8_t*)d->T + (size_t)k * d->capr, &d->tszk[k], &after, &d->tev[k]);
   return res;
 }
 
@@ -235,15 +243,10 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
    * streams they are all queued now, chunk k on stream k, and run at once
    * (ghZCCL); on the host each runs where its send is posted, so the first
    * goes out without waiting for the others. */
-  int j0 = zp_ring_set(-1), ahead = zd_lanes(dev) > 1 && T > 0;
-  for (int k = 0; ahead && k < K && res == zcclSuccess; k++) {
-    int sb = zp_mod(r - 1, N);
-    zd_set_lane(dev, k);
-    res = zd_compress(dev, &d->p, zp_at(a->sendbuff, zp_doc_off(d, sb, k), d->es), zp_doc_len(d, sb, k),
-                      d->st[j0] + (size_t)k * d->capr, d->cap, &d->sz[j0][k]);
-    d->ev[j0][k] = zd_event_record(dev);
-    zd_set_lane(dev, 0);
-  }
+  int j0 = zp_ring_set(-1), first_ahead = zd_lanes(dev) > 1;
+  for (int k = 0; first_ahead && T > 0 && k < K && res == zcclSuccess; k++)
+    res = zp_ring_compress(d, zp_mod(r - 1, N), k, d->st[j0] + (size_t)k * d->capr, &d->sz[j0][k], NULL,
+                           &d->ev[j0][k]);
   for (int t = 0; t < T && res == zcclSuccess; t++) {
     int rs = t < N - 1, g = t - (N - 1); /* reduce-scatter step t, or allgather step g */
     int sb = rs ? zp_mod(r - t - 1, N) : zp_mod(r - g, N), rb = rs ? zp_mod(r - t - 2, N) : zp_mod(r - g - 1, N);
@@ -252,11 +255,8 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
     for (int k = 0; k < K && res == zcclSuccess; k++) {
       uint8_t* s = d->st[i] + (size_t)k * d->capr;
       if (t == 0) { /* the first send: compressed from sendbuff (set 2, free until step 2) */
-        if (!ahead) {
-          res = zd_compress(dev, &d->p, zp_at(a->sendbuff, zp_doc_off(d, sb, k), d->es), zp_doc_len(d, sb, k),
-                            d->st[j0] + (size_t)k * d->capr, d->cap, &d->sz[j0][k]);
-          d->ev[j0][k] = zd_event_record(dev);
-        }
+        if (!first_ahead)
+          res = zp_ring_compress(d, sb, k, d->st[j0] + (size_t)k * d->capr, &d->sz[j0][k], NULL, &d->ev[j0][k]);
         if (res == zcclSuccess) res = zd_event_wait(dev, d->ev[j0][k]); /* its size */
         if (res == zcclSuccess) res = zp_ring_post_send(d, 0, k, j0, sb);
       }

@@ -126,10 +126,8 @@ zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
     for (int i = 0; i < N; i++) { /* independent: one per device stream */
       int b = zp_mod(r - i, N);
       len[b] = (size_t)hs[b];
-      zd_set_lane(ctx->dev, b);
-      res = zp_decode(ctx, &z, z.s + off, &len[b], zp_at(a->recvbuff, (size_t)b * n + lo, es), m);
-      zd_set_lane(ctx->dev, 0);
-      if (res != zcclSuccess) goto out;
+      ZU_CHECK_GOTO(zp_decode_on(ctx, b, &z, z.s + off, &len[b], zp_at(a->recvbuff, (size_t)b * n + lo, es), m),
+                    res, out);
       off += len[b];
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
@@ -213,12 +211,10 @@ zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, -1, NULL, 0, 0, root, z.s, z.cap, &sizes[0], 0), res, out);
       ZU_CHECK_GOTO(zp_decode(ctx, &z, z.s, &sizes[0], zp_at(a->recvbuff, lo, es), m), res, out);
     } else {
-      for (int b = 0; b < N; b++) { /* independent: one per device stream (gZCCL) */
-        zd_set_lane(ctx->dev, b);
-        res = zp_encode(ctx, &z, zp_at(a->sendbuff, (size_t)b * n + lo, es), m, zp_stream(&z, b), z.cap, &sizes[b]);
-        zd_set_lane(ctx->dev, 0);
-        if (res != zcclSuccess) goto out;
-      }
+      for (int b = 0; b < N; b++) /* independent: one per device stream (gZCCL) */
+        ZU_CHECK_GOTO(zp_encode_on(ctx, b, &z, zp_at(a->sendbuff, (size_t)b * n + lo, es), m, zp_stream(&z, b),
+                                   z.cap, &sizes[b]),
+                      res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* every stream */
       int nx = 0;
       for (int b = 0; b < N; b++)
@@ -266,10 +262,9 @@ zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nx), res, out);
       for (int b = 0, k = 0; b < N; b++) { /* independent: one per device stream */
         if (b != r) sizes[b] = x[k++].req.length;
-        zd_set_lane(ctx->dev, b);
-        res = zp_decode(ctx, &z, zp_stream(&z, b), &sizes[b], zp_at(a->recvbuff, (size_t)b * n + lo, es), m);
-        zd_set_lane(ctx->dev, 0);
-        if (res != zcclSuccess) goto out;
+        ZU_CHECK_GOTO(zp_decode_on(ctx, b, &z, zp_stream(&z, b), &sizes[b],
+                                   zp_at(a->recvbuff, (size_t)b * n + lo, es), m),
+                      res, out);
       }
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
@@ -291,12 +286,10 @@ zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   zcclResult_t res;
   ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n * (size_t)N, n, N + 1, N, 1, &z), res, out);
   for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
-    for (int b = 0; b < N; b++) { /* independent: one per device stream */
-      zd_set_lane(ctx->dev, b);
-      res = zp_encode(ctx, &z, zp_at(a->sendbuff, (size_t)b * n + lo, es), m, zp_stream(&z, b), z.cap, &sizes[b]);
-      zd_set_lane(ctx->dev, 0);
-      if (res != zcclSuccess) goto out;
-    }
+    for (int b = 0; b < N; b++) /* independent: one per device stream */
+      ZU_CHECK_GOTO(zp_encode_on(ctx, b, &z, zp_at(a->sendbuff, (size_t)b * n + lo, es), m, zp_stream(&z, b), z.cap,
+                                 &sizes[b]),
+                    res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* every stream */
     ZU_CHECK_GOTO(
         zp_decode(ctx, &z, zp_stream(&z, r), &sizes[r], zp_at(a->recvbuff, (size_t)r * n + lo, es), m), res,

@@ -125,6 +125,22 @@ zcclResult_t zp_decode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* s
   return zd_decompress(ctx->dev, stream, size, out, n);
 }
 
+zcclResult_t zp_encode_on(const zp_ctx_t* ctx, int lane, const zp_streams_t* z, const void* in, size_t n, void* out,
+                          size_t cap, size_t* size) {
+  int prev = zd_set_lane(ctx->dev, lane);
+  zcclResult_t res = zp_encode(ctx, z, in, n, out, cap, size);
+  zd_set_lane(ctx->dev, prev);
+  return res;
+}
+
+zcclResult_t zp_decode_on(const zp_ctx_t* ctx, int lane, const zp_streams_t* z, const void* stream,
+                          const size_t* size, void* out, size_t n) {
+  int prev = zd_set_lane(ctx->dev, lane);
+  zcclResult_t res = zp_decode(ctx, z, stream, size, out, n);
+  zd_set_lane(ctx->dev, prev);
+  return res;
+}
+
 zcclResult_t zp_avg_divide(const zp_ctx_t* ctx, const zp_coll_args_t* a, void* buf, size_t n) {
   if (a->op != zcclAvg) return zcclSuccess;
   return zd_divide_fill(ctx->dev, buf, n, a->datatype, ctx->nranks, a->compression.hasFill, a->compression.fillValue);

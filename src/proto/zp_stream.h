@@ -48,6 +48,12 @@ static inline uint8_t* zp_stream(const zp_streams_t* z, int b) { return z->s + (
 size_t zp_bound(const zp_streams_t* z, size_t n);
 zcclResult_t zp_encode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* in, size_t n, void* out, size_t cap,
                        size_t* size);
+/* The same on device stream `lane` (zd_set_lane): independent work of one
+ * call, one piece per stream; the issuer's stream is restored after. */
+zcclResult_t zp_encode_on(const zp_ctx_t* ctx, int lane, const zp_streams_t* z, const void* in, size_t n, void* out,
+                          size_t cap, size_t* size);
+zcclResult_t zp_decode_on(const zp_ctx_t* ctx, int lane, const zp_streams_t* z, const void* stream,
+                          const size_t* size, void* out, size_t n);
 zcclResult_t zp_decode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* stream, const size_t* size, void* out,
                        size_t n);
 
