@@ -41,6 +41,9 @@ step() { # step <seconds> <command...>
   # CUDA events instead of host functions where they suffice (docs/cuda.md).
   step 120 env ZCCL_CUDA_EVENT_MARKS=1 "$B/test/gpu_device"
   step 150 env ZCCL_CUDA_EVENT_MARKS=1 ZCCL_STREAM_MODE=async "$B/test/gpu_coll" 2
+  # The codec work in the persistent kernel (ZCCL_PERSISTENT_KERNEL=1).
+  step 120 env ZCCL_PERSISTENT_KERNEL=1 "$B/test/gpu_device"
+  step 150 env ZCCL_PERSISTENT_KERNEL=1 "$B/test/gpu_coll" 2
   if [ -z "${GPU_CHECK_QUICK:-}" ]; then
     step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --json "$OUT/codec_f32.json"
     step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --f64 --json "$OUT/codec_f64.json"
@@ -50,6 +53,9 @@ step() { # step <seconds> <command...>
     # The same device rows on one stream per device (default: 4).
     step 180 env ZCCL_DEVICE_STREAMS=1 "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M --reps 5 --memory device \
       --colls allreduce,scatter,alltoall --json "$OUT/coll_1stream.json"
+    # Launch per operation against the persistent kernel, same rows.
+    step 180 env ZCCL_PERSISTENT_KERNEL=1 "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M --reps 5 --memory device \
+      --colls allreduce,reducescatter,allgather --json "$OUT/coll_persistent.json"
     step 120 "$CS" --tool memcheck --leak-check no "$B/perf/zccl-gpu-codec" --mib 8 --reps 1 --eb 1e-3
     step 120 "$CS" --tool racecheck "$B/perf/zccl-gpu-codec" --mib 2 --reps 1 --eb 1e-3
     step 300 "$B/test/gpu_codec"

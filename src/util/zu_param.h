@@ -120,7 +120,16 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "a kernel holds the stream until the progress thread has run the operation), "       \
     "blocking (the caller waits for the stream's earlier work, then for the operation, " \
     "so nothing holds the stream) or auto: blocking on cuda until async has run on a "   \
-    "GPU (it hung on an H200), async on sim.")
+    "GPU (it hung on an H200), async on sim.")                                            \
+  X(PERSISTENT_KERNEL, INT, "0",                                                          \
+    "cuda device: 1 runs the codec work (compress, decompress, homomorphic reduce) in "   \
+    "one long-running kernel that takes items from a queue in pinned memory, instead of " \
+    "a launch each; streams and the kernel order each other with stream memory "          \
+    "operations. Off (per-launch) until it has been measured faster on a GPU.")           \
+  X(PERSISTENT_IDLE_US, INT, "2000",                                                      \
+    "cuda device with ZCCL_PERSISTENT_KERNEL=1: the kernel leaves after this many "       \
+    "microseconds without work and is launched again by the next item, so "               \
+    "cudaDeviceSynchronize in the application waits for it at most this long.")
 
 typedef enum {
 #define ZU_PARAM_ENUM(id, type, def, desc) ZU_PARAM_##id,

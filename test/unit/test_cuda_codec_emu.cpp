@@ -10,7 +10,11 @@
  * too large for the shared-memory copies, in-place hops over either input,
  * tight room, corrupted streams, wrong counts, overlapping outputs. What
  * this cannot check (the GPU's memory model, real warps, occupancy, the
- * compiled code) is test/gpu/test_gpu_codec.c's, on a GPU. */
+ * compiled code) is test/gpu/test_gpu_codec.c's, on a GPU.
+ * The persistent kernel (ZCCL_PERSISTENT_KERNEL) runs here too, on threads
+ * of its own while the test submits: a ring's compress/hop/decompress
+ * chain submitted at once, gates, idle exits and relaunches, a queue that
+ * wraps, a failing item among good ones. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +24,14 @@
 #define zd_cuda_compress zemu_compress
 #define zd_cuda_decompress zemu_decompress
 #define zd_cuda_hop zemu_hop
+#define zd_cuda_persist_create zemu_persist_create
+#define zd_cuda_persist_destroy zemu_persist_destroy
+#define zd_cuda_persist_compress zemu_persist_compress
+#define zd_cuda_persist_decompress zemu_persist_decompress
+#define zd_cuda_persist_hop zemu_persist_hop
+#define zd_cuda_persist_wait zemu_persist_wait
+#define zd_cuda_persist_done_word zemu_persist_done_word
+#define zd_cuda_persist_launches zemu_persist_launches
 #include "zd_cuda_codec.cu"
 
 #include "test_util.h"
@@ -392,8 +404,157 @@ static void test_levitus(void) {
   zccl_data_free(&d);
 }
 
+/* ---- the persistent kernel ---------------------------------------------------------- */
+
+static uint32_t gate_word;
+
+/* A ring's work at one rank, submitted without waiting: R inputs
+ * compressed, summed in place into the first one by R - 1 hops (its size
+ * word is the result's), the sum decompressed; every stream and the values
+ * must be the CPU's. */
+static void persist_chain(zd_cuda_persist_t* p, int R, size_t n, unsigned lg, int f64, int gated) {
+  zcclDataType_t dt = f64 ? zcclFloat64 : zcclFloat32;
+  size_t esize = f64 ? 8 : 4, cap = zc_compress_bound(n, dt, lg);
+  zc_params_t prm = {dt, 1e-3, 0, 0, lg};
+  std::vector<uint8_t*> x(R), s(R), ref(R);
+  std::vector<uint64_t> sz(R);
+  std::vector<size_t> rn(R);
+  size_t sb = zemu_codec_scratch_bytes(n, dt, lg);
+  void* scratch = alloc_aligned(64, sb);
+  int status = zcclSuccess;
+  uint64_t seq = 0, first = 0;
+  for (int r = 0; r < R; r++) {
+    x[r] = (uint8_t*)alloc_aligned(16, n * esize + 16);
+    gen(r % 2 ? G_NOISY : G_SMOOTH, f64, n, 0, x[r], 77 + r);
+    s[r] = (uint8_t*)malloc(cap);
+    ref[r] = cpu_compress(&prm, x[r], n, &rn[r]);
+    uint32_t gv = gate_word + 1;
+    CHECK_RES(zemu_persist_compress(p, &prm, x[r], n, s[r], cap, &sz[r], scratch, sb, &status,
+                                    gated && r == 0 ? &gate_word : NULL, gv, &seq),
+              zcclSuccess);
+    if (r == 0) first = seq;
+  }
+  if (gated) { /* nothing may run before the gate opens */
+    struct timespec nap = {0, 20000000};
+    nanosleep(&nap, NULL);
+    CHECK(*zemu_persist_done_word(p) == (uint32_t)(first - 1));
+    __atomic_store_n(&gate_word, gate_word + 1, __ATOMIC_SEQ_CST);
+  }
+  size_t accn = rn[0];
+  uint8_t* acc = (uint8_t*)malloc(cap);
+  memcpy(acc, ref[0], rn[0]);
+  uint8_t* tmp = (uint8_t*)malloc(cap);
+  for (int r = 1; r < R; r++) {
+    CHECK_RES(zemu_persist_hop(p, zcclSum, s[0], &sz[0], s[r], &sz[r], s[0], cap, &sz[0], scratch, sb, &status, NULL,
+                               0, &seq),
+              zcclSuccess);
+    size_t tn = 0;
+    CHECK_RES(zc_hop(zcclSum, acc, accn, ref[r], rn[r], tmp, cap, &tn), zcclSuccess);
+    memcpy(acc, tmp, tn);
+    accn = tn;
+  }
+  uint8_t *y = (uint8_t*)alloc_aligned(16, n * esize + 16), *yr = (uint8_t*)malloc(n * esize + 8);
+  CHECK_RES(zemu_persist_decompress(p, s[0], &sz[0], y, n, &status, NULL, 0, &seq), zcclSuccess);
+  CHECK_RES(zemu_persist_wait(p, seq), zcclSuccess);
+  CHECK(*zemu_persist_done_word(p) == (uint32_t)seq);
+  CHECK(status == zcclSuccess);
+  for (int r = 1; r < R; r++) CHECK(sz[r] == rn[r] && memcmp(s[r], ref[r], rn[r]) == 0);
+  CHECK(sz[0] == accn && memcmp(s[0], acc, accn) == 0);
+  size_t got = 0;
+  CHECK_RES(zc_decompress(acc, accn, yr, n, &got, NULL, NULL), zcclSuccess);
+  CHECK(got == n && memcmp(y, yr, n * esize) == 0);
+  for (int r = 0; r < R; r++) {
+    free(x[r]);
+    free(s[r]);
+    free(ref[r]);
+  }
+  free(acc);
+  free(tmp);
+  free(y);
+  free(yr);
+  free(scratch);
+}
+
+static void test_persistent(void) {
+  zd_cuda_persist_t* p = NULL;
+  /* A long idle time: one launch serves everything submitted back to back. */
+  CHECK_RES(zemu_persist_create(2000000, &p), zcclSuccess);
+  persist_chain(p, 4, 3 * 256 + 17, 8, 0, 0);
+  persist_chain(p, 3, 2 * 4096 + 5, 12, 1, 1);
+  CHECK(zemu_persist_launches(p) == 1);
+  /* A failing item (a corrupt stream) reports on its own status word; the
+   * items after it still run. */
+  {
+    const size_t n = 1000;
+    float x[1000];
+    gen(G_SMOOTH, 0, n, 0, x, 3);
+    zc_params_t prm = {zcclFloat32, 1e-3, 0, 0, 6};
+    size_t an;
+    uint8_t* a = cpu_compress(&prm, x, n, &an);
+    a[ZC_HEADER_BYTES + 1] ^= 0x40; /* the index */
+    uint64_t asz = an, seq = 0;
+    float y[1000];
+    int bad = zcclSuccess;
+    CHECK_RES(zemu_persist_decompress(p, a, &asz, y, n, &bad, NULL, 0, &seq), zcclSuccess);
+    CHECK_RES(zemu_persist_decompress(p, a, &asz, y, n + 1, &bad, NULL, 0, &seq), zcclSuccess);
+    CHECK_RES(zemu_persist_wait(p, seq), zcclSuccess);
+    CHECK(bad == zcclInvalidUsage);
+    free(a);
+    persist_chain(p, 2, 500, 5, 0, 0);
+  }
+  zemu_persist_destroy(p);
+  /* A short idle time: the kernel leaves between submissions and is
+   * launched again; 300 items wrap the 256-entry queue. */
+  CHECK_RES(zemu_persist_create(200, &p), zcclSuccess);
+  {
+    const size_t n = 300;
+    float x[300];
+    gen(G_NOISY, 0, n, 0, x, 11);
+    zc_params_t prm = {zcclFloat32, 1e-2, 0, 0, 5};
+    size_t rn;
+    uint8_t* ref = cpu_compress(&prm, x, n, &rn);
+    size_t cap = zc_compress_bound(n, zcclFloat32, 5), sb = zemu_codec_scratch_bytes(n, zcclFloat32, 5);
+    void* scratch = alloc_aligned(64, sb);
+    std::vector<uint8_t> outs(300 * cap);
+    std::vector<uint64_t> sz(300);
+    int status = zcclSuccess;
+    uint64_t seq = 0;
+    for (int k = 0; k < 300; k++) {
+      CHECK_RES(zemu_persist_compress(p, &prm, x, n, &outs[k * cap], cap, &sz[k], scratch, sb, &status, NULL, 0, &seq),
+                zcclSuccess);
+      if (k % 60 == 59) {
+        struct timespec nap = {0, 5000000};
+        nanosleep(&nap, NULL);
+      }
+    }
+    CHECK_RES(zemu_persist_wait(p, seq), zcclSuccess);
+    CHECK(status == zcclSuccess);
+    int same = 1;
+    for (int k = 0; k < 300; k++) same &= sz[k] == rn && memcmp(&outs[k * cap], ref, rn) == 0;
+    CHECK(same);
+    free(ref);
+    free(scratch);
+  }
+  for (int k = 0; k < 3; k++) {
+    struct timespec nap = {0, 3000000};
+    nanosleep(&nap, NULL);
+    persist_chain(p, 3, 700, 6, k & 1, k == 1);
+  }
+  unsigned long long launches = zemu_persist_launches(p);
+  CHECK(launches > 1);
+  zemu_persist_destroy(p);
+  /* 1 us: CTAs leave while items are being submitted, so the last one out
+   * and the submitter race on every item (neither may lose an item). */
+  CHECK_RES(zemu_persist_create(1, &p), zcclSuccess);
+  for (int k = 0; k < 40; k++) persist_chain(p, 2, 100 + 37 * k, 5, k & 1, 0);
+  unsigned long long racing = zemu_persist_launches(p);
+  zemu_persist_destroy(p);
+  printf("persistent kernel: %llu launches with a 200 us idle time, %llu with 1 us\n", launches, racing);
+}
+
 int main(void) {
   rng_state = 0x6a09e667f3bcc909ull; /* this test's own sequence */
+  test_persistent();
   test_room();
   test_bad();
   test_big_chunks();

@@ -73,8 +73,12 @@
  * zd_cuda_codec_blocks.h). */
 #include <cuda_runtime.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "zd_cuda_codec_blocks.h"
 #include "zd_cuda_kernels.h"
@@ -393,18 +397,19 @@ __device__ static void zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g
   zd_emit_round(&v, act, has, fst, lst, blk, nb, A->has_fill, esize, cy, s_base, s_last, rd, err);
 }
 
-__global__ static void __launch_bounds__(ZD_T) zd_compress_kernel(zd_cargs_t A) {
+/* A CTA's part of a compression: chunks from *ticket until they run out;
+ * vb is the CTA's number (0 writes the header). */
+__device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsigned long long* ticket) {
   __shared__ unsigned long long s_c, s_excl;
   __shared__ int64_t s_base;
   __shared__ uint32_t s_last;
-  zd_ctl_t* ctl = (zd_ctl_t*)A.scratch;
   zd_slot_t* slots = (zd_slot_t*)(A.scratch + ZD_CTL_BYTES);
   const int esize = A.f64 ? 8 : 4;
   const uint64_t head = ZC_HEADER_BYTES + 4ull * A.nchunks;
   const int room = A.cap >= head;
   zc_grid_t g;
   zc_grid_init(A.eb, &g);
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
+  if (vb == 0 && threadIdx.x == 0) {
     if (room) zd_header_write(A.out, A.f64, A.count, A.eb, A.has_fill, A.fill, A.lg, A.nchunks);
     if (!room) zd_fail(A.status);
     if (A.nchunks == 0 || !room) *A.out_size = room ? head : 0;
@@ -412,7 +417,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_compress_kernel(zd_cargs_t A) 
   if (!room) return; /* zc_compress_begin's failure: no CTA takes a chunk */
   for (;;) {
     if (threadIdx.x == 0) {
-      s_c = atomicAdd(&ctl->ticket, 1ull);
+      s_c = atomicAdd(ticket, 1ull);
       s_base = 0;
     }
     __syncthreads();
@@ -458,6 +463,10 @@ __global__ static void __launch_bounds__(ZD_T) zd_compress_kernel(zd_cargs_t A) 
   }
 }
 
+__global__ static void __launch_bounds__(ZD_T) zd_compress_kernel(zd_cargs_t A) {
+  zd_compress_body(A, blockIdx.x, &((zd_ctl_t*)A.scratch)->ticket);
+}
+
 /* ---- decompression ------------------------------------------------------- */
 
 typedef struct {
@@ -468,12 +477,19 @@ typedef struct {
   int* status;
 } zd_dargs_t;
 
-__global__ static void __launch_bounds__(ZD_T) zd_decompress_kernel(zd_dargs_t A) {
+/* Decompression's shared memory. */
+typedef struct __align__(16) {
+  uint8_t buf[ZD_DBUF]; /* a chunk's bytes when they fit */
+  uint32_t off[ZD_MAX_NB + 1];
+} zd_dsmem_t;
+
+/* CTA vb of vg's part of a decompression: a fixed range of the chunks. */
+__device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsigned vg, zd_dsmem_t* sm) {
   __shared__ zd_hdr_t s_h;
   __shared__ uint64_t s_size;
   __shared__ int s_ok;
-  __shared__ uint32_t s_off[ZD_MAX_NB + 1];
-  __shared__ __align__(16) uint8_t s_buf[ZD_DBUF];
+  uint32_t* s_off = sm->off;
+  uint8_t* s_buf = sm->buf;
   if (threadIdx.x == 0) {
     uint64_t size = *A.size;
     int ok = zd_header_parse(A.s, size, &s_h) == 0 && s_h.count == A.count;
@@ -489,8 +505,8 @@ __global__ static void __launch_bounds__(ZD_T) zd_decompress_kernel(zd_dargs_t A
   const uint64_t head = ZC_HEADER_BYTES + 4ull * h.nchunks, body = s_size - head;
   const uint8_t* index = A.s + ZC_HEADER_BYTES;
   /* This CTA's chunks, and where they start: the index entries before. */
-  const uint64_t c0 = (uint64_t)blockIdx.x * h.nchunks / gridDim.x;
-  const uint64_t c1 = ((uint64_t)blockIdx.x + 1) * h.nchunks / gridDim.x;
+  const uint64_t c0 = (uint64_t)vb * h.nchunks / vg;
+  const uint64_t c1 = ((uint64_t)vb + 1) * h.nchunks / vg;
   if (c0 >= c1) return;
   uint64_t part = 0, off;
   for (uint64_t i = threadIdx.x; i < c0; i += ZD_T) part += zc_get_u32(index + 4 * i);
@@ -560,6 +576,11 @@ __global__ static void __launch_bounds__(ZD_T) zd_decompress_kernel(zd_dargs_t A
     off += bytes;
     __syncthreads(); /* s_buf and s_off are reused */
   }
+}
+
+__global__ static void __launch_bounds__(ZD_T) zd_decompress_kernel(zd_dargs_t A) {
+  __shared__ zd_dsmem_t s_dm;
+  zd_decompress_body(A, blockIdx.x, gridDim.x, &s_dm);
 }
 
 /* ---- homomorphic operations --------------------------------------------- */
@@ -676,7 +697,7 @@ __device__ static int zd_hop_plan(const zd_hargs_t* A, uint64_t asz, uint64_t bs
  * without needing the whole hop grid resident at once (a cooperative
  * launch, which a kernel already running on the GPU, such as a
  * stream-ordered call's hold, can keep from starting). */
-__global__ static void __launch_bounds__(ZD_T) zd_hop_stage_kernel(zd_hargs_t A) {
+__device__ static void zd_hop_stage_body(const zd_hargs_t& A, unsigned vb, unsigned vg) {
   __shared__ int s_ok;
   __shared__ const uint8_t *s_pa, *s_pb;
   __shared__ uint64_t s_asz, s_bsz;
@@ -688,7 +709,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_stage_kernel(zd_hargs_t A)
     s_ok = zd_hop_plan(&A, s_asz, s_bsz, &h, &pa, &pb);
     s_pa = pa;
     s_pb = pb;
-    if (blockIdx.x == 0) {
+    if (vb == 0) {
       zd_ctl_t* ctl = (zd_ctl_t*)A.scratch;
       ctl->size[0] = s_asz;
       ctl->size[1] = s_bsz;
@@ -696,14 +717,27 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_stage_kernel(zd_hargs_t A)
   }
   __syncthreads();
   if (!s_ok) return; /* the hop finds the same and reports it */
-  const uint64_t step = (uint64_t)gridDim.x * ZD_T, t0 = (uint64_t)blockIdx.x * ZD_T + threadIdx.x;
+  const uint64_t step = (uint64_t)vg * ZD_T, t0 = (uint64_t)vb * ZD_T + threadIdx.x;
   if (s_pa != A.a)
     for (uint64_t k = t0; k < s_asz; k += step) ((uint8_t*)s_pa)[k] = A.a[k];
   if (s_pb != A.b && s_pb != s_pa)
     for (uint64_t k = t0; k < s_bsz; k += step) ((uint8_t*)s_pb)[k] = A.b[k];
 }
 
-__global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
+__global__ static void __launch_bounds__(ZD_T) zd_hop_stage_kernel(zd_hargs_t A) {
+  zd_hop_stage_body(A, blockIdx.x, gridDim.x);
+}
+
+/* The hop's shared memory: each input chunk's bytes when they fit, and
+ * its blocks' offsets. */
+typedef struct __align__(16) {
+  uint8_t bufa[ZD_HBUF], bufb[ZD_HBUF];
+  uint32_t offa[ZD_MAX_NB + 1], offb[ZD_MAX_NB + 1];
+} zd_hsmem_t;
+
+/* A CTA's part of a hop: chunks from *ticket until they run out; vb 0
+ * writes the header. */
+__device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned long long* ticket, zd_hsmem_t* sm) {
   __shared__ zd_hdr_t s_h;
   __shared__ int s_ok;
   __shared__ const uint8_t *s_pa, *s_pb;
@@ -712,8 +746,8 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
   __shared__ uint32_t s_n[2];
   __shared__ int64_t s_base;
   __shared__ uint32_t s_last;
-  __shared__ uint32_t s_offa[ZD_MAX_NB + 1], s_offb[ZD_MAX_NB + 1];
-  __shared__ __align__(16) uint8_t s_bufa[ZD_HBUF], s_bufb[ZD_HBUF];
+  uint32_t *s_offa = sm->offa, *s_offb = sm->offb;
+  uint8_t *s_bufa = sm->bufa, *s_bufb = sm->bufb;
   zd_ctl_t* ctl = (zd_ctl_t*)A.scratch;
   zd_slot_t* slots = (zd_slot_t*)(A.scratch + ZD_CTL_BYTES);
   /* In place the inputs are read from the staging kernel's copies, with
@@ -732,7 +766,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
   const uint8_t *pa = s_pa, *pb = s_pb;
   const uint64_t asz = s_asz, bsz = s_bsz;
   if (!s_ok) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
+    if (vb == 0 && threadIdx.x == 0) {
       zd_fail(A.status);
       *A.out_size = 0;
     }
@@ -740,7 +774,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
   }
   const int esize = h.f64 ? 8 : 4;
   const uint64_t head = ZC_HEADER_BYTES + 4ull * h.nchunks;
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
+  if (vb == 0 && threadIdx.x == 0) {
     for (int k = 0; k < ZC_HEADER_BYTES; k++) A.out[k] = pa[k]; /* a's header, as zc_hop_begin copies it */
     if (h.nchunks == 0) *A.out_size = head;
   }
@@ -748,7 +782,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
   zc_grid_init(zc_bits_f64(h.eb_bits), &g);
   for (;;) {
     if (threadIdx.x == 0) {
-      s_c = atomicAdd(&ctl->ticket, 1ull);
+      s_c = atomicAdd(ticket, 1ull);
       s_base = 0;
     }
     __syncthreads();
@@ -831,6 +865,220 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
   }
 }
 
+__global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
+  __shared__ zd_hsmem_t s_hm;
+  zd_hop_body(A, blockIdx.x, &((zd_ctl_t*)A.scratch)->ticket, &s_hm);
+}
+
+/* ---- persistent mode (ZCCL_PERSISTENT_KERNEL=1) ---------------------------
+ * One long-running kernel per device takes compress, decompress and hop
+ * items from a queue in mapped pinned memory that the host writes, instead
+ * of a launch per operation (a ring's every chunk step is one). The same
+ * chunk bodies as the launched kernels do the work; what changes is who
+ * runs them:
+ * - Virtual CTAs. Every item is done by vg virtual CTAs (vg = the engine's
+ *   grid), numbered by one ticket counter over all items (item t / vg, CTA
+ *   t % vg). A real CTA takes a ticket only of an item already published
+ *   (or gives it back: zd_persist_take), does that virtual CTA's part and
+ *   takes the next. So however many real CTAs run (all of the grid, a
+ *   few, those of two launches), every virtual CTA is run by a running CTA,
+ *   and a CTA only ever waits for tickets lower than its own: no grid
+ *   barrier, no co-residency needed (another kernel may hold SMs).
+ * - Items run in order: a virtual CTA starts only when the item before has
+ *   completed (its output may be this one's input), then waits for the
+ *   item's gate, a word in device memory that the issuing stream writes
+ *   (cuStreamWriteValue32) after the work the item must follow. The last
+ *   virtual CTA to finish resets the chunk ticket and publishes the count
+ *   of completed items: in device memory (streams wait for it with
+ *   cuStreamWaitValue32) and in the queue (the host reads it).
+ * - Idle exit. A CTA with nothing published for idle_ns leaves, so that a
+ *   user's cudaDeviceSynchronize (or cudaFree, which may synchronise) does
+ *   not wait for ever on a kernel that never ends. The last CTA out marks
+ *   the engine dead, then looks at the tail once more; the host, after
+ *   publishing, looks at the mark (both with full fences, so one of them
+ *   sees the other) and launches the kernel again when it is set. A launch
+ *   queued behind a kernel that is still leaving simply starts after it. */
+#define ZD_PQ 256 /* items in the queue */
+enum { ZD_P_COMPRESS = 1, ZD_P_DECOMPRESS, ZD_P_HOP_STAGE, ZD_P_HOP };
+
+typedef struct {
+  uint32_t kind;
+  uint32_t gate_val;
+  const uint32_t* gate; /* device word: the item waits until (int32_t)(*gate - gate_val) >= 0; NULL: no wait */
+  union {
+    zd_cargs_t c;
+    zd_dargs_t d;
+    zd_hargs_t h;
+  } a;
+} zd_pitem_t;
+
+/* Pinned and mapped: the host writes items, tail and quit; the kernel
+ * writes dead and done. */
+typedef struct {
+  uint64_t tail;  /* items published */
+  uint64_t done;  /* items completed */
+  uint32_t dead;  /* no CTA of the engine runs (or the last is leaving) */
+  uint32_t quit;  /* the engine is being destroyed: CTAs leave */
+  zd_pitem_t item[ZD_PQ];
+} zd_pq_t;
+
+/* Device memory, zeroed once. */
+typedef struct {
+  unsigned long long vticket; /* virtual CTAs taken, over all items */
+  unsigned long long chunk;   /* the current item's chunk ticket */
+  unsigned long long vdone;   /* the current item's virtual CTAs finished */
+  unsigned long long done;    /* items completed */
+  unsigned alive;             /* CTAs running */
+  uint32_t done32;            /* done's low 32 bits, for cuStreamWaitValue32 */
+} zd_pctl_t;
+
+typedef struct {
+  zd_pq_t* q; /* device address */
+  zd_pctl_t* ctl;
+  unsigned vg;
+  unsigned long long idle_ns;
+} zd_pargs_t;
+
+__device__ static unsigned long long zd_now_ns(void) {
+#ifdef ZD_EMULATED
+  return zemu_now_ns();
+#else
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+
+__device__ static uint32_t zd_ld32(const uint32_t* p) { return *(const volatile uint32_t*)p; }
+__device__ static void zd_st32(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
+
+/* Thread 0, idle: the CTA leaves (1), or stays (0) because it was the
+ * last one and an item came meanwhile. */
+__device__ static int zd_persist_leave(const zd_pargs_t* P) {
+  if (atomicSub(&P->ctl->alive, 1u) != 1u) return 1;
+  zd_st32(&P->q->dead, 1);
+  __threadfence_system();
+  if (zd_ld(&P->ctl->vticket) / P->vg < zd_ld((const unsigned long long*)&P->q->tail)) {
+    zd_st32(&P->q->dead, 0);
+    atomicAdd(&P->ctl->alive, 1u);
+    return 0;
+  }
+  return 1;
+}
+
+/* Thread 0: the next virtual CTA (*k its item, *vb its number), once the
+ * item before has completed; 0 when the CTA is to leave (idle, or quit).
+ * Tickets are taken with atomicAdd only when some are published and free
+ * (no compare-and-swap storm among the CTAs), so a CTA may get one past
+ * the published items: it waits for it, or when idle gives it back if no
+ * ticket was taken after it (the highest goes back first). */
+__device__ static int zd_persist_take(const zd_pargs_t* P, unsigned long long* k, unsigned* vb) {
+  const zd_pq_t* q = P->q;
+  zd_pctl_t* ctl = P->ctl;
+  const unsigned long long* tail = (const unsigned long long*)&q->tail;
+  unsigned long long since = zd_now_ns(), t = 0;
+  for (;;) {
+    if (zd_ld32(&q->quit)) return 0;
+    if (zd_ld(&ctl->vticket) / P->vg < zd_ld(tail)) {
+      t = atomicAdd(&ctl->vticket, 1ull);
+      int kept = 1;
+      while (t / P->vg >= zd_ld(tail)) {
+        if (zd_ld32(&q->quit)) return 0;
+        if (zd_now_ns() - since >= P->idle_ns && atomicCAS(&ctl->vticket, t + 1, t) == t + 1) {
+          kept = 0;
+          break;
+        }
+        __nanosleep(1000);
+      }
+      if (kept) break;
+    } else if (zd_now_ns() - since < P->idle_ns) {
+      __nanosleep(1000);
+      continue;
+    }
+    if (zd_persist_leave(P)) return 0;
+    since = zd_now_ns();
+  }
+  __threadfence_system(); /* the item's words after the tail that published them */
+  *k = t / P->vg;
+  *vb = (unsigned)(t % P->vg);
+  while (zd_ld(&ctl->done) < *k) {
+    if (zd_ld32(&q->quit)) return 0;
+    __nanosleep(200);
+  }
+  __threadfence();
+  return 1;
+}
+
+/* The whole CTA copies item k from the queue (host memory: every thread
+ * loads a word, so the reads over the bus overlap). */
+__device__ static void zd_persist_read(const zd_pargs_t* P, unsigned long long k, zd_pitem_t* it) {
+  const volatile uint32_t* src = (const volatile uint32_t*)&P->q->item[k % ZD_PQ];
+  for (unsigned i = threadIdx.x; i < sizeof *it / 4; i += ZD_T) ((uint32_t*)it)[i] = src[i];
+}
+
+/* Thread 0: waits for the item's gate; 0 on quit. */
+__device__ static int zd_persist_gate(const zd_pargs_t* P, const zd_pitem_t* it) {
+  if (it->gate)
+    while ((int32_t)(zd_ld32(it->gate) - it->gate_val) < 0) {
+      if (zd_ld32(&P->q->quit)) return 0;
+      __nanosleep(200);
+    }
+  __threadfence();
+  return 1;
+}
+
+/* Thread 0, after the CTA's part of item k: the last part completes it. */
+__device__ static void zd_persist_finish(const zd_pargs_t* P, unsigned long long k) {
+  zd_pctl_t* ctl = P->ctl;
+  __threadfence_system(); /* this CTA's output (mapped size words included) before the count */
+  if (atomicAdd(&ctl->vdone, 1ull) != P->vg - 1) return;
+  zd_st(&ctl->chunk, 0);
+  zd_st(&ctl->vdone, 0);
+  __threadfence();
+  zd_st(&ctl->done, k + 1);
+  zd_st32(&ctl->done32, (uint32_t)(k + 1));
+  __threadfence_system();
+  zd_st((unsigned long long*)&P->q->done, k + 1);
+}
+
+__global__ static void __launch_bounds__(ZD_T) zd_persist_kernel(zd_pargs_t P) {
+  __shared__ union {
+    zd_dsmem_t d;
+    zd_hsmem_t h;
+  } s_u;
+  __shared__ zd_pitem_t s_it;
+  __shared__ unsigned long long s_k;
+  __shared__ unsigned s_vb;
+  __shared__ int s_go;
+  if (threadIdx.x == 0) atomicAdd(&P.ctl->alive, 1u);
+  for (;;) {
+    if (threadIdx.x == 0) {
+      unsigned long long k = 0;
+      unsigned vb = 0;
+      s_go = zd_persist_take(&P, &k, &vb);
+      s_k = k;
+      s_vb = vb;
+    }
+    __syncthreads();
+    if (!s_go) return;
+    zd_persist_read(&P, s_k, &s_it);
+    __syncthreads();
+    if (threadIdx.x == 0) s_go = zd_persist_gate(&P, &s_it);
+    __syncthreads();
+    if (!s_go) return;
+    switch (s_it.kind) {
+      case ZD_P_COMPRESS: zd_compress_body(s_it.a.c, s_vb, &P.ctl->chunk); break;
+      case ZD_P_DECOMPRESS: zd_decompress_body(s_it.a.d, s_vb, P.vg, &s_u.d); break;
+      case ZD_P_HOP_STAGE: zd_hop_stage_body(s_it.a.h, s_vb, P.vg); break;
+      case ZD_P_HOP: zd_hop_body(s_it.a.h, s_vb, &P.ctl->chunk, &s_u.h); break;
+      default: break;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) zd_persist_finish(&P, s_k);
+    __syncthreads(); /* s_it, s_k are the next item's */
+  }
+}
+
 /* ---- launchers --------------------------------------------------------------- */
 
 /* Launches, as macros so that test/unit/test_cuda_codec_emu.cpp can run
@@ -897,9 +1145,10 @@ extern "C" size_t zd_cuda_hop_scratch_bytes(size_t cap) {
   return ((ZD_CTL_BYTES + ZD_SLOT_BYTES * chunks + 15) & ~(size_t)15) + 2 * ((cap + 15) & ~(size_t)15) + 16;
 }
 
-extern "C" zcclResult_t zd_cuda_compress(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
-                                         uint64_t* out_size, void* scratch, size_t scratch_bytes, int* status,
-                                         zd_cuda_stream_t stream) {
+/* The launchers' checks and arguments, shared by both modes. */
+static zcclResult_t zd_compress_args(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
+                                     uint64_t* out_size, void* scratch, size_t scratch_bytes, int* status,
+                                     zd_cargs_t* args) {
   ZU_RETURN_ERR_IF(p == NULL || out == NULL || out_size == NULL || status == NULL || scratch == NULL ||
                        (in == NULL && count > 0),
                    zcclInvalidArgument, "zd_cuda_compress: NULL argument");
@@ -919,7 +1168,7 @@ extern "C" zcclResult_t zd_cuda_compress(const zc_params_t* p, const void* in, s
   ZU_RETURN_ERR_IF(scratch_bytes < ZD_CTL_BYTES + ZD_SLOT_BYTES * nchunks, zcclInvalidArgument,
                    "zd_cuda_compress: scratch of %zu bytes, %llu needed", scratch_bytes,
                    (unsigned long long)(ZD_CTL_BYTES + ZD_SLOT_BYTES * nchunks));
-  zd_cargs_t A;
+  zd_cargs_t& A = *args;
   A.in = (const uint8_t*)in;
   A.count = count;
   A.out = (uint8_t*)out;
@@ -934,6 +1183,15 @@ extern "C" zcclResult_t zd_cuda_compress(const zc_params_t* p, const void* in, s
   A.f64 = p->dtype == zcclFloat64;
   A.lg = lg;
   A.nchunks = (uint32_t)nchunks;
+  return zcclSuccess;
+}
+
+extern "C" zcclResult_t zd_cuda_compress(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
+                                         uint64_t* out_size, void* scratch, size_t scratch_bytes, int* status,
+                                         zd_cuda_stream_t stream) {
+  zd_cargs_t A;
+  ZU_CHECK(zd_compress_args(p, in, count, out, cap, out_size, scratch, scratch_bytes, status, &A));
+  const uint64_t nchunks = A.nchunks;
   int grid;
   ZU_CHECK(zd_grid(ZD_K_COMPRESS, (const void*)zd_compress_kernel, &grid));
   if ((uint64_t)grid > nchunks) grid = nchunks > 0 ? (int)nchunks : 1;
@@ -943,18 +1201,25 @@ extern "C" zcclResult_t zd_cuda_compress(const zc_params_t* p, const void* in, s
   return zcclSuccess;
 }
 
-extern "C" zcclResult_t zd_cuda_decompress(const void* stream_bytes, const uint64_t* size, void* out, size_t count,
-                                           int* status, zd_cuda_stream_t stream) {
+static zcclResult_t zd_decompress_args(const void* stream_bytes, const uint64_t* size, void* out, size_t count,
+                                       int* status, zd_dargs_t* args) {
   ZU_RETURN_ERR_IF(stream_bytes == NULL || size == NULL || status == NULL || (out == NULL && count > 0),
                    zcclInvalidArgument, "zd_cuda_decompress: NULL argument");
   ZU_RETURN_ERR_IF(((uintptr_t)out & 3) != 0, zcclInvalidArgument,
                    "zd_cuda_decompress: the output must be 4-byte aligned");
-  zd_dargs_t A;
+  zd_dargs_t& A = *args;
   A.s = (const uint8_t*)stream_bytes;
   A.size = size;
   A.out = (uint8_t*)out;
   A.count = count;
   A.status = status;
+  return zcclSuccess;
+}
+
+extern "C" zcclResult_t zd_cuda_decompress(const void* stream_bytes, const uint64_t* size, void* out, size_t count,
+                                           int* status, zd_cuda_stream_t stream) {
+  zd_dargs_t A;
+  ZU_CHECK(zd_decompress_args(stream_bytes, size, out, count, status, &A));
   int grid;
   ZU_CHECK(zd_grid(ZD_K_DECOMPRESS, (const void*)zd_decompress_kernel, &grid));
   /* At most one CTA per smallest chunk (the chunk size is in the stream). */
@@ -964,9 +1229,9 @@ extern "C" zcclResult_t zd_cuda_decompress(const void* stream_bytes, const uint6
   return zcclSuccess;
 }
 
-extern "C" zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_t* a_size, const void* b,
-                                    const uint64_t* b_size, void* out, size_t cap, uint64_t* out_size, void* scratch,
-                                    size_t scratch_bytes, int* status, zd_cuda_stream_t stream) {
+static zcclResult_t zd_hop_args(zcclRedOp_t op, const void* a, const uint64_t* a_size, const void* b,
+                                const uint64_t* b_size, void* out, size_t cap, uint64_t* out_size, void* scratch,
+                                size_t scratch_bytes, int* status, zd_hargs_t* args) {
   ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
                    "zd_cuda_hop: op %d is not sum, max or min", (int)op);
   ZU_RETURN_ERR_IF(a == NULL || a_size == NULL || b == NULL || b_size == NULL || out == NULL || out_size == NULL ||
@@ -974,7 +1239,7 @@ extern "C" zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_
                    zcclInvalidArgument, "zd_cuda_hop: NULL argument");
   ZU_RETURN_ERR_IF(scratch_bytes < ZD_CTL_BYTES || ((uintptr_t)scratch & 7) != 0, zcclInvalidArgument,
                    "zd_cuda_hop: scratch of %zu bytes, or not 8-byte aligned", scratch_bytes);
-  zd_hargs_t A;
+  zd_hargs_t& A = *args;
   A.op = op;
   A.a = (const uint8_t*)a;
   A.a_size = a_size;
@@ -993,6 +1258,14 @@ extern "C" zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_
    * the staging kernel kept before it). */
   ZU_RETURN_ERR_IF(!A.inplace && (out_size == a_size || out_size == b_size), zcclInvalidArgument,
                    "zd_cuda_hop: out_size is an input's size word (allowed in place only)");
+  return zcclSuccess;
+}
+
+extern "C" zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_t* a_size, const void* b,
+                                    const uint64_t* b_size, void* out, size_t cap, uint64_t* out_size, void* scratch,
+                                    size_t scratch_bytes, int* status, zd_cuda_stream_t stream) {
+  zd_hargs_t A;
+  ZU_CHECK(zd_hop_args(op, a, a_size, b, b_size, out, cap, out_size, scratch, scratch_bytes, status, &A));
   int grid;
   ZU_CHECK(zd_grid(ZD_K_HOP, (const void*)zd_hop_kernel, &grid));
   cudaStream_t s = (cudaStream_t)stream;
@@ -1002,12 +1275,212 @@ extern "C" zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_
   return zcclSuccess;
 }
 
+/* ---- persistent mode: the host side ------------------------------------------- */
+
+#ifndef ZD_LAUNCH_PERSIST
+#define ZD_LAUNCH_PERSIST ZD_LAUNCH
+#endif
+
+struct zd_cuda_persist {
+  zd_pq_t* q;     /* host address */
+  zd_pq_t* q_d;   /* device address */
+  zd_pctl_t* ctl; /* device memory */
+  cudaStream_t stream;
+  int grid;
+  unsigned long long idle_ns;
+  unsigned long long launches;
+  pthread_mutex_t lock; /* pushers */
+};
+
+extern "C" zcclResult_t zd_cuda_persist_create(unsigned long long idle_us, zd_cuda_persist_t** out) {
+  ZU_RETURN_ERR_IF(out == NULL, zcclInvalidArgument, "zd_cuda_persist_create: NULL argument");
+  *out = NULL;
+  zd_cuda_persist_t* p = (zd_cuda_persist_t*)calloc(1, sizeof *p);
+  ZU_RETURN_ERR_IF(p == NULL, zcclSystemError, "zd_cuda_persist_create: out of memory");
+  pthread_mutex_init(&p->lock, NULL);
+  p->idle_ns = idle_us * 1000ull;
+  int dev = 0, sms = 0, per = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  const char* what = "cudaGetDevice";
+  if (e == cudaSuccess) {
+    what = "cudaDeviceGetAttribute";
+    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  }
+  if (e == cudaSuccess) {
+    what = "cudaOccupancyMaxActiveBlocksPerMultiprocessor";
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, (const void*)zd_persist_kernel, ZD_T, 0);
+  }
+  if (e == cudaSuccess) {
+    what = "cudaStreamCreateWithFlags";
+    e = cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking);
+  }
+  if (e == cudaSuccess) {
+    what = "cudaHostAlloc (mapped)";
+    e = cudaHostAlloc((void**)&p->q, sizeof *p->q, cudaHostAllocMapped);
+  }
+  if (e == cudaSuccess) {
+    what = "cudaHostGetDevicePointer";
+    e = cudaHostGetDevicePointer((void**)&p->q_d, p->q, 0);
+  }
+  if (e == cudaSuccess) {
+    what = "cudaMalloc";
+    e = cudaMalloc((void**)&p->ctl, sizeof *p->ctl);
+  }
+  if (e == cudaSuccess) {
+    what = "cudaMemset";
+    e = cudaMemset(p->ctl, 0, sizeof *p->ctl);
+  }
+  if (e != cudaSuccess || per < 1) {
+    zcclResult_t res = e != cudaSuccess ? zd_cuda_fail(e, what)
+                                        : ZU_ERROR(zcclInternalError, "persistent kernel: no CTA fits on an SM");
+    zd_cuda_persist_destroy(p);
+    return res;
+  }
+  memset(p->q, 0, sizeof *p->q);
+  p->q->dead = 1; /* launched at the first item */
+  /* One CTA per SM: room stays for the launched kernels (reductions,
+   * the user's) that the items' gates may wait for. */
+  p->grid = sms;
+  *out = p;
+  return zcclSuccess;
+}
+
+/* Lock held: waits until done >= seq, polling; fails only when the
+ * engine's stream has failed. */
+static zcclResult_t zd_persist_wait_locked(zd_cuda_persist_t* p, uint64_t seq) {
+  for (unsigned long round = 0; __atomic_load_n(&p->q->done, __ATOMIC_ACQUIRE) < seq; round++) {
+    if (round < 64) {
+      sched_yield();
+      continue;
+    }
+    if (round % 512 == 0) {
+      cudaError_t e = cudaStreamQuery(p->stream);
+      if (e != cudaSuccess && e != cudaErrorNotReady) return zd_cuda_fail(e, "persistent kernel");
+    }
+    struct timespec nap = {0, 20000};
+    nanosleep(&nap, NULL);
+  }
+  return zcclSuccess;
+}
+
+extern "C" zcclResult_t zd_cuda_persist_wait(zd_cuda_persist_t* p, uint64_t seq) {
+  pthread_mutex_lock(&p->lock);
+  zcclResult_t res = zd_persist_wait_locked(p, seq);
+  pthread_mutex_unlock(&p->lock);
+  return res;
+}
+
+/* Lock held: publishes the items, waking the kernel when it has left. */
+static zcclResult_t zd_persist_push(zd_cuda_persist_t* p, const zd_pitem_t* items, int n, uint64_t* seq) {
+  zd_pq_t* q = p->q;
+  for (int i = 0; i < n; i++) {
+    const uint64_t k = __atomic_load_n(&q->tail, __ATOMIC_RELAXED);
+    if (k >= ZD_PQ) ZU_CHECK(zd_persist_wait_locked(p, k + 1 - ZD_PQ)); /* item k - ZD_PQ's slot */
+    memcpy(&q->item[k % ZD_PQ], &items[i], sizeof items[i]);
+    __atomic_store_n(&q->tail, k + 1, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the tail before the look at dead (see above) */
+    if (__atomic_load_n(&q->dead, __ATOMIC_RELAXED)) {
+      __atomic_store_n(&q->dead, 0, __ATOMIC_RELAXED);
+      zd_pargs_t P = {p->q_d, p->ctl, (unsigned)p->grid, p->idle_ns};
+      ZD_TRY(ZD_LAUNCH_PERSIST(zd_persist_kernel, p->grid, p->stream, P));
+      p->launches++;
+    }
+    *seq = k + 1;
+  }
+  return zcclSuccess;
+}
+
+static zcclResult_t zd_persist_submit(zd_cuda_persist_t* p, const zd_pitem_t* items, int n, uint64_t* seq) {
+  pthread_mutex_lock(&p->lock);
+  zcclResult_t res = zd_persist_push(p, items, n, seq);
+  pthread_mutex_unlock(&p->lock);
+  return res;
+}
+
+static void zd_pitem_init(zd_pitem_t* it, uint32_t kind, const uint32_t* gate, uint32_t gate_val) {
+  memset(it, 0, sizeof *it);
+  it->kind = kind;
+  it->gate = gate;
+  it->gate_val = gate_val;
+}
+
+extern "C" zcclResult_t zd_cuda_persist_compress(zd_cuda_persist_t* p, const zc_params_t* prm, const void* in,
+                                                 size_t count, void* out, size_t cap, uint64_t* out_size,
+                                                 void* scratch, size_t scratch_bytes, int* status,
+                                                 const uint32_t* gate, uint32_t gate_val, uint64_t* seq) {
+  ZU_RETURN_ERR_IF(p == NULL || seq == NULL, zcclInvalidArgument, "zd_cuda_persist_compress: NULL argument");
+  zd_pitem_t it;
+  zd_pitem_init(&it, ZD_P_COMPRESS, gate, gate_val);
+  ZU_CHECK(zd_compress_args(prm, in, count, out, cap, out_size, scratch, scratch_bytes, status, &it.a.c));
+  return zd_persist_submit(p, &it, 1, seq);
+}
+
+extern "C" zcclResult_t zd_cuda_persist_decompress(zd_cuda_persist_t* p, const void* stream_bytes,
+                                                   const uint64_t* size, void* out, size_t count, int* status,
+                                                   const uint32_t* gate, uint32_t gate_val, uint64_t* seq) {
+  ZU_RETURN_ERR_IF(p == NULL || seq == NULL, zcclInvalidArgument, "zd_cuda_persist_decompress: NULL argument");
+  zd_pitem_t it;
+  zd_pitem_init(&it, ZD_P_DECOMPRESS, gate, gate_val);
+  ZU_CHECK(zd_decompress_args(stream_bytes, size, out, count, status, &it.a.d));
+  return zd_persist_submit(p, &it, 1, seq);
+}
+
+/* In place, a staging item first (what the staging kernel does per launch):
+ * items run in order, so every copy is made before the hop writes. */
+extern "C" zcclResult_t zd_cuda_persist_hop(zd_cuda_persist_t* p, zcclRedOp_t op, const void* a,
+                                            const uint64_t* a_size, const void* b, const uint64_t* b_size, void* out,
+                                            size_t cap, uint64_t* out_size, void* scratch, size_t scratch_bytes,
+                                            int* status, const uint32_t* gate, uint32_t gate_val, uint64_t* seq) {
+  ZU_RETURN_ERR_IF(p == NULL || seq == NULL, zcclInvalidArgument, "zd_cuda_persist_hop: NULL argument");
+  zd_pitem_t it[2];
+  zd_pitem_init(&it[0], ZD_P_HOP_STAGE, gate, gate_val);
+  ZU_CHECK(zd_hop_args(op, a, a_size, b, b_size, out, cap, out_size, scratch, scratch_bytes, status, &it[0].a.h));
+  if (!it[0].a.h.inplace) {
+    it[0].kind = ZD_P_HOP;
+    return zd_persist_submit(p, it, 1, seq);
+  }
+  zd_pitem_init(&it[1], ZD_P_HOP, NULL, 0);
+  it[1].a.h = it[0].a.h;
+  return zd_persist_submit(p, it, 2, seq);
+}
+
+extern "C" const uint32_t* zd_cuda_persist_done_word(const zd_cuda_persist_t* p) { return &p->ctl->done32; }
+
+extern "C" unsigned long long zd_cuda_persist_launches(zd_cuda_persist_t* p) {
+  pthread_mutex_lock(&p->lock);
+  unsigned long long n = p->launches;
+  pthread_mutex_unlock(&p->lock);
+  return n;
+}
+
+extern "C" void zd_cuda_persist_destroy(zd_cuda_persist_t* p) {
+  if (p == NULL) return;
+  if (p->q) {
+    pthread_mutex_lock(&p->lock);
+    zcclResult_t res = zd_persist_wait_locked(p, __atomic_load_n(&p->q->tail, __ATOMIC_RELAXED));
+    pthread_mutex_unlock(&p->lock);
+    if (res != zcclSuccess) ZU_WARN("persistent kernel destroyed with items not done: %s", zu_error_last());
+    __atomic_store_n(&p->q->quit, 1, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  }
+  if (p->stream) {
+    cudaStreamSynchronize(p->stream);
+    cudaStreamDestroy(p->stream);
+  }
+  if (p->ctl) cudaFree(p->ctl);
+  if (p->q) cudaFreeHost(p->q);
+  cudaGetLastError();
+  pthread_mutex_destroy(&p->lock);
+  free(p);
+}
+
 /* The three kernels, and the grid each gets on this GPU (zd_cuda_kernels.h). */
 extern "C" zcclResult_t zd_cuda_codec_load(void) {
   ZD_CUDA_LOAD(zd_compress_kernel);
   ZD_CUDA_LOAD(zd_decompress_kernel);
   ZD_CUDA_LOAD(zd_hop_kernel);
   ZD_CUDA_LOAD(zd_hop_stage_kernel);
+  ZD_CUDA_LOAD(zd_persist_kernel);
   int grid;
   ZU_CHECK(zd_grid(ZD_K_COMPRESS, (const void*)zd_compress_kernel, &grid));
   ZU_CHECK(zd_grid(ZD_K_DECOMPRESS, (const void*)zd_decompress_kernel, &grid));

@@ -25,7 +25,16 @@
  *   runs no more host functions, so waits poll the stream for its error.
  * The issuer never holds the lock across a CUDA call: a host function
  * waiting for the lock could otherwise stall a launch waiting for room in
- * the stream. */
+ * the stream.
+ *
+ * With ZCCL_PERSISTENT_KERNEL=1 the codec operations go to one persistent
+ * kernel per device (zd_cuda_kernels.h) instead of a launch each: on the
+ * lane's stream a cuStreamWriteValue32 opens the item's gate (the work
+ * queued before it is done), and a cuStreamWaitValue32 on the kernel's
+ * done word holds what follows until the item has completed; the notes
+ * around it are the same as around a launch. Items of every lane run in
+ * submission order, one at a time, each over the whole GPU. */
+#include <cuda.h> /* types of the two stream memory operations, fetched from the driver at run time */
 #include <cuda_runtime.h>
 #include <errno.h>
 #include <pthread.h>
@@ -81,6 +90,9 @@ struct zd_cuda { /* one lane of the device: its stream and what goes with it */
   zd_range_t* range_d; /* device memory: the range kernels' atomics stay on the GPU */
   void* scratch;       /* codec scratch: grows, stream-ordered, never shrinks */
   size_t scratch_bytes;
+  zd_cuda_persist_t* persist; /* the device's persistent kernel (lane 0 owns it), or NULL */
+  uint32_t* gate_d;           /* device word this lane's stream writes to open its items' gates */
+  uint32_t gate_val;          /* the last value written (issuer only) */
   pthread_mutex_t lock;
   pthread_cond_t ran_cv;
   /* under lock; ran also read without it (zd_event_done): marks issued, and
@@ -316,6 +328,53 @@ static zcclResult_t zd_scratch(zd_cuda_t* c, size_t bytes) {
   return zcclSuccess;
 }
 
+/* ---- persistent kernel --------------------------------------------------- */
+
+/* cuStreamWriteValue32 / cuStreamWaitValue32 (driver API, CUDA 12 ABI),
+ * looked up at run time: the library links only the runtime. */
+typedef CUresult (*zd_memop32_t)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+static zd_memop32_t zd_write_value32, zd_wait_value32;
+
+static zcclResult_t zd_memops_load(void) {
+  const char* names[2] = {"cuStreamWriteValue32", "cuStreamWaitValue32"};
+  zd_memop32_t* fns[2] = {&zd_write_value32, &zd_wait_value32};
+  for (int i = 0; i < 2; i++) {
+    if (__atomic_load_n(fns[i], __ATOMIC_ACQUIRE)) continue; /* another device's init found it */
+    void* fn = NULL;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion(names[i], &fn, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || fn == NULL)
+      return ZU_ERROR(zcclUnhandledCudaError,
+                      "ZCCL_PERSISTENT_KERNEL=1: the driver has no %s (%s); unset it to launch kernels per operation",
+                      names[i], e != cudaSuccess ? cudaGetErrorString(e) : "symbol not found");
+    __atomic_store_n(fns[i], (zd_memop32_t)fn, __ATOMIC_RELEASE);
+  }
+  return zcclSuccess;
+}
+
+static zcclResult_t zd_memop_fail(CUresult r, const char* what) {
+  return ZU_ERROR(zcclUnhandledCudaError, "cuda device (ZCCL_PERSISTENT_KERNEL=1): %s failed with CUresult %d", what,
+                  (int)r);
+}
+
+/* One codec operation: launched on the lane's stream, or with a persistent
+ * kernel an item between a gate the stream opens and a wait for its
+ * completion on the stream. */
+template <class PERSIST, class LAUNCH>
+static zcclResult_t zd_codec_run(zd_cuda_t* c, PERSIST persist, LAUNCH launch) {
+  if (c->persist == NULL) return launch();
+  const uint32_t gv = c->gate_val + 1;
+  CUresult r = zd_write_value32((CUstream)c->stream, (CUdeviceptr)(uintptr_t)c->gate_d, gv, 0);
+  if (r != CUDA_SUCCESS) return zd_memop_fail(r, "cuStreamWriteValue32");
+  c->gate_val = gv;
+  uint64_t seq = 0;
+  ZU_CHECK(persist(c->gate_d, gv, &seq));
+  r = zd_wait_value32((CUstream)c->stream, (CUdeviceptr)(uintptr_t)zd_cuda_persist_done_word(c->persist),
+                      (cuuint32_t)seq, CU_STREAM_WAIT_VALUE_GEQ);
+  if (r != CUDA_SUCCESS) return zd_memop_fail(r, "cuStreamWaitValue32");
+  return zcclSuccess;
+}
+
 /* ---- lifetime ------------------------------------------------------------ */
 
 /* Frees what init made (any part may be missing), after the stream's work. */
@@ -323,6 +382,7 @@ static void zd_cuda_release(zd_cuda_t* c) {
   if (c->scratch) cudaFreeAsync(c->scratch, c->stream);
   if (c->stream) cudaStreamSynchronize(c->stream); /* host functions included */
   if (c->range_d) cudaFree(c->range_d);
+  if (c->gate_d) cudaFree(c->gate_d);
   if (c->pin) cudaFreeHost(c->pin);
   if (c->events)
     for (int k = 0; k < ZD_CUDA_NOTES; k++)
@@ -393,6 +453,29 @@ static zcclResult_t zd_cuda_lane_make(int gpu, int event_marks, zd_cuda_t** out)
   return zcclSuccess;
 }
 
+/* ZCCL_PERSISTENT_KERNEL=1: the engine (not yet launched: the first item
+ * does), shared by the lanes, and each lane's gate word. */
+static zcclResult_t zd_cuda_persist_init(zd_dev_t* dev, int gpu) {
+  int64_t idle_us = 0;
+  ZU_CHECK(zu_param_int(ZU_PARAM_PERSISTENT_IDLE_US, &idle_us));
+  ZU_RETURN_ERR_IF(idle_us < 1 || idle_us > 60000000, zcclInvalidArgument,
+                   "ZCCL_PERSISTENT_IDLE_US=%lld: expected 1..60000000", (long long)idle_us);
+  ZU_CHECK(zd_memops_load());
+  zd_on_gpu on(gpu);
+  zd_cuda_persist_t* p = NULL;
+  ZU_CHECK(zd_cuda_persist_create((unsigned long long)idle_us, &p));
+  dev->cuda[0]->persist = p; /* owner: destroyed with the device */
+  for (int l = 0; l < dev->nlanes; l++) {
+    zd_cuda_t* c = dev->cuda[l];
+    c->persist = p;
+    ZD_CUDA_RETURN(cudaMalloc((void**)&c->gate_d, sizeof *c->gate_d));
+    ZD_CUDA_RETURN(cudaMemset(c->gate_d, 0, sizeof *c->gate_d));
+  }
+  ZU_INFO(ZU_LOG_DEVICE, "cuda device on GPU %d: codec work in a persistent kernel (idle exit after %lld us)", gpu,
+          (long long)idle_us);
+  return zcclSuccess;
+}
+
 static zcclResult_t zd_cuda_init(zd_dev_t* dev) {
   int gpu = zd_cuda_current_device();
   if (gpu < 0) {
@@ -411,7 +494,11 @@ static zcclResult_t zd_cuda_init(zd_dev_t* dev) {
     zd_on_gpu on(gpu);
     res = zd_cuda_kernels_load();
   }
+  int64_t persistent = 0;
+  if (res == zcclSuccess) res = zu_param_int(ZU_PARAM_PERSISTENT_KERNEL, &persistent);
+  if (res == zcclSuccess && persistent) res = zd_cuda_persist_init(dev, gpu);
   if (res != zcclSuccess) {
+    if (dev->cuda[0] && dev->cuda[0]->persist) zd_cuda_persist_destroy(dev->cuda[0]->persist);
     for (int l = 0; l < dev->nlanes; l++)
       if (dev->cuda[l]) zd_cuda_release(dev->cuda[l]), dev->cuda[l] = NULL;
     return res;
@@ -423,6 +510,20 @@ static zcclResult_t zd_cuda_init(zd_dev_t* dev) {
 }
 
 static void zd_cuda_fini(zd_dev_t* dev) {
+  /* Every lane's stream first (their items done), then the kernel, then
+   * the lanes' memory. */
+  for (int l = 0; l < dev->nlanes && dev->cuda[0] && dev->cuda[0]->persist; l++) {
+    zd_cuda_t* c = dev->cuda[l];
+    if (c == NULL) continue;
+    zd_on_gpu on(c->ordinal);
+    cudaStreamSynchronize(c->stream); /* its error, if any, is reported below */
+  }
+  if (dev->cuda[0] && dev->cuda[0]->persist) {
+    zd_on_gpu on(dev->cuda[0]->ordinal);
+    zd_cuda_persist_destroy(dev->cuda[0]->persist);
+    for (int l = 0; l < dev->nlanes; l++)
+      if (dev->cuda[l]) dev->cuda[l]->persist = NULL;
+  }
   for (int l = 0; l < dev->nlanes; l++) {
     zd_cuda_t* c = dev->cuda[l];
     if (c == NULL) continue;
@@ -468,8 +569,16 @@ static zcclResult_t zd_cuda_codec_op(zd_cuda_t* c, const zd_op_t* op) {
       ZU_CHECK(zd_scratch(c, zd_cuda_codec_scratch_bytes(op->count, op->params.dtype, log2)));
       ZU_CHECK(zd_slots_take(c, 1, hs, ds, &before));
       c->what = "zd_compress";
-      ZU_CHECK(zd_cuda_compress(&op->params, op->a, op->count, op->dst, op->cap, ds[0], c->scratch, c->scratch_bytes,
-                                status, c->stream));
+      ZU_CHECK(zd_codec_run(
+          c,
+          [&](const uint32_t* gate, uint32_t gv, uint64_t* seq) {
+            return zd_cuda_persist_compress(c->persist, &op->params, op->a, op->count, op->dst, op->cap, ds[0],
+                                            c->scratch, c->scratch_bytes, status, gate, gv, seq);
+          },
+          [&] {
+            return zd_cuda_compress(&op->params, op->a, op->count, op->dst, op->cap, ds[0], c->scratch,
+                                    c->scratch_bytes, status, c->stream);
+          }));
       c->dirty = c->need_note = 1;
       ZU_CHECK(zd_note_reserve(c, UINT64_MAX, &n));
       n->out = op->out_size;
@@ -483,7 +592,12 @@ static zcclResult_t zd_cuda_codec_op(zd_cuda_t* c, const zd_op_t* op) {
       n->in_slot[0] = hs[0];
       ZU_CHECK(zd_note_issue(c, n));
       c->what = "zd_decompress";
-      ZU_CHECK(zd_cuda_decompress(op->a, ds[0], op->dst, op->count, status, c->stream));
+      ZU_CHECK(zd_codec_run(
+          c,
+          [&](const uint32_t* gate, uint32_t gv, uint64_t* seq) {
+            return zd_cuda_persist_decompress(c->persist, op->a, ds[0], op->dst, op->count, status, gate, gv, seq);
+          },
+          [&] { return zd_cuda_decompress(op->a, ds[0], op->dst, op->count, status, c->stream); }));
       c->dirty = c->need_note = 1;
       return zcclSuccess;
     case ZD_OP_HOP:
@@ -496,8 +610,16 @@ static zcclResult_t zd_cuda_codec_op(zd_cuda_t* c, const zd_op_t* op) {
       n->in_slot[1] = hs[1];
       ZU_CHECK(zd_note_issue(c, n));
       c->what = "zd_hop";
-      ZU_CHECK(zd_cuda_hop(op->op, op->a, ds[0], op->b, ds[1], op->dst, op->cap, ds[2], c->scratch, c->scratch_bytes,
-                           status, c->stream));
+      ZU_CHECK(zd_codec_run(
+          c,
+          [&](const uint32_t* gate, uint32_t gv, uint64_t* seq) {
+            return zd_cuda_persist_hop(c->persist, op->op, op->a, ds[0], op->b, ds[1], op->dst, op->cap, ds[2],
+                                       c->scratch, c->scratch_bytes, status, gate, gv, seq);
+          },
+          [&] {
+            return zd_cuda_hop(op->op, op->a, ds[0], op->b, ds[1], op->dst, op->cap, ds[2], c->scratch,
+                               c->scratch_bytes, status, c->stream);
+          }));
       c->dirty = c->need_note = 1;
       ZU_CHECK(zd_note_reserve(c, UINT64_MAX, &n));
       n->out = op->out_size;

@@ -78,6 +78,42 @@ zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_t* a_size, 
                          const uint64_t* b_size, void* out, size_t cap, uint64_t* out_size, void* scratch,
                          size_t scratch_bytes, int* status, zd_cuda_stream_t stream);
 
+/* ---- persistent mode (zd_cuda_codec.cu; ZCCL_PERSISTENT_KERNEL=1) ----------
+ * One kernel that stays on the GPU and takes the three codec operations as
+ * items from a queue in mapped pinned memory, in the order they are
+ * submitted, instead of a launch each. An item first waits until the
+ * device word *gate has reached gate_val (wrapping compare; gate NULL: no
+ * wait): a stream writes the word (cuStreamWriteValue32) after the work
+ * the item must follow. *seq gets the item's number: it has completed when
+ * the done word (device memory, zd_cuda_persist_done_word) has reached it,
+ * which a stream waits for with cuStreamWaitValue32 (GEQ) and the host
+ * with zd_cuda_persist_wait. The arguments, checks and results are those
+ * of the launchers above; scratch and status are the item's own as there.
+ * The kernel leaves after idle_us without items (so that device-wide
+ * synchronisation does not wait for it for ever) and is launched again by
+ * the next submission; submitting waits while ZD_PQ (256) items are in
+ * flight. Not thread-safe against destroy; submissions may come from
+ * several threads. */
+typedef struct zd_cuda_persist zd_cuda_persist_t;
+zcclResult_t zd_cuda_persist_create(unsigned long long idle_us, zd_cuda_persist_t** out);
+/* Waits for every item submitted, lets the kernel leave, frees. */
+void zd_cuda_persist_destroy(zd_cuda_persist_t* p);
+zcclResult_t zd_cuda_persist_compress(zd_cuda_persist_t* p, const zc_params_t* prm, const void* in, size_t count,
+                                      void* out, size_t cap, uint64_t* out_size, void* scratch, size_t scratch_bytes,
+                                      int* status, const uint32_t* gate, uint32_t gate_val, uint64_t* seq);
+zcclResult_t zd_cuda_persist_decompress(zd_cuda_persist_t* p, const void* stream_bytes, const uint64_t* size,
+                                        void* out, size_t count, int* status, const uint32_t* gate,
+                                        uint32_t gate_val, uint64_t* seq);
+zcclResult_t zd_cuda_persist_hop(zd_cuda_persist_t* p, zcclRedOp_t op, const void* a, const uint64_t* a_size,
+                                 const void* b, const uint64_t* b_size, void* out, size_t cap, uint64_t* out_size,
+                                 void* scratch, size_t scratch_bytes, int* status, const uint32_t* gate,
+                                 uint32_t gate_val, uint64_t* seq);
+/* The host waits until item seq has completed (fails if the GPU failed). */
+zcclResult_t zd_cuda_persist_wait(zd_cuda_persist_t* p, uint64_t seq);
+const uint32_t* zd_cuda_persist_done_word(const zd_cuda_persist_t* p);
+/* How many times the kernel was launched (tests: idle exits happened). */
+unsigned long long zd_cuda_persist_launches(zd_cuda_persist_t* p);
+
 /* ---- loading ------------------------------------------------------------
  * CUDA loads a kernel at its first launch by default (lazy loading, since
  * CUDA 12.2), and loading may wait until the GPU is idle. A stream-ordered

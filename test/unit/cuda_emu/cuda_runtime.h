@@ -21,7 +21,13 @@
 #include <string.h>
 #include <ucontext.h>
 
+#include <time.h>
+
+#include <atomic>
 #include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -196,6 +202,32 @@ static inline int zemu_launch(const std::function<void()>& body, unsigned grid, 
 #define ZD_LAUNCH(kernel, grid, stream, args) \
   ((void)(stream), zemu_launch([&] { kernel(args); }, (unsigned)(grid), ZD_T))
 
+/* A launch that returns at once (the persistent kernel): its CTAs run on
+ * threads of their own, after the previous such launch has ended (one
+ * stream); cudaStreamSynchronize joins them. */
+inline std::mutex zemu_async_mu;
+inline std::vector<std::thread> zemu_async_threads;
+inline std::shared_future<void> zemu_async_last;
+inline std::atomic<int> zemu_async_running{0};
+
+static inline int zemu_launch_async(std::function<void()> body, unsigned grid, unsigned threads) {
+  std::lock_guard<std::mutex> g(zemu_async_mu);
+  std::shared_future<void> prev = zemu_async_last;
+  auto done = std::make_shared<std::promise<void>>();
+  zemu_async_last = done->get_future().share();
+  zemu_async_running++;
+  zemu_async_threads.emplace_back([body, grid, threads, prev, done] {
+    if (prev.valid()) prev.wait();
+    zemu_launch(body, grid, threads);
+    zemu_async_running--;
+    done->set_value();
+  });
+  return 0;
+}
+
+#define ZD_LAUNCH_PERSIST(kernel, grid, stream, args) \
+  ((void)(stream), zemu_launch_async([=] { kernel(args); }, (unsigned)(grid), ZD_T))
+
 /* ---- device functions ----------------------------------------------------------- */
 
 static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
@@ -206,7 +238,18 @@ static inline int atomicCAS(int* p, int cmp, int v) {
   __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return cmp;
 }
+static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long cmp, unsigned long long v) {
+  __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return cmp;
+}
+static inline unsigned atomicSub(unsigned* p, unsigned v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }
 static inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __threadfence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline unsigned long long zemu_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
 static inline void __nanosleep(unsigned ns) {
   (void)ns;
   sched_yield();
@@ -229,8 +272,51 @@ static inline uint4 __ldg(const uint4* p) {
 /* ---- runtime API ------------------------------------------------------------------ */
 
 typedef int cudaError_t;
-enum { cudaSuccess = 0 };
+enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorNotReady = 600 };
 typedef struct CUstream_st* cudaStream_t;
+enum { cudaStreamNonBlocking = 1, cudaHostAllocMapped = 2 };
+static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
+  (void)flags;
+  *s = (cudaStream_t)(uintptr_t)0x5;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  (void)s;
+  std::vector<std::thread> ts;
+  {
+    std::lock_guard<std::mutex> g(zemu_async_mu);
+    ts.swap(zemu_async_threads);
+  }
+  for (auto& t : ts) t.join();
+  return cudaSuccess;
+}
+static inline cudaError_t cudaStreamQuery(cudaStream_t s) {
+  (void)s;
+  return zemu_async_running > 0 ? cudaErrorNotReady : cudaSuccess;
+}
+static inline cudaError_t cudaStreamDestroy(cudaStream_t s) { return cudaStreamSynchronize(s); }
+static inline cudaError_t cudaMalloc(void** p, size_t n) {
+  *p = calloc(1, n ? n : 1);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+static inline cudaError_t cudaHostAlloc(void** p, size_t n, unsigned flags) {
+  (void)flags;
+  return cudaMalloc(p, n);
+}
+static inline cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned flags) {
+  (void)flags;
+  *d = h;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaFree(void* p) {
+  free(p);
+  return cudaSuccess;
+}
+static inline cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
+static inline cudaError_t cudaMemset(void* p, int v, size_t n) {
+  memset(p, v, n);
+  return cudaSuccess;
+}
 enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount };
 #define ZEMU_SMS 3 /* CTAs of a persistent grid */
 static inline cudaError_t cudaGetDevice(int* d) {
