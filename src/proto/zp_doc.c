@@ -71,11 +71,17 @@ typedef struct {
   size_t tsz;              /* the size of that stream */
   /* Homomorphic on a device with several streams and no fused step (cuda,
    * sim): this rank's K chunk streams of a step are compressed ahead, chunk
-   * k into T + k * capr on stream k while the chunks travel (ghZCCL), and
-   * each chunk's sum waits only for its own (tev[k]). */
+   * k into T + k * capr on stream k while the chunks travel (ghZCCL);
+   * chunk k's sum follows on the same stream (pend). */
   int ahead;
   size_t tszk[ZP_DOC_MAX_CHUNKS];
   zd_event_t tev[ZP_DOC_MAX_CHUNKS];
+  /* With ahead, chunk k's sum (and the rest of its work) also runs on
+   * stream k, so the sums of a step's chunks overlap on the device and the
+   * host does not wait for one before queueing the next; its send goes
+   * when the sum has passed (pend, sev: zp_ring_flush). */
+  uint8_t pend[ZP_DOC_MAX_CHUNKS];
+  zd_event_t sev[ZP_DOC_MAX_CHUNKS];
   uint8_t* mem;            /* st and T: one piece of the pool */
   zp_xfer_t x[2 * ZP_DOC_MAX_CHUNKS];  /* the chain's receives and sends */
   /* The rings: the receive into and the send from set i of chunk k,
@@ -86,6 +92,9 @@ typedef struct {
   zd_event_t ev[3][ZP_DOC_MAX_CHUNKS];
   double polled; /* when the codec last drove the transport (zp_doc_poll) */
 } zp_doc_t;
+
+/* The device stream of chunk k's reduce-scatter work (zp_doc_t.pend). */
+static int zp_ring_lane(const zp_doc_t* d, int k) { return d->ahead ? k : 0; }
 
 /* Chunk k of block b this round: offset and length (0 past the block's end). */
 static size_t zp_doc_off(const zp_doc_t* d, int b, int k) { return d->soff[b] + (size_t)k * d->c; }
@@ -162,14 +171,32 @@ static zcclResult_t zp_ring_post_recv(zp_doc_t* d, int t, int k) {
 }
 
 /* Sends chunk k of set i (block b's) as step t's; its size is known (the
- * device has passed its last write). */
+ * device has passed its last write). A staging copy goes on the chunk's
+ * device stream (zp_ring_lane), so it waits only for that chunk's work. */
 static zcclResult_t zp_ring_post_send(zp_doc_t* d, int t, int k, int i, int b) {
   const zp_ctx_t* ctx = d->ctx;
   zp_send_at(ctx, &d->xs[i][k], (ctx->rank + 1) % ctx->nranks, zp_ring_tag(t, k), d->st[i] + (size_t)k * d->capr,
              d->sz[i][k]);
-  ZU_CHECK(zp_xfers_post(ctx, &d->xs[i][k], 1));
+  int prev = zd_set_lane(ctx->dev, zp_ring_lane(d, k));
+  zcclResult_t res = zp_xfers_post(ctx, &d->xs[i][k], 1);
+  zd_set_lane(ctx->dev, prev);
+  ZU_CHECK(res);
   d->spend[i][k] = 1;
   zp_count(ctx, zp_doc_len(d, b, k) * d->es, d->sz[i][k]);
+  return zcclSuccess;
+}
+
+/* Step t's reduced chunks whose sums are queued but not yet sent on
+ * (pend[k]: its sum ends at sev[k]) go right in chunk order, as far as
+ * their sums have passed; all of them with wait_all. */
+static zcclResult_t zp_ring_flush(zp_doc_t* d, int t, int i, int b, int wait_all) {
+  for (int k = 0; k < d->K; k++) {
+    if (!d->pend[k]) continue;
+    if (!wait_all && !zd_event_done(d->ctx->dev, d->sev[k])) return zcclSuccess;
+    ZU_CHECK(zd_event_wait(d->ctx->dev, d->sev[k])); /* its size, and the errors of its stream */
+    d->pend[k] = 0;
+    ZU_CHECK(zp_ring_post_send(d, t + 1, k, i, b));
+  }
   return zcclSuccess;
 }
 
@@ -195,29 +222,25 @@ static zcclResult_t zp_ring_drain(zp_doc_t* d, zcclResult_t res) {
 }
 
 /* Queues the compression of this rank's chunk k of block b into dst (*sz
- * its size) on device stream k, after *after where given; *ev marks its end.
- * On the host (one stream) it runs now. */
-static zcclResult_t zp_ring_compress(zp_doc_t* d, int b, int k, void* dst, size_t* sz, const zd_event_t* after,
-                                     zd_event_t* ev) {
+ * its size) on device stream k; *ev marks its end. On the host (one
+ * stream) it runs now. */
+static zcclResult_t zp_ring_compress(zp_doc_t* d, int b, int k, void* dst, size_t* sz, zd_event_t* ev) {
   zd_dev_t* dev = d->ctx->dev;
   int prev = zd_set_lane(dev, k);
-  zcclResult_t res = after ? zd_lane_wait(dev, *after) : zcclSuccess;
-  if (res == zcclSuccess)
-    res = zd_compress(dev, &d->p, zp_at(d->a->sendbuff, zp_doc_off(d, b, k), d->es), zp_doc_len(d, b, k), dst,
-                      d->cap, sz);
+  zcclResult_t res = zd_compress(dev, &d->p, zp_at(d->a->sendbuff, zp_doc_off(d, b, k), d->es), zp_doc_len(d, b, k),
+                                 dst, d->cap, sz);
   *ev = zd_event_record(dev);
   zd_set_lane(dev, prev);
   return res;
 }
 
 /* Queues this rank's K chunk streams of block rb (compressed ahead, see
- * zp_doc_t.ahead), after stream 0's work so far (the sums that read T_k
- * last step). */
+ * zp_doc_t.ahead); T_k's last reader, chunk k's sum of the step before,
+ * ran on the same stream. */
 static zcclResult_t zp_ring_ahead(zp_doc_t* d, int rb) {
-  zd_event_t after = zd_event_record(d->ctx->dev);
   zcclResult_t res = zcclSuccess;
   for (int k = 0; k < d->K && res == zcclSuccess; k++)
-    res = zp_ring_compress(d, rb, k, (uint8_t*)d->T + (size_t)k * d->capr, &d->tszk[k], &after, &d->tev[k]);
+    res = zp_ring_compress(d, rb, k, (uint8_t*)d->T + (size_t)k * d->capr, &d->tszk[k], &d->tev[k]);
   return res;
 }
 
@@ -230,6 +253,7 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
   int N = ctx->nranks, r = ctx->rank, K = d->K, T = (N - 1) * (allreduce ? 2 : 1);
   zcclResult_t res = zcclSuccess;
   memset(d->spend, 0, sizeof d->spend);
+  memset(d->pend, 0, sizeof d->pend);
   memset(d->xr, 0, sizeof d->xr);
   memset(d->xs, 0, sizeof d->xs);
   zd_event_t now = zd_event_record(dev);
@@ -245,8 +269,7 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
    * goes out without waiting for the others. */
   int j0 = zp_ring_set(-1), first_ahead = zd_lanes(dev) > 1;
   for (int k = 0; first_ahead && T > 0 && k < K && res == zcclSuccess; k++)
-    res = zp_ring_compress(d, zp_mod(r - 1, N), k, d->st[j0] + (size_t)k * d->capr, &d->sz[j0][k], NULL,
-                           &d->ev[j0][k]);
+    res = zp_ring_compress(d, zp_mod(r - 1, N), k, d->st[j0] + (size_t)k * d->capr, &d->sz[j0][k], &d->ev[j0][k]);
   for (int t = 0; t < T && res == zcclSuccess; t++) {
     int rs = t < N - 1, g = t - (N - 1); /* reduce-scatter step t, or allgather step g */
     int sb = rs ? zp_mod(r - t - 1, N) : zp_mod(r - g, N), rb = rs ? zp_mod(r - t - 2, N) : zp_mod(r - g - 1, N);
@@ -256,19 +279,30 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
       uint8_t* s = d->st[i] + (size_t)k * d->capr;
       if (t == 0) { /* the first send: compressed from sendbuff (set 2, free until step 2) */
         if (!first_ahead)
-          res = zp_ring_compress(d, sb, k, d->st[j0] + (size_t)k * d->capr, &d->sz[j0][k], NULL, &d->ev[j0][k]);
+          res = zp_ring_compress(d, sb, k, d->st[j0] + (size_t)k * d->capr, &d->sz[j0][k], &d->ev[j0][k]);
         if (res == zcclSuccess) res = zd_event_wait(dev, d->ev[j0][k]); /* its size */
         if (res == zcclSuccess) res = zp_ring_post_send(d, 0, k, j0, sb);
       }
       if (res == zcclSuccess && t + 1 < T) res = zp_ring_post_recv(d, t + 1, k);
       if (res != zcclSuccess) break;
-      res = zp_xfers_wait(ctx, d->what, &d->xr[i][k], 1);
+      if (res == zcclSuccess && rs) res = zp_ring_flush(d, t, i, rb, 0);
+      if (res == zcclSuccess) res = zp_xfers_wait(ctx, d->what, &d->xr[i][k], 1);
       if (res != zcclSuccess) break;
       d->sz[i][k] = d->xr[i][k].req.length;
-      if (rs) res = zp_doc_chunk(d, t == N - 2 && !allreduce ? result : reduce, rb, k, s, &d->sz[i][k]);
-      if (res == zcclSuccess && t + 1 < T) { /* on at once: its size is known once the device has passed */
-        if (rs) res = zd_event_wait(dev, zd_event_record(dev));
-        if (res == zcclSuccess) res = zp_ring_post_send(d, t + 1, k, i, rb); /* step t+1's sb */
+      /* The chunk's work on its stream. It needs no other stream's: the
+       * set's last use had passed before the receive was posted
+       * (zp_ring_post_recv), a staging copy that brought the chunk in has
+       * passed too (zp_xfers_wait), and T_k is this stream's. */
+      int prev = zd_set_lane(dev, rs ? zp_ring_lane(d, k) : 0);
+      if (rs)
+        res = zp_doc_chunk(d, t == N - 2 && !allreduce ? result : reduce, rb, k, s, &d->sz[i][k]);
+      if (res == zcclSuccess && t + 1 < T) { /* on as soon as its size is known (the device has passed) */
+        if (rs) {
+          d->sev[k] = zd_event_record(dev);
+          d->pend[k] = 1;
+        } else {
+          res = zp_ring_post_send(d, t + 1, k, i, rb); /* step t+1's sb */
+        }
       }
       /* Decompressed while it travels: this rank's finished block (the
        * reduce-scatter's last step), then every block forwarded to it. */
@@ -276,7 +310,10 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
         res = zd_decompress(dev, s, &d->sz[i][k], zp_at(a->recvbuff, zp_doc_off(d, rb, k), d->es),
                             zp_doc_len(d, rb, k));
       d->ev[i][k] = zd_event_record(dev);
+      zd_set_lane(dev, prev);
+      if (res == zcclSuccess && rs) res = zp_ring_flush(d, t, i, rb, 0);
     }
+    if (res == zcclSuccess && rs) res = zp_ring_flush(d, t, i, rb, 1);
   }
   return zp_ring_drain(d, res);
 }
