@@ -546,7 +546,7 @@ static void test_persistent(void) {
   /* 1 us: CTAs leave while items are being submitted, so the last one out
    * and the submitter race on every item (neither may lose an item). */
   CHECK_RES(zemu_persist_create(1, &p), zcclSuccess);
-  for (int k = 0; k < 40; k++) persist_chain(p, 2, 100 + 37 * k, 5, k & 1, 0);
+  for (int k = 0; k < 16; k++) persist_chain(p, 2, 100 + 91 * k, 5, k & 1, 0);
   unsigned long long racing = zemu_persist_launches(p);
   zemu_persist_destroy(p);
   printf("persistent kernel: %llu launches with a 200 us idle time, %llu with 1 us\n", launches, racing);
