@@ -1319,6 +1319,8 @@ extern "C" zcclResult_t zd_cuda_persist_create(unsigned long long idle_us, zd_cu
     e = cudaHostAlloc((void**)&p->q, sizeof *p->q, cudaHostAllocMapped);
   }
   if (e == cudaSuccess) {
+    memset(p->q, 0, sizeof *p->q); /* also before a failure below: destroy reads it */
+    p->q->dead = 1;                /* launched at the first item */
     what = "cudaHostGetDevicePointer";
     e = cudaHostGetDevicePointer((void**)&p->q_d, p->q, 0);
   }
@@ -1336,8 +1338,6 @@ extern "C" zcclResult_t zd_cuda_persist_create(unsigned long long idle_us, zd_cu
     zd_cuda_persist_destroy(p);
     return res;
   }
-  memset(p->q, 0, sizeof *p->q);
-  p->q->dead = 1; /* launched at the first item */
   /* One CTA per SM: room stays for the launched kernels (reductions,
    * the user's) that the items' gates may wait for. */
   p->grid = sms;
