@@ -75,7 +75,6 @@ typedef struct {
    * chunk k's sum follows on the same stream (pend). */
   int ahead;
   size_t tszk[ZP_DOC_MAX_CHUNKS];
-  zd_event_t tev[ZP_DOC_MAX_CHUNKS];
   /* With ahead, chunk k's sum (and the rest of its work) also runs on
    * stream k, so the sums of a step's chunks overlap on the device and the
    * host does not wait for one before queueing the next; its send goes
@@ -124,7 +123,6 @@ static zcclResult_t zp_doc_chunk(zp_doc_t* d, int how, int rb, int k, uint8_t* s
       ZU_CHECK(zd_hop_values(dev, op, &d->p, mine, n, s, sz, s, d->cap, sz));
     } else if (d->ahead) { /* compressed already (zp_ring_ahead) */
       uint8_t* tk = (uint8_t*)d->T + (size_t)k * d->capr;
-      ZU_CHECK(zd_lane_wait(dev, d->tev[k]));
       ZU_CHECK(zd_hop(dev, op, tk, &d->tszk[k], s, sz, s, d->cap, sz));
     } else {
       ZU_CHECK(zd_compress(dev, &d->p, mine, n, d->T, d->cap, &d->tsz));
@@ -222,14 +220,14 @@ static zcclResult_t zp_ring_drain(zp_doc_t* d, zcclResult_t res) {
 }
 
 /* Queues the compression of this rank's chunk k of block b into dst (*sz
- * its size) on device stream k; *ev marks its end. On the host (one
- * stream) it runs now. */
+ * its size) on device stream k; *ev (if given) marks its end. On the host
+ * (one stream) it runs now. */
 static zcclResult_t zp_ring_compress(zp_doc_t* d, int b, int k, void* dst, size_t* sz, zd_event_t* ev) {
   zd_dev_t* dev = d->ctx->dev;
   int prev = zd_set_lane(dev, k);
   zcclResult_t res = zd_compress(dev, &d->p, zp_at(d->a->sendbuff, zp_doc_off(d, b, k), d->es), zp_doc_len(d, b, k),
                                  dst, d->cap, sz);
-  *ev = zd_event_record(dev);
+  if (ev) *ev = zd_event_record(dev);
   zd_set_lane(dev, prev);
   return res;
 }
@@ -240,7 +238,7 @@ static zcclResult_t zp_ring_compress(zp_doc_t* d, int b, int k, void* dst, size_
 static zcclResult_t zp_ring_ahead(zp_doc_t* d, int rb) {
   zcclResult_t res = zcclSuccess;
   for (int k = 0; k < d->K && res == zcclSuccess; k++)
-    res = zp_ring_compress(d, rb, k, (uint8_t*)d->T + (size_t)k * d->capr, &d->tszk[k], &d->tev[k]);
+    res = zp_ring_compress(d, rb, k, (uint8_t*)d->T + (size_t)k * d->capr, &d->tszk[k], NULL);
   return res;
 }
 

@@ -1370,8 +1370,8 @@ extern "C" zcclResult_t zd_cuda_persist_wait(zd_cuda_persist_t* p, uint64_t seq)
   return res;
 }
 
-/* Lock held: publishes the items, waking the kernel when it has left. */
-static zcclResult_t zd_persist_push(zd_cuda_persist_t* p, const zd_pitem_t* items, int n, uint64_t* seq) {
+/* Publishes the items, waking the kernel when it has left. */
+static zcclResult_t zd_persist_push_locked(zd_cuda_persist_t* p, const zd_pitem_t* items, int n, uint64_t* seq) {
   zd_pq_t* q = p->q;
   for (int i = 0; i < n; i++) {
     const uint64_t k = __atomic_load_n(&q->tail, __ATOMIC_RELAXED);
@@ -1392,7 +1392,7 @@ static zcclResult_t zd_persist_push(zd_cuda_persist_t* p, const zd_pitem_t* item
 
 static zcclResult_t zd_persist_submit(zd_cuda_persist_t* p, const zd_pitem_t* items, int n, uint64_t* seq) {
   pthread_mutex_lock(&p->lock);
-  zcclResult_t res = zd_persist_push(p, items, n, seq);
+  zcclResult_t res = zd_persist_push_locked(p, items, n, seq);
   pthread_mutex_unlock(&p->lock);
   return res;
 }

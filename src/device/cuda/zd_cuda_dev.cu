@@ -464,8 +464,7 @@ static zcclResult_t zd_cuda_persist_init(zd_dev_t* dev, int gpu) {
   zd_on_gpu on(gpu);
   zd_cuda_persist_t* p = NULL;
   ZU_CHECK(zd_cuda_persist_create((unsigned long long)idle_us, &p));
-  dev->cuda[0]->persist = p; /* owner: destroyed with the device */
-  for (int l = 0; l < dev->nlanes; l++) {
+  for (int l = 0; l < dev->nlanes; l++) { /* lane 0's pointer owns it: destroyed with the device */
     zd_cuda_t* c = dev->cuda[l];
     c->persist = p;
     ZD_CUDA_RETURN(cudaMalloc((void**)&c->gate_d, sizeof *c->gate_d));
@@ -510,32 +509,25 @@ static zcclResult_t zd_cuda_init(zd_dev_t* dev) {
 }
 
 static void zd_cuda_fini(zd_dev_t* dev) {
-  /* Every lane's stream first (their items done), then the kernel, then
-   * the lanes' memory. */
-  for (int l = 0; l < dev->nlanes && dev->cuda[0] && dev->cuda[0]->persist; l++) {
+  /* Every lane's stream first (their persistent items done), then the
+   * persistent kernel, then the lanes' memory. */
+  for (int l = 0; l < dev->nlanes; l++) {
     zd_cuda_t* c = dev->cuda[l];
     if (c == NULL) continue;
     zd_on_gpu on(c->ordinal);
-    cudaStreamSynchronize(c->stream); /* its error, if any, is reported below */
+    cudaError_t e = cudaStreamSynchronize(c->stream);
+    if (e != cudaSuccess)
+      ZU_WARN("cuda device destroyed after its stream failed: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+    else if (c->err != zcclSuccess)
+      ZU_WARN("cuda device destroyed with an unreported error: %s", c->err_msg);
   }
   if (dev->cuda[0] && dev->cuda[0]->persist) {
     zd_on_gpu on(dev->cuda[0]->ordinal);
     zd_cuda_persist_destroy(dev->cuda[0]->persist);
-    for (int l = 0; l < dev->nlanes; l++)
-      if (dev->cuda[l]) dev->cuda[l]->persist = NULL;
   }
   for (int l = 0; l < dev->nlanes; l++) {
-    zd_cuda_t* c = dev->cuda[l];
-    if (c == NULL) continue;
-    {
-      zd_on_gpu on(c->ordinal);
-      cudaError_t e = cudaStreamSynchronize(c->stream);
-      if (e != cudaSuccess)
-        ZU_WARN("cuda device destroyed after its stream failed: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
-      else if (c->err != zcclSuccess)
-        ZU_WARN("cuda device destroyed with an unreported error: %s", c->err_msg);
-    }
-    zd_cuda_release(c);
+    if (dev->cuda[l] == NULL) continue;
+    zd_cuda_release(dev->cuda[l]);
     dev->cuda[l] = NULL;
   }
 }
