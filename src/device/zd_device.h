@@ -28,11 +28,12 @@ typedef struct {
 /* Fills info. Absence of a GPU or driver is not an error (status says why);
  * returns an error only for an unexpected CUDA failure. */
 zcclResult_t zd_cuda_query(zd_cuda_info_t* info);
-/* What zd_cuda_query says without counting devices: built, archs and the
- * versions, status naming them. Counting devices initialises CUDA in the
- * process, and a process that forks after that (a launcher that makes the
- * unique id, then forks its ranks) leaves its children unable to use CUDA;
- * the version banner uses this instead. */
+/* What zd_cuda_query says without asking CUDA: built, archs and the
+ * runtime's version, status naming them (driver_version stays 0). A CUDA
+ * call can initialise CUDA in the process (counting devices does; on an
+ * H200 even cudaDriverGetVersion did), and a process that forks after that
+ * (a launcher that makes the unique id, then forks its ranks) leaves its
+ * children unable to use CUDA; the version banner uses this instead. */
 void zd_cuda_versions(zd_cuda_info_t* info);
 
 /* The calling thread's current CUDA device, -1 when CUDA is not built or no

@@ -12,18 +12,20 @@
 #define ZCCL_CUDA_ARCHS "unknown"
 #endif
 
+/* No CUDA call at all: on an H200 (driver 580) a parent that had only
+ * asked cudaDriverGetVersion left its forked children with
+ * cudaErrorInitializationError. The runtime's version is the one built in. */
 extern "C" void zd_cuda_versions(zd_cuda_info_t* info) {
   memset(info, 0, sizeof *info);
   info->built = 1;
   snprintf(info->archs, sizeof info->archs, "%s", ZCCL_CUDA_ARCHS);
-  cudaRuntimeGetVersion(&info->runtime_version);
-  cudaDriverGetVersion(&info->driver_version); /* 0 without a driver; neither call initialises CUDA */
-  snprintf(info->status, sizeof info->status, "built for sm %s, runtime %d, driver %d", info->archs,
-           info->runtime_version, info->driver_version);
+  info->runtime_version = CUDART_VERSION;
+  snprintf(info->status, sizeof info->status, "built for sm %s, runtime %d", info->archs, info->runtime_version);
 }
 
 extern "C" zcclResult_t zd_cuda_query(zd_cuda_info_t* info) {
   zd_cuda_versions(info);
+  cudaDriverGetVersion(&info->driver_version); /* 0 without a driver */
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
