@@ -125,11 +125,17 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "cuda device: 1 runs the codec work (compress, decompress, homomorphic reduce) in "   \
     "one long-running kernel that takes items from a queue in pinned memory, instead of " \
     "a launch each; streams and the kernel order each other with stream memory "          \
-    "operations. Off (per-launch) until it has been measured faster on a GPU.")           \
+    "operations. Off (per-launch): on an H200 with 2 ranks sharing it, collectives ran "  \
+    "4-10x slower with it (docs/cuda.md).")                                               \
   X(PERSISTENT_IDLE_US, INT, "2000",                                                      \
     "cuda device with ZCCL_PERSISTENT_KERNEL=1: the kernel leaves after this many "       \
     "microseconds without work and is launched again by the next item, so "               \
-    "cudaDeviceSynchronize in the application waits for it at most this long.")
+    "cudaDeviceSynchronize in the application waits for it at most this long.")            \
+  X(PERSISTENT_CTAS, INT, "0",                                                            \
+    "cuda device with ZCCL_PERSISTENT_KERNEL=1: CTAs of the kernel (one per SM at most; " \
+    "0: half the SMs). The kernel fills the registers of an SM, so the SMs it leaves "   \
+    "free run the launched kernels (value range, reductions, the application's) that "   \
+    "its items may wait for.")
 
 typedef enum {
 #define ZU_PARAM_ENUM(id, type, def, desc) ZU_PARAM_##id,

@@ -32,6 +32,7 @@
 #define zd_cuda_persist_wait zemu_persist_wait
 #define zd_cuda_persist_done_word zemu_persist_done_word
 #define zd_cuda_persist_launches zemu_persist_launches
+#define zd_cuda_persist_ctas zemu_persist_ctas
 #include "zd_cuda_codec.cu"
 
 #include "test_util.h"
@@ -478,7 +479,7 @@ static void persist_chain(zd_cuda_persist_t* p, int R, size_t n, unsigned lg, in
 static void test_persistent(void) {
   zd_cuda_persist_t* p = NULL;
   /* A long idle time: one launch serves everything submitted back to back. */
-  CHECK_RES(zemu_persist_create(2000000, &p), zcclSuccess);
+  CHECK_RES(zemu_persist_create(2000000, 0, &p), zcclSuccess);
   persist_chain(p, 4, 3 * 256 + 17, 8, 0, 0);
   persist_chain(p, 3, 2 * 4096 + 5, 12, 1, 1);
   CHECK(zemu_persist_launches(p) == 1);
@@ -505,7 +506,7 @@ static void test_persistent(void) {
   zemu_persist_destroy(p);
   /* A short idle time: the kernel leaves between submissions and is
    * launched again; 300 items wrap the 256-entry queue. */
-  CHECK_RES(zemu_persist_create(200, &p), zcclSuccess);
+  CHECK_RES(zemu_persist_create(200, 2, &p), zcclSuccess);
   {
     const size_t n = 300;
     float x[300];
@@ -545,7 +546,7 @@ static void test_persistent(void) {
   zemu_persist_destroy(p);
   /* 1 us: CTAs leave while items are being submitted, so the last one out
    * and the submitter race on every item (neither may lose an item). */
-  CHECK_RES(zemu_persist_create(1, &p), zcclSuccess);
+  CHECK_RES(zemu_persist_create(1, ZEMU_SMS, &p), zcclSuccess);
   for (int k = 0; k < 16; k++) persist_chain(p, 2, 100 + 91 * k, 5, k & 1, 0);
   unsigned long long racing = zemu_persist_launches(p);
   zemu_persist_destroy(p);

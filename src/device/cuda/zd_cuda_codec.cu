@@ -1292,7 +1292,7 @@ struct zd_cuda_persist {
   pthread_mutex_t lock; /* pushers */
 };
 
-extern "C" zcclResult_t zd_cuda_persist_create(unsigned long long idle_us, zd_cuda_persist_t** out) {
+extern "C" zcclResult_t zd_cuda_persist_create(unsigned long long idle_us, int ctas, zd_cuda_persist_t** out) {
   ZU_RETURN_ERR_IF(out == NULL, zcclInvalidArgument, "zd_cuda_persist_create: NULL argument");
   *out = NULL;
   zd_cuda_persist_t* p = (zd_cuda_persist_t*)calloc(1, sizeof *p);
@@ -1338,9 +1338,11 @@ extern "C" zcclResult_t zd_cuda_persist_create(unsigned long long idle_us, zd_cu
     zd_cuda_persist_destroy(p);
     return res;
   }
-  /* One CTA per SM: room stays for the launched kernels (reductions,
-   * the user's) that the items' gates may wait for. */
-  p->grid = sms;
+  /* At most one CTA per SM, and by default half of them: a CTA takes an
+   * SM's registers, and an item's gate may wait for a launched kernel
+   * (value range, reduction, the user's) that needs a free SM; with every
+   * SM held, that kernel ran only when idle CTAs left (idle_us later). */
+  p->grid = ctas > 0 ? (ctas < sms ? ctas : sms) : (sms > 1 ? sms / 2 : 1);
   *out = p;
   return zcclSuccess;
 }
@@ -1452,6 +1454,8 @@ extern "C" unsigned long long zd_cuda_persist_launches(zd_cuda_persist_t* p) {
   pthread_mutex_unlock(&p->lock);
   return n;
 }
+
+extern "C" int zd_cuda_persist_ctas(const zd_cuda_persist_t* p) { return p->grid; }
 
 extern "C" void zd_cuda_persist_destroy(zd_cuda_persist_t* p) {
   if (p == NULL) return;

@@ -52,6 +52,7 @@
 #define ZD_CUDA_SLOTS 1024 /* stream sizes in flight */
 #define ZD_CUDA_NOTES 2048 /* host functions in flight; issuing waits beyond */
 #define ZD_CUDA_POLL_NS 10000000L /* how often a wait checks for a failed stream */
+#define ZD_CUDA_RETIRED 48        /* scratch doubles from 64 KiB: 48 growths is more than memory */
 
 typedef struct {
   double range[2];
@@ -90,6 +91,8 @@ struct zd_cuda { /* one lane of the device: its stream and what goes with it */
   zd_range_t* range_d; /* device memory: the range kernels' atomics stay on the GPU */
   void* scratch;       /* codec scratch: grows, stream-ordered, never shrinks */
   size_t scratch_bytes;
+  void* retired[ZD_CUDA_RETIRED]; /* persistent kernel: scratch outgrown, freed with the device */
+  int nretired;
   zd_cuda_persist_t* persist; /* the device's persistent kernel (lane 0 owns it), or NULL */
   uint32_t* gate_d;           /* device word this lane's stream writes to open its items' gates */
   uint32_t gate_val;          /* the last value written (issuer only) */
@@ -320,6 +323,21 @@ static zcclResult_t zd_scratch(zd_cuda_t* c, size_t bytes) {
   if (bytes <= c->scratch_bytes) return zcclSuccess;
   size_t size = 64 << 10;
   while (size < bytes) size *= 2;
+  if (c->persist) {
+    /* The persistent kernel, on its own stream, is ordered after the lane
+     * only by the gates: the stream-ordered pool does not see that order
+     * (nor does compute-sanitizer, which took its accesses for ones out of
+     * bounds). Plain memory; the outgrown one stays until the device goes,
+     * as a kernel still queued may use it. */
+    ZU_RETURN_ERR_IF(c->nretired == ZD_CUDA_RETIRED, zcclInternalError, "cuda device: codec scratch grew %d times",
+                     ZD_CUDA_RETIRED);
+    void* m = NULL;
+    ZD_CUDA_RETURN(cudaMalloc(&m, size));
+    if (c->scratch) c->retired[c->nretired++] = c->scratch;
+    c->scratch = m;
+    c->scratch_bytes = size;
+    return zcclSuccess;
+  }
   if (c->scratch) ZD_CUDA_RETURN(cudaFreeAsync(c->scratch, c->stream));
   c->scratch = NULL;
   c->scratch_bytes = 0;
@@ -379,8 +397,12 @@ static zcclResult_t zd_codec_run(zd_cuda_t* c, PERSIST persist, LAUNCH launch) {
 
 /* Frees what init made (any part may be missing), after the stream's work. */
 static void zd_cuda_release(zd_cuda_t* c) {
-  if (c->scratch) cudaFreeAsync(c->scratch, c->stream);
+  if (c->scratch && c->persist == NULL) cudaFreeAsync(c->scratch, c->stream);
   if (c->stream) cudaStreamSynchronize(c->stream); /* host functions included */
+  if (c->persist) { /* only a mark here: the kernel is gone (zd_cuda_fini) */
+    if (c->scratch) cudaFree(c->scratch);
+    for (int i = 0; i < c->nretired; i++) cudaFree(c->retired[i]);
+  }
   if (c->range_d) cudaFree(c->range_d);
   if (c->gate_d) cudaFree(c->gate_d);
   if (c->pin) cudaFreeHost(c->pin);
@@ -460,18 +482,22 @@ static zcclResult_t zd_cuda_persist_init(zd_dev_t* dev, int gpu) {
   ZU_CHECK(zu_param_int(ZU_PARAM_PERSISTENT_IDLE_US, &idle_us));
   ZU_RETURN_ERR_IF(idle_us < 1 || idle_us > 60000000, zcclInvalidArgument,
                    "ZCCL_PERSISTENT_IDLE_US=%lld: expected 1..60000000", (long long)idle_us);
+  int64_t ctas = 0;
+  ZU_CHECK(zu_param_int(ZU_PARAM_PERSISTENT_CTAS, &ctas));
+  ZU_RETURN_ERR_IF(ctas < 0 || ctas > 65536, zcclInvalidArgument, "ZCCL_PERSISTENT_CTAS=%lld: expected 0..65536",
+                   (long long)ctas);
   ZU_CHECK(zd_memops_load());
   zd_on_gpu on(gpu);
   zd_cuda_persist_t* p = NULL;
-  ZU_CHECK(zd_cuda_persist_create((unsigned long long)idle_us, &p));
+  ZU_CHECK(zd_cuda_persist_create((unsigned long long)idle_us, (int)ctas, &p));
   for (int l = 0; l < dev->nlanes; l++) { /* lane 0's pointer owns it: destroyed with the device */
     zd_cuda_t* c = dev->cuda[l];
     c->persist = p;
     ZD_CUDA_RETURN(cudaMalloc((void**)&c->gate_d, sizeof *c->gate_d));
     ZD_CUDA_RETURN(cudaMemset(c->gate_d, 0, sizeof *c->gate_d));
   }
-  ZU_INFO(ZU_LOG_DEVICE, "cuda device on GPU %d: codec work in a persistent kernel (idle exit after %lld us)", gpu,
-          (long long)idle_us);
+  ZU_INFO(ZU_LOG_DEVICE, "cuda device on GPU %d: codec work in a persistent kernel of %d CTAs (idle exit after %lld us)",
+          gpu, zd_cuda_persist_ctas(p), (long long)idle_us);
   return zcclSuccess;
 }
 
@@ -523,6 +549,8 @@ static void zd_cuda_fini(zd_dev_t* dev) {
   }
   if (dev->cuda[0] && dev->cuda[0]->persist) {
     zd_on_gpu on(dev->cuda[0]->ordinal);
+    ZU_INFO(ZU_LOG_DEVICE, "cuda device: the persistent kernel was launched %llu times",
+            zd_cuda_persist_launches(dev->cuda[0]->persist));
     zd_cuda_persist_destroy(dev->cuda[0]->persist);
   }
   for (int l = 0; l < dev->nlanes; l++) {

@@ -89,13 +89,14 @@ zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_t* a_size, 
  * which a stream waits for with cuStreamWaitValue32 (GEQ) and the host
  * with zd_cuda_persist_wait. The arguments, checks and results are those
  * of the launchers above; scratch and status are the item's own as there.
+ * ctas: real CTAs (0: half the SMs; at most one per SM).
  * The kernel leaves after idle_us without items (so that device-wide
  * synchronisation does not wait for it for ever) and is launched again by
  * the next submission; submitting waits while ZD_PQ (256) items are in
  * flight. Not thread-safe against destroy; submissions may come from
  * several threads. */
 typedef struct zd_cuda_persist zd_cuda_persist_t;
-zcclResult_t zd_cuda_persist_create(unsigned long long idle_us, zd_cuda_persist_t** out);
+zcclResult_t zd_cuda_persist_create(unsigned long long idle_us, int ctas, zd_cuda_persist_t** out);
 /* Waits for every item submitted, lets the kernel leave, frees. */
 void zd_cuda_persist_destroy(zd_cuda_persist_t* p);
 zcclResult_t zd_cuda_persist_compress(zd_cuda_persist_t* p, const zc_params_t* prm, const void* in, size_t count,
@@ -113,6 +114,8 @@ zcclResult_t zd_cuda_persist_wait(zd_cuda_persist_t* p, uint64_t seq);
 const uint32_t* zd_cuda_persist_done_word(const zd_cuda_persist_t* p);
 /* How many times the kernel was launched (tests: idle exits happened). */
 unsigned long long zd_cuda_persist_launches(zd_cuda_persist_t* p);
+/* Its CTAs. */
+int zd_cuda_persist_ctas(const zd_cuda_persist_t* p);
 
 /* ---- loading ------------------------------------------------------------
  * CUDA loads a kernel at its first launch by default (lazy loading, since
