@@ -8,7 +8,11 @@
  * result is checked: the GPU streams byte for byte against the CPU codec
  * (zc_compress, zc_hop) and every decompressed element against the bound.
  *   zccl-gpu-codec [--data SPEC] [--eb REL[,REL...]] [--mib N] [--reps R]
- *                  [--f64] [--fill-zero] [--json FILE]
+ *                  [--f64] [--fill-zero] [--json FILE] [--persist]
+ * --persist: instead, the persistent kernel (ZCCL_PERSISTENT_KERNEL) beside
+ * launches, host wall time per compression (no stream gates: the kernel
+ * alone): one at a time, a burst of 256 queued back to back, and one of
+ * the whole buffer, for half and for all of the SMs' CTAs.
  * SPEC: file.nc:VAR or a raw .f32/.f64 file (default
  * levitus_climatology.cdf:TEMP), tiled to N MiB (default 256); the second
  * operand is the field tiled from a third of the way in. Exits 77 without
@@ -18,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "zc_szp.h"
 #include "zccl_data.h"
@@ -57,7 +62,7 @@ typedef struct {
   double ebs[8];
   int nebs;
   size_t mib;
-  int reps, f64, fill_zero;
+  int reps, f64, fill_zero, persist;
   const char* json;
 } args_t;
 
@@ -95,6 +100,11 @@ static void enqueue(gpu_t* g, const zc_params_t* p, op_t op) {
       break;
     default: break;
   }
+}
+
+static int cmp_double(const void* x, const void* y) {
+  double a = *(const double*)x, b = *(const double*)y;
+  return (a > b) - (a < b);
 }
 
 static int cmp_float(const void* x, const void* y) {
@@ -140,6 +150,59 @@ static int same_stream(gpu_t* g, const void* dstream, int k, const uint8_t* cpu,
   return same;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Microseconds per compression of n values, median of reps: burst items
+ * queued back to back, then waited for; by the persistent kernel P, or
+ * launched on the stream when P is NULL. */
+static double persist_time(gpu_t* g, const zc_params_t* p, zd_cuda_persist_t* P, size_t n, int burst, int reps) {
+  double* t = calloc((size_t)reps, sizeof *t);
+  for (int r = -1; r < reps; r++) {
+    double t0 = now_s();
+    uint64_t seq = 0;
+    for (int b = 0; b < burst; b++) {
+      if (P)
+        ZR(zd_cuda_persist_compress(P, p, g->a, n, g->sa, g->cap, &g->sizes[0], g->scratch, g->scratch_bytes,
+                                    g->status, NULL, 0, &seq));
+      else
+        ZR(zd_cuda_compress(p, g->a, n, g->sa, g->cap, &g->sizes[0], g->scratch, g->scratch_bytes, g->status,
+                            (zd_cuda_stream_t)g->st));
+    }
+    if (P)
+      ZR(zd_cuda_persist_wait(P, seq));
+    else
+      CU(cudaStreamSynchronize(g->st));
+    if (r >= 0) t[r] = (now_s() - t0) * 1e6 / burst;
+  }
+  qsort(t, (size_t)reps, sizeof *t, cmp_double);
+  double med = t[reps / 2];
+  free(t);
+  return med;
+}
+
+static int persist_table(gpu_t* g, const zc_params_t* p, int reps) {
+  printf("# persistent kernel vs a launch per compression: host wall time per compression, us (median of %d)\n",
+         reps);
+  printf("%12s %10s %10s %10s\n", "", "1 x 16 KiB", "256 x 16 KiB", "1 x whole");
+  const size_t small = 4096;
+  for (int k = 0; k < 3; k++) {
+    zd_cuda_persist_t* P = NULL;
+    const char* name = k == 0 ? "launch" : k == 1 ? "persist/2" : "persist/1";
+    if (k > 0) ZR(zd_cuda_persist_create(2000, k == 1 ? 0 : 1 << 16, &P));
+    double one = persist_time(g, p, P, small, 1, reps);
+    double burst = persist_time(g, p, P, small, 256, reps < 5 ? reps : 5);
+    double whole = persist_time(g, p, P, g->count, 1, reps < 5 ? reps : 5);
+    printf("%12s %10.1f %10.1f %10.1f\n", name, one, burst, whole);
+    if (P) printf("%12s launched %llu times, %d CTAs\n", "", zd_cuda_persist_launches(P), zd_cuda_persist_ctas(P));
+    zd_cuda_persist_destroy(P);
+  }
+  return status_ok(g, "persistent compressions") ? 0 : 1;
+}
+
 static int parse(int argc, char** argv, args_t* a) {
   *a = (args_t){.data = "levitus_climatology.cdf:TEMP", .mib = 256, .reps = 20};
   a->ebs[0] = 1e-2, a->ebs[1] = 1e-3, a->ebs[2] = 1e-4, a->nebs = 3;
@@ -148,6 +211,7 @@ static int parse(int argc, char** argv, args_t* a) {
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(s, "--f64") == 0) a->f64 = 1;
     else if (strcmp(s, "--fill-zero") == 0) a->fill_zero = 1;
+    else if (strcmp(s, "--persist") == 0) a->persist = 1;
     else if (v && strcmp(s, "--data") == 0) a->data = v, i++;
     else if (v && strcmp(s, "--json") == 0) a->json = v, i++;
     else if (v && strcmp(s, "--mib") == 0) a->mib = strtoull(v, NULL, 10), i++;
@@ -171,7 +235,7 @@ int main(int argc, char** argv) {
   args_t a;
   if (parse(argc, argv, &a) != 0) {
     fprintf(stderr, "usage: zccl-gpu-codec [--data SPEC] [--eb REL[,REL...]] [--mib N] [--reps R] [--f64] "
-                    "[--fill-zero] [--json FILE]\n");
+                    "[--fill-zero] [--json FILE] [--persist]\n");
     return 2;
   }
   zd_cuda_info_t info;
@@ -212,6 +276,14 @@ int main(int argc, char** argv) {
   CU(cudaMemcpy(g.a, ha, g.bytes, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(g.b, hb, g.bytes, cudaMemcpyHostToDevice));
   uint8_t *ca = malloc(g.cap), *cb = malloc(g.cap), *cc = malloc(g.cap);
+  if (a.persist) {
+    double lo, hi;
+    size_t valid;
+    zc_value_range(ha, g.count, t, d.has_fill, d.fill, &lo, &hi, &valid);
+    zc_params_t p = {.dtype = t, .eb = a.ebs[0] * (hi - lo), .has_fill = d.has_fill, .fill = d.fill};
+    CU(cudaMemset(g.status, 0, sizeof(int)));
+    return persist_table(&g, &p, a.reps);
+  }
 
   FILE* js = a.json ? fopen(a.json, "w") : NULL;
   if (a.json && !js) return fprintf(stderr, "zccl-gpu-codec: cannot write %s\n", a.json), 1;

@@ -9,9 +9,13 @@
  * exactly and reductions within the float rounding of the reduction order
  * when uncompressed; compressed within the bound (eb for moved data, N x eb
  * for sums; REL eb is of the range of every rank's input).
+ * With --memory ...,nccl the same uncompressed calls on device buffers go
+ * through NCCL too (loaded at run time, zccl_nccl.h; ranks sharing the GPU
+ * each claim a host, so NCCL moves the bytes through its socket transport),
+ * and device rows show their time over NCCL's.
  *   zccl-gpu-coll [--ranks N] [--colls LIST] [-b SIZE] [-e SIZE] [-f F]
  *                 [--reps R] [--data SPEC] [--compression SPEC]
- *                 [--memory device,host] [--json FILE] [--timeout S]
+ *                 [--memory device,host,nccl] [--json FILE] [--timeout S]
  * LIST: allreduce,allgather,broadcast,reducescatter,scatter,alltoall (default
  * all; scatter and broadcast from rank 0); SIZE as
  * zccl-perf's (the largest buffer, K/M suffixes; default 1M .. 64M, x4);
@@ -31,6 +35,7 @@
 #include "zccl.h"
 #include "zccl_data.h"
 #include "zccl_fork.h"
+#include "zccl_nccl.h"
 #include "zd_device.h"
 
 #ifdef ZCCL_PERF_CUDA
@@ -42,7 +47,7 @@ static const char* coll_names[NCOLLS] = {"allreduce", "allgather", "broadcast", 
                                          "alltoall"};
 
 typedef struct {
-  int nranks, colls[NCOLLS], reps, mem_dev, mem_host, timeout;
+  int nranks, colls[NCOLLS], reps, mem_dev, mem_host, mem_nccl, timeout;
   size_t b, e;
   double f;
   const char *data, *compression, *json;
@@ -54,6 +59,7 @@ static opts_t o = {.nranks = 2, .colls = {1, 1, 1, 1, 1, 1}, .reps = 10, .mem_de
 static int rank;
 static zcclComm_t comm;
 static zcclCompression_t zc = ZCCL_COMPRESSION_INITIALIZER; /* --compression, parsed in main */
+static void* ncomm;                                            /* NCCL's communicator, when its rows run */
 enum { MAX_REPS = 256 };
 
 #define FAIL(...) (fprintf(stderr, "zccl-gpu-coll: rank %d: ", rank), fprintf(stderr, __VA_ARGS__), \
@@ -117,8 +123,11 @@ static int cmp_d(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+enum { M_HOST, M_DEVICE, M_NCCL }; /* a row's memory: NCCL's rows are on device buffers */
+static const char* mem_names[3] = {"host", "device", "nccl"};
+
 typedef struct {
-  int coll, compressed, device;
+  int coll, compressed, device; /* device: M_* */
   size_t bytes;
   double time_us, busbw, max_err_over_bound;
   long wrong;
@@ -177,8 +186,13 @@ static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows
         zcclCompression_t none = ZCCL_COMPRESSION_INITIALIZER;
         ZR(zcclCommSetCompression(comm, compressed ? &zc : &none));
         double eb_abs = zc.mode == zcclErrorRel ? zc.eb * (hi - lo) : zc.eb;
-        for (int device = 1; device >= 0; device--) {
-          if (device ? !(o.mem_dev && have_gpu) : !o.mem_host) continue;
+        static const int order[3] = {M_NCCL, M_DEVICE, M_HOST};
+        for (int m = 0; m < 3; m++) {
+          const int device = order[m];
+          if (device == M_NCCL ? compressed || ncomm == NULL
+              : device == M_DEVICE ? !(o.mem_dev && have_gpu)
+                                   : !o.mem_host)
+            continue;
           const float* in = ins[rank];
           float* out = hout;
           zcclStream_t st = NULL;
@@ -198,7 +212,12 @@ static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows
           for (int k = -2; k < reps; k++) { /* two untimed first */
             across(0, zcclSum);             /* start together */
             double t0 = now_s();
-            ZR(issue(c, in, out, blk, st));
+            if (device == M_NCCL) {
+              char err[256];
+              if (zccl_nccl_coll(ncomm, c, o.nranks, rank, in, out, blk, st, err, sizeof err)) FAIL("%s", err);
+            } else {
+              ZR(issue(c, in, out, blk, st));
+            }
 #ifdef ZCCL_PERF_CUDA
             if (device) CU(cudaStreamSynchronize((cudaStream_t)st));
 #endif
@@ -236,19 +255,22 @@ static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows
 
 static void report(const row_t* rows, int n, const char* gpu) {
   printf("zccl-gpu-coll: %d ranks on %s; compressed: %s; median of %d\n", o.nranks, gpu, o.compression, o.reps);
-  printf("| collective | bytes | codec | memory | time us | busbw GB/s | device / host time | max err / bound | wrong |\n");
-  printf("|---|---|---|---|---|---|---|---|---|\n");
+  printf("| collective | bytes | codec | memory | time us | busbw GB/s | device / host time | device / nccl time | "
+         "max err / bound | wrong |\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (int i = 0; i < n; i++) {
     const row_t* r = &rows[i];
-    double ratio = NAN;
-    for (int k = 0; k < n; k++)
-      if (r->device && !rows[k].device && rows[k].coll == r->coll && rows[k].bytes == r->bytes &&
-          rows[k].compressed == r->compressed)
-        ratio = r->time_us / rows[k].time_us;
-    char rs[32] = "-";
+    double ratio = NAN, vs_nccl = NAN;
+    for (int k = 0; k < n; k++) {
+      if (r->device != M_DEVICE || rows[k].coll != r->coll || rows[k].bytes != r->bytes) continue;
+      if (rows[k].device == M_HOST && rows[k].compressed == r->compressed) ratio = r->time_us / rows[k].time_us;
+      if (rows[k].device == M_NCCL) vs_nccl = r->time_us / rows[k].time_us;
+    }
+    char rs[32] = "-", ns[32] = "-";
     if (!isnan(ratio)) snprintf(rs, sizeof rs, "%.2f", ratio);
-    printf("| %s | %zu | %s | %s | %.1f | %.3f | %s | %.3f | %ld |\n", coll_names[r->coll], r->bytes,
-           r->compressed ? "compressed" : "none", r->device ? "device" : "host", r->time_us, r->busbw, rs,
+    if (!isnan(vs_nccl)) snprintf(ns, sizeof ns, "%.2f", vs_nccl);
+    printf("| %s | %zu | %s | %s | %.1f | %.3f | %s | %s | %.3f | %ld |\n", coll_names[r->coll], r->bytes,
+           r->compressed ? "compressed" : "none", mem_names[r->device], r->time_us, r->busbw, rs, ns,
            r->max_err_over_bound, r->wrong);
   }
   if (!o.json) return;
@@ -260,11 +282,39 @@ static void report(const row_t* rows, int n, const char* gpu) {
     fprintf(f,
             "  {\"collective\": \"%s\", \"bytes\": %zu, \"codec\": \"%s\", \"memory\": \"%s\", \"ranks\": %d, "
             "\"time_us\": %.3f, \"busbw_gbps\": %.6f, \"max_err_over_bound\": %.6f, \"wrong\": %ld, \"gpu\": \"%s\"}%s\n",
-            coll_names[r->coll], r->bytes, r->compressed ? o.compression : "none", r->device ? "device" : "host",
+            coll_names[r->coll], r->bytes, r->compressed ? o.compression : "none", mem_names[r->device],
             o.nranks, r->time_us, r->busbw, r->max_err_over_bound, r->wrong, gpu, i + 1 < n ? "," : "");
   }
   fprintf(f, "]\n");
   fclose(f);
+}
+
+/* NCCL's communicator beside zccl's (its id travels through zccl), or its
+ * rows skipped on every rank with the reason. */
+static void nccl_start(void) {
+  char err[512] = "";
+  int version = 0;
+  unsigned char id[ZCCL_NCCL_ID_BYTES] = {0};
+  int ok = zccl_nccl_load(&version, err, sizeof err) == 0;
+  if (across(ok, zcclMin) < 1) {
+    if (rank == 0) printf("zccl-gpu-coll: nccl rows skipped: %s\n", ok ? "not loaded on every rank" : err);
+    return;
+  }
+  ok = rank != 0 || zccl_nccl_get_id(id, err, sizeof err) == 0;
+  ZR(zcclBroadcast(id, id, sizeof id, zcclUint8, 0, comm, NULL));
+  if (across(ok, zcclMin) < 1) {
+    if (rank == 0) printf("zccl-gpu-coll: nccl rows skipped: %s\n", err);
+    return;
+  }
+  ok = zccl_nccl_init(&ncomm, o.nranks, rank, id, 1, err, sizeof err) == 0;
+  if (across(ok, zcclMin) < 1) {
+    if (!ok) printf("zccl-gpu-coll: rank %d: nccl rows skipped: %s\n", rank, err);
+    zccl_nccl_destroy(ncomm);
+    ncomm = NULL;
+    return;
+  }
+  if (rank == 0) printf("zccl-gpu-coll: NCCL %d, its ranks on one GPU as separate hosts (NCCL_HOSTID=%s)\n", version,
+                        getenv("NCCL_HOSTID") ? getenv("NCCL_HOSTID") : "");
 }
 
 static int run_rank(int r, const zcclUniqueId* id, void* arg) {
@@ -272,7 +322,7 @@ static int run_rank(int r, const zcclUniqueId* id, void* arg) {
   rank = r;
   int have_gpu = 0;
   char gpu[256] = "no GPU";
-  if (o.mem_dev) {
+  if (o.mem_dev || o.mem_nccl) {
     zd_cuda_info_t info;
     if (zd_cuda_query(&info) == zcclSuccess && info.ndevices > 0) {
       have_gpu = 1;
@@ -292,12 +342,14 @@ static int run_rank(int r, const zcclUniqueId* id, void* arg) {
   if (zccl_data_load(o.data, 0, &d, err, sizeof err) != 0) FAIL("%s", err);
   zccl_data_replace_fill(&d, 0.0);
   ZR(zcclCommInitRank(&comm, o.nranks, *id, rank));
+  if (o.mem_nccl && have_gpu) nccl_start();
   static row_t rows[MAX_ROWS];
   int n = 0;
   run_rows(&d, have_gpu, rows, &n);
   long wrong = 0;
   for (int i = 0; i < n; i++) wrong += rows[i].wrong;
   if (rank == 0) report(rows, n, gpu);
+  zccl_nccl_destroy(ncomm);
   ZR(zcclCommDestroy(comm));
   zccl_data_free(&d);
   return wrong ? 1 : 0;
@@ -308,7 +360,7 @@ static void usage(FILE* f) {
           "usage: zccl-gpu-coll [--ranks N] [--colls allreduce,allgather,broadcast,reducescatter,scatter,\n"
           "                     alltoall] [-b SIZE]\n"
           "                     [-e SIZE] [-f F] [--reps R] [--data SPEC] [--compression SPEC]\n"
-          "                     [--memory device,host] [--json FILE] [--timeout S]\n");
+          "                     [--memory device,host,nccl] [--json FILE] [--timeout S]\n");
 }
 
 int main(int argc, char** argv) {
@@ -330,6 +382,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "--memory")) {
       o.mem_dev = strstr(v, "device") != NULL;
       o.mem_host = strstr(v, "host") != NULL;
+      o.mem_nccl = strstr(v, "nccl") != NULL;
     } else if (!strcmp(a, "--colls")) {
       for (int c = 0; c < NCOLLS; c++) o.colls[c] = strstr(v, coll_names[c]) != NULL;
     } else {
@@ -337,7 +390,7 @@ int main(int argc, char** argv) {
     }
   }
   if (o.nranks < 1 || o.nranks > 8 || o.b == 0 || o.e < o.b || o.f <= 1 || o.reps < 1 || o.reps > MAX_REPS ||
-      o.timeout < 1 || !(o.mem_dev || o.mem_host))
+      o.timeout < 1 || !(o.mem_dev || o.mem_host || o.mem_nccl))
     return fprintf(stderr, "zccl-gpu-coll: bad option value (ranks 1..8, -b <= -e, -f > 1, reps 1..%d)\n", MAX_REPS),
            2;
   if (zcclCompressionFromString(o.compression, &zc) != zcclSuccess || zc.codec == zcclCodecNone)

@@ -36,6 +36,8 @@ step() { # step <seconds> <command...>
   # asynchronous hold that hung on an H200 (docs/cuda.md), after the probe
   # that says why.
   step 150 "$B/test/gpu_coll" 2
+  # The INFO banner comes before the fork: it must leave CUDA usable.
+  step 60 env ZCCL_DEBUG=INFO "$B/test/gpu_coll" 2
   step 200 "$B/tools/zccl-cuda-probe" 2
   step 150 env ZCCL_STREAM_MODE=async "$B/test/gpu_coll" 2
   # CUDA events instead of host functions where they suffice (docs/cuda.md).
@@ -48,11 +50,15 @@ step() { # step <seconds> <command...>
     step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --json "$OUT/codec_f32.json"
     step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --f64 --json "$OUT/codec_f64.json"
     step 150 "$B/test/gpu_coll" 4
-    # Collectives on device buffers beside host buffers (2 ranks on the GPU).
-    step 240 "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M --reps 5 --json "$OUT/coll.json"
+    # Collectives on device buffers beside host buffers and NCCL (2 ranks
+    # on the GPU; NCCL rows when libnccl.so.2 loads).
+    step 240 "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M --reps 5 --memory device,host,nccl --json "$OUT/coll.json"
     # The same device rows on one stream per device (default: 4).
     step 180 env ZCCL_DEVICE_STREAMS=1 "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M --reps 5 --memory device \
       --colls allreduce,scatter,alltoall --json "$OUT/coll_1stream.json"
+    # The persistent kernel alone (one process, no gates) against launches,
+    # then in the collectives (two processes share the GPU).
+    step 120 "$B/perf/zccl-gpu-codec" --persist --mib 64 --reps 21
     # Launch per operation against the persistent kernel, same rows.
     step 180 env ZCCL_PERSISTENT_KERNEL=1 "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M --reps 5 --memory device \
       --colls allreduce,reducescatter,allgather --json "$OUT/coll_persistent.json"
