@@ -119,8 +119,8 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "How a call on device buffers keeps its stream's order: async (it returns at once; "  \
     "a kernel holds the stream until the progress thread has run the operation), "       \
     "blocking (the caller waits for the stream's earlier work, then for the operation, " \
-    "so nothing holds the stream) or auto: blocking on cuda until async has run on a "   \
-    "GPU (it hung on an H200), async on sim.")                                            \
+    "so nothing holds the stream) or auto: blocking on cuda (async hangs on an H200 "     \
+    "when the caller then makes a pageable copy on the stream), async on sim.")           \
   X(PERSISTENT_KERNEL, INT, "0",                                                          \
     "cuda device: 1 runs the codec work (compress, decompress, homomorphic reduce) in "   \
     "one long-running kernel that takes items from a queue in pinned memory, instead of " \
