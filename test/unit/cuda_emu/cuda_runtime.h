@@ -4,7 +4,12 @@
  * - a CTA is an OS thread, so `__shared__` is `static thread_local`; the
  *   CTAs of a launch run at once, so they really wait for each other in the
  *   decoupled look-back and at the grid barrier;
- * - a CTA's threads are coroutines (ucontext) on that OS thread, switched
+ * - a CTA's threads are coroutines on that OS thread (started with
+ *   makecontext/swapcontext, then switched with _setjmp/_longjmp:
+ *   swapcontext saves the signal mask with a system call at every switch;
+ *   always swapcontext where AddressSanitizer's runtime is linked, whose
+ *   _longjmp interceptor maps the shadow of a whole stack at every jump),
+ *   switched
  *   only where a CUDA thread waits for others: __syncthreads,
  *   __syncthreads_or and each __shfl_up_sync (a warp-wide exchange); so code
  *   between two of those runs as if no other thread of the CTA ran, which
@@ -15,6 +20,7 @@
 #define ZEMU_CUDA_RUNTIME_H_
 
 #include <sched.h>
+#include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +28,20 @@
 #include <ucontext.h>
 
 #include <time.h>
+
+/* ZEMU_ASAN_RUNTIME: CMake's word that the runtime is linked (this file
+ * may still be compiled without instrumentation). */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define ZEMU_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define ZEMU_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(ZEMU_ASAN_RUNTIME)
+#define ZEMU_LONGJMP 0
+#else
+#define ZEMU_LONGJMP 1
+#endif
 
 #include <atomic>
 #include <functional>
@@ -58,15 +78,38 @@ enum { ZEMU_RUN, ZEMU_CTA_BAR, ZEMU_WARP_BAR, ZEMU_DONE };
 #define ZEMU_STACK (128 * 1024)
 
 struct zemu_thread {
-  ucontext_t ctx;
+  ucontext_t ctx; /* its first entry (every entry without ZEMU_LONGJMP) */
+  jmp_buf jb;     /* where it waits */
   uint3 tid;
-  int state, orval;
+  int state, orval, started;
   unsigned shfl_gen; /* which exchange buffer the next shuffle uses */
-  std::vector<char> stack;
+  char* stack;
 };
 
+/* Coroutine stacks, reused across launches: a fresh zeroed stack per
+ * thread (256 a CTA) cost a page fault per page at every launch. */
+inline std::mutex zemu_stacks_mu;
+inline std::vector<char*>* zemu_stacks = new std::vector<char*>; /* never destroyed: reachable, not leaked */
+
+static inline char* zemu_stack_get(void) {
+  std::lock_guard<std::mutex> g(zemu_stacks_mu);
+  if (zemu_stacks->empty()) return static_cast<char*>(malloc(ZEMU_STACK));
+  char* p = zemu_stacks->back();
+  zemu_stacks->pop_back();
+  return p;
+}
+
+static inline void zemu_stack_put(char* p) {
+  /* A finished coroutine may leave frames' redzones poisoned under
+   * AddressSanitizer: not for the next one to trip on. */
+  ZEMU_UNPOISON(p, ZEMU_STACK);
+  std::lock_guard<std::mutex> g(zemu_stacks_mu);
+  zemu_stacks->push_back(p);
+}
+
 struct zemu_cta {
-  ucontext_t sched;
+  ucontext_t sched; /* the scheduler without ZEMU_LONGJMP; else saved by first entries, never resumed */
+  jmp_buf sched_jb; /* the scheduler, resumed by every wait */
   std::vector<zemu_thread> th;
   unsigned cur;
   int bar_or;
@@ -84,7 +127,11 @@ static inline void zemu_wait(int state) {
   zemu_cta* c = zemu_self;
   zemu_thread* t = &c->th[c->cur];
   t->state = state;
+#if ZEMU_LONGJMP
+  if (!_setjmp(t->jb)) _longjmp(c->sched_jb, 1);
+#else
   swapcontext(&t->ctx, &c->sched);
+#endif
 }
 
 static inline void __syncthreads(void) {
@@ -120,6 +167,9 @@ static void zemu_entry(void) {
   zemu_cta* c = zemu_self;
   (*c->body)();
   c->th[c->cur].state = ZEMU_DONE;
+#if ZEMU_LONGJMP
+  _longjmp(c->sched_jb, 1); /* never returns: its first entry's context is stale */
+#endif
 }
 
 /* Runs one CTA of nthreads on this OS thread until every thread returns. */
@@ -132,19 +182,30 @@ static inline void zemu_run_cta(const std::function<void()>& body, unsigned nthr
     zemu_thread* t = &c->th[i];
     t->tid = uint3{i, 0, 0};
     t->state = ZEMU_RUN;
+    t->started = 0;
     t->shfl_gen = 0;
-    t->stack.resize(ZEMU_STACK);
+    t->stack = zemu_stack_get();
+    if (t->stack == NULL) {
+      fprintf(stderr, "emulated CTA: out of memory for thread stacks\n");
+      abort();
+    }
     getcontext(&t->ctx);
-    t->ctx.uc_stack.ss_sp = t->stack.data();
+    t->ctx.uc_stack.ss_sp = t->stack;
     t->ctx.uc_stack.ss_size = ZEMU_STACK;
     t->ctx.uc_link = &c->sched;
     makecontext(&t->ctx, zemu_entry, 0);
   }
   for (;;) {
-    for (unsigned i = 0; i < nthreads; i++) {
-      if (c->th[i].state != ZEMU_RUN) continue;
+    for (volatile unsigned i = 0; i < nthreads; i++) { /* volatile: kept across _longjmp */
+      zemu_thread* t = &c->th[i];
+      if (t->state != ZEMU_RUN) continue;
       c->cur = i;
-      swapcontext(&c->sched, &c->th[i].ctx);
+#if ZEMU_LONGJMP
+      if (_setjmp(c->sched_jb)) continue; /* the thread waits or is done */
+      if (t->started) _longjmp(t->jb, 1);
+      t->started = 1;
+#endif
+      swapcontext(&c->sched, &t->ctx);
     }
     /* Everyone waits or is done: release whatever barrier is complete. */
     unsigned done = 0, at_cta = 0, released = 0;
@@ -180,6 +241,7 @@ static inline void zemu_run_cta(const std::function<void()>& body, unsigned nthr
       abort();
     }
   }
+  for (unsigned i = 0; i < nthreads; i++) zemu_stack_put(c->th[i].stack);
   delete c;
   zemu_self = NULL;
 }
