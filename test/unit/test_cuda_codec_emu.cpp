@@ -308,10 +308,10 @@ static void test_room(void) {
   free(x);
 }
 
-/* Corrupted streams per dtype: fewer under AddressSanitizer, where the
- * emulated kernels run about 15x slower (the CPU codec's fuzzers cover
+/* Corrupted streams per dtype: fewer in the AddressSanitizer build, where
+ * the emulated kernels run about 15x slower (the CPU codec's fuzzers cover
  * corruption at length; here it is the kernels' paths that matter). */
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(ZEMU_ASAN_RUNTIME)
 enum { BAD_CASES = 40 };
 #else
 enum { BAD_CASES = 120 };
