@@ -1341,7 +1341,7 @@ extern "C" zcclResult_t zd_cuda_persist_create(unsigned long long idle_us, int c
   /* At most one CTA per SM, and by default half of them: a CTA takes an
    * SM's registers, and an item's gate may wait for a launched kernel
    * (value range, reduction, the user's) that needs a free SM; with every
-   * SM held, that kernel ran only when idle CTAs left (idle_us later). */
+   * SM held, that kernel could start only once idle CTAs left. */
   p->grid = ctas > 0 ? (ctas < sms ? ctas : sms) : (sms > 1 ? sms / 2 : 1);
   *out = p;
   return zcclSuccess;
