@@ -22,9 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "zc_szp.h"
+#include "perf_util.h"
 #include "zccl_data.h"
 #include "zd_device.h"
 
@@ -102,11 +102,6 @@ static void enqueue(gpu_t* g, const zc_params_t* p, op_t op) {
   }
 }
 
-static int cmp_double(const void* x, const void* y) {
-  double a = *(const double*)x, b = *(const double*)y;
-  return (a > b) - (a < b);
-}
-
 static int cmp_float(const void* x, const void* y) {
   float a = *(const float*)x, b = *(const float*)y;
   return (a > b) - (a < b);
@@ -150,19 +145,13 @@ static int same_stream(gpu_t* g, const void* dstream, int k, const uint8_t* cpu,
   return same;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Microseconds per compression of n values, median of reps: burst items
  * queued back to back, then waited for; by the persistent kernel P, or
  * launched on the stream when P is NULL. */
 static double persist_time(gpu_t* g, const zc_params_t* p, zd_cuda_persist_t* P, size_t n, int burst, int reps) {
   double* t = calloc((size_t)reps, sizeof *t);
   for (int r = -1; r < reps; r++) {
-    double t0 = now_s();
+    double t0 = perf_now_s();
     uint64_t seq = 0;
     for (int b = 0; b < burst; b++) {
       if (P)
@@ -176,9 +165,9 @@ static double persist_time(gpu_t* g, const zc_params_t* p, zd_cuda_persist_t* P,
       ZR(zd_cuda_persist_wait(P, seq));
     else
       CU(cudaStreamSynchronize(g->st));
-    if (r >= 0) t[r] = (now_s() - t0) * 1e6 / burst;
+    if (r >= 0) t[r] = (perf_now_s() - t0) * 1e6 / burst;
   }
-  qsort(t, (size_t)reps, sizeof *t, cmp_double);
+  qsort(t, (size_t)reps, sizeof *t, perf_cmp_double);
   double med = t[reps / 2];
   free(t);
   return med;

@@ -10,7 +10,7 @@
  * when uncompressed; compressed within the bound (eb for moved data, N x eb
  * for sums; REL eb is of the range of every rank's input).
  * With --memory ...,nccl the same uncompressed calls on device buffers go
- * through NCCL too (loaded at run time, zccl_nccl.h; ranks sharing the GPU
+ * through NCCL too (loaded at run time, nccl_baseline.h; ranks sharing the GPU
  * each claim a host, so NCCL moves the bytes through its socket transport),
  * and device rows show their time over NCCL's.
  *   zccl-gpu-coll [--ranks N] [--colls LIST] [-b SIZE] [-e SIZE] [-f F]
@@ -33,16 +33,26 @@
 #include <unistd.h>
 
 #include "zccl.h"
+#include "perf_util.h"
 #include "zccl_data.h"
 #include "zccl_fork.h"
-#include "zccl_nccl.h"
+#include "nccl_baseline.h"
 #include "zd_device.h"
 
 #ifdef ZCCL_PERF_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
-enum { C_ALLREDUCE, C_ALLGATHER, C_BROADCAST, C_REDUCESCATTER, C_SCATTER, C_ALLTOALL, NCOLLS };
+/* Numbered as nccl_baseline_coll numbers them. */
+enum {
+  C_ALLREDUCE = NCCL_BASELINE_ALLREDUCE,
+  C_ALLGATHER = NCCL_BASELINE_ALLGATHER,
+  C_BROADCAST = NCCL_BASELINE_BROADCAST,
+  C_REDUCESCATTER = NCCL_BASELINE_REDUCESCATTER,
+  C_SCATTER = NCCL_BASELINE_SCATTER,
+  C_ALLTOALL = NCCL_BASELINE_ALLTOALL,
+  NCOLLS
+};
 static const char* coll_names[NCOLLS] = {"allreduce", "allgather", "broadcast", "reducescatter", "scatter",
                                          "alltoall"};
 
@@ -75,12 +85,6 @@ enum { MAX_REPS = 256 };
     if (e_ != cudaSuccess) FAIL("%s: %s", #call, cudaGetErrorString(e_));               \
   } while (0)
 #endif
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static size_t parse_size(const char* s) {
   char* end;
@@ -116,11 +120,6 @@ static double across(double v, zcclRedOp_t op) {
   double r = 0;
   ZR(zcclAllReduce(&v, &r, 1, zcclFloat64, op, comm, NULL));
   return r;
-}
-
-static int cmp_d(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
 }
 
 enum { M_HOST, M_DEVICE, M_NCCL }; /* a row's memory: NCCL's rows are on device buffers */
@@ -211,17 +210,17 @@ static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows
           int reps = o.reps;
           for (int k = -2; k < reps; k++) { /* two untimed first */
             across(0, zcclSum);             /* start together */
-            double t0 = now_s();
+            double t0 = perf_now_s();
             if (device == M_NCCL) {
               char err[256];
-              if (zccl_nccl_coll(ncomm, c, o.nranks, rank, in, out, blk, st, err, sizeof err)) FAIL("%s", err);
+              if (nccl_baseline_coll(ncomm, c, o.nranks, rank, in, out, blk, st, err, sizeof err)) FAIL("%s", err);
             } else {
               ZR(issue(c, in, out, blk, st));
             }
 #ifdef ZCCL_PERF_CUDA
             if (device) CU(cudaStreamSynchronize((cudaStream_t)st));
 #endif
-            if (k >= 0) t[k] = now_s() - t0;
+            if (k >= 0) t[k] = perf_now_s() - t0;
           }
 #ifdef ZCCL_PERF_CUDA
           if (device) {
@@ -234,7 +233,7 @@ static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows
           zcclResult_t async = zcclSuccess;
           ZR(zcclCommGetAsyncError(comm, &async));
           if (async != zcclSuccess) FAIL("%s: asynchronous error %d: %s", coll_names[c], (int)async, zcclGetLastError(comm));
-          qsort(t, (size_t)reps, sizeof *t, cmp_d);
+          qsort(t, (size_t)reps, sizeof *t, perf_cmp_double);
           double worst;
           long wrong = check(c, ins, hout, blk, compressed, eb_abs, &worst);
           if (*nrows == MAX_ROWS) FAIL("more than %d rows: fewer sizes or collectives", MAX_ROWS);
@@ -294,22 +293,22 @@ static void report(const row_t* rows, int n, const char* gpu) {
 static void nccl_start(void) {
   char err[512] = "";
   int version = 0;
-  unsigned char id[ZCCL_NCCL_ID_BYTES] = {0};
-  int ok = zccl_nccl_load(&version, err, sizeof err) == 0;
+  unsigned char id[NCCL_BASELINE_ID_BYTES] = {0};
+  int ok = nccl_baseline_load(&version, err, sizeof err) == 0;
   if (across(ok, zcclMin) < 1) {
     if (rank == 0) printf("zccl-gpu-coll: nccl rows skipped: %s\n", ok ? "not loaded on every rank" : err);
     return;
   }
-  ok = rank != 0 || zccl_nccl_get_id(id, err, sizeof err) == 0;
+  ok = rank != 0 || nccl_baseline_get_id(id, err, sizeof err) == 0;
   ZR(zcclBroadcast(id, id, sizeof id, zcclUint8, 0, comm, NULL));
   if (across(ok, zcclMin) < 1) {
     if (rank == 0) printf("zccl-gpu-coll: nccl rows skipped: %s\n", err);
     return;
   }
-  ok = zccl_nccl_init(&ncomm, o.nranks, rank, id, 1, err, sizeof err) == 0;
+  ok = nccl_baseline_init(&ncomm, o.nranks, rank, id, 1, err, sizeof err) == 0;
   if (across(ok, zcclMin) < 1) {
     if (!ok) printf("zccl-gpu-coll: rank %d: nccl rows skipped: %s\n", rank, err);
-    zccl_nccl_destroy(ncomm);
+    nccl_baseline_destroy(ncomm);
     ncomm = NULL;
     return;
   }
@@ -349,7 +348,7 @@ static int run_rank(int r, const zcclUniqueId* id, void* arg) {
   long wrong = 0;
   for (int i = 0; i < n; i++) wrong += rows[i].wrong;
   if (rank == 0) report(rows, n, gpu);
-  zccl_nccl_destroy(ncomm);
+  nccl_baseline_destroy(ncomm);
   ZR(zcclCommDestroy(comm));
   zccl_data_free(&d);
   return wrong ? 1 : 0;

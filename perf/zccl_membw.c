@@ -8,17 +8,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perf_util.h"
+
 typedef struct {
   char *src, *dst;
   size_t len;
   int reps;
 } part_t;
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void* copy_part(void* arg) {
   part_t* p = arg;
@@ -45,7 +41,7 @@ int main(int argc, char** argv) {
     for (int run = 0; run < 3; run++) {
       pthread_t th[256];
       part_t parts[256];
-      double t0 = now();
+      double t0 = perf_now_s();
       for (int i = 0; i < t; i++) {
         size_t lo = bytes * (size_t)i / (size_t)t, hi = bytes * (size_t)(i + 1) / (size_t)t;
         parts[i] = (part_t){src + lo, dst + lo, hi - lo, reps};
@@ -53,7 +49,7 @@ int main(int argc, char** argv) {
       }
       copy_part(&parts[0]);
       for (int i = 1; i < t; i++) pthread_join(th[i], NULL);
-      double dt = now() - t0;
+      double dt = perf_now_s() - t0;
       best = dt < best ? dt : best;
     }
     double gbps = (double)bytes * reps / best / 1e9;

@@ -10,14 +10,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "perf_util.h"
+
 #include "zd_device.h"
 #include "zu_dtype.h"
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 typedef struct {
   zd_dev_t* dev; /* NULL: memcpy */
@@ -41,15 +37,15 @@ static void run_once(const job_t* j) {
 /* Best of 3 batches of ~20 ms each, in GB/s of `moved` bytes per call. */
 static double measure(const job_t* j, size_t moved) {
   run_once(j);
-  double t0 = now();
+  double t0 = perf_now_s();
   run_once(j);
-  double one = now() - t0;
+  double one = perf_now_s() - t0;
   long reps = one > 0.02 ? 1 : (long)(0.02 / (one > 1e-9 ? one : 1e-9)) + 1;
   double best = 1e30;
   for (int batch = 0; batch < 3; batch++) {
-    t0 = now();
+    t0 = perf_now_s();
     for (long r = 0; r < reps; r++) run_once(j);
-    double dt = (now() - t0) / (double)reps;
+    double dt = (perf_now_s() - t0) / (double)reps;
     if (dt < best) best = dt;
   }
   return (double)moved / best / 1e9;

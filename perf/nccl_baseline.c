@@ -1,5 +1,5 @@
-/* NCCL loaded at run time for the GPU benchmarks (zccl_nccl.h). */
-#include "zccl_nccl.h"
+/* NCCL loaded at run time for the GPU benchmarks (nccl_baseline.h). */
+#include "nccl_baseline.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 /* nccl.h's ABI: results and enums are ints, ncclUniqueId 128 bytes passed
  * by value, communicators and streams pointers. */
 typedef struct {
-  char internal[ZCCL_NCCL_ID_BYTES];
+  char internal[NCCL_BASELINE_ID_BYTES];
 } nccl_id_t;
 enum { NCCL_SUCCESS = 0, NCCL_FLOAT32 = 7, NCCL_SUM = 0 };
 
@@ -30,7 +30,7 @@ static struct {
   int (*group_end)(void);
 } nc;
 
-int zccl_nccl_load(int* version, char* err, size_t errlen) {
+int nccl_baseline_load(int* version, char* err, size_t errlen) {
   if (nc.lib == NULL) {
     const char* path = getenv("ZCCL_PERF_NCCL_LIB");
     void* lib = dlopen(path && *path ? path : "libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
@@ -76,14 +76,14 @@ static int failed(int r, const char* what, char* err, size_t errlen) {
   return -1;
 }
 
-int zccl_nccl_get_id(unsigned char id[ZCCL_NCCL_ID_BYTES], char* err, size_t errlen) {
+int nccl_baseline_get_id(unsigned char id[NCCL_BASELINE_ID_BYTES], char* err, size_t errlen) {
   nccl_id_t u;
   if (failed(nc.get_unique_id(&u), "ncclGetUniqueId", err, errlen)) return -1;
   memcpy(id, u.internal, sizeof u.internal);
   return 0;
 }
 
-int zccl_nccl_init(void** comm, int nranks, int rank, const unsigned char id[ZCCL_NCCL_ID_BYTES], int own_host,
+int nccl_baseline_init(void** comm, int nranks, int rank, const unsigned char id[NCCL_BASELINE_ID_BYTES], int own_host,
                    char* err, size_t errlen) {
   if (own_host && getenv("NCCL_HOSTID") == NULL) {
     char host[64];
@@ -96,23 +96,23 @@ int zccl_nccl_init(void** comm, int nranks, int rank, const unsigned char id[ZCC
   return failed(nc.comm_init_rank(comm, nranks, u, rank), "ncclCommInitRank", err, errlen);
 }
 
-int zccl_nccl_coll(void* comm, int coll, int nranks, int rank, const float* in, float* out, size_t blk, void* stream,
-                   char* err, size_t errlen) {
+int nccl_baseline_coll(void* comm, int coll, int nranks, int rank, const float* in, float* out, size_t blk,
+                       void* stream, char* err, size_t errlen) {
   int r = NCCL_SUCCESS;
   switch (coll) {
-    case ZCCL_NCCL_ALLREDUCE: r = nc.all_reduce(in, out, blk, NCCL_FLOAT32, NCCL_SUM, comm, stream); break;
-    case ZCCL_NCCL_ALLGATHER: r = nc.all_gather(in, out, blk, NCCL_FLOAT32, comm, stream); break;
-    case ZCCL_NCCL_BROADCAST: r = nc.broadcast(in, out, blk, NCCL_FLOAT32, 0, comm, stream); break;
-    case ZCCL_NCCL_REDUCESCATTER: r = nc.reduce_scatter(in, out, blk, NCCL_FLOAT32, NCCL_SUM, comm, stream); break;
+    case NCCL_BASELINE_ALLREDUCE: r = nc.all_reduce(in, out, blk, NCCL_FLOAT32, NCCL_SUM, comm, stream); break;
+    case NCCL_BASELINE_ALLGATHER: r = nc.all_gather(in, out, blk, NCCL_FLOAT32, comm, stream); break;
+    case NCCL_BASELINE_BROADCAST: r = nc.broadcast(in, out, blk, NCCL_FLOAT32, 0, comm, stream); break;
+    case NCCL_BASELINE_REDUCESCATTER: r = nc.reduce_scatter(in, out, blk, NCCL_FLOAT32, NCCL_SUM, comm, stream); break;
     default: /* scatter from rank 0, alltoall: grouped point-to-point */
       r = nc.group_start();
       for (int p = 0; p < nranks && r == NCCL_SUCCESS; p++) {
-        if (coll == ZCCL_NCCL_ALLTOALL || rank == 0)
+        if (coll == NCCL_BASELINE_ALLTOALL || rank == 0)
           r = nc.send(in + (size_t)p * blk, blk, NCCL_FLOAT32, p, comm, stream);
-        if (r == NCCL_SUCCESS && coll == ZCCL_NCCL_ALLTOALL)
+        if (r == NCCL_SUCCESS && coll == NCCL_BASELINE_ALLTOALL)
           r = nc.recv(out + (size_t)p * blk, blk, NCCL_FLOAT32, p, comm, stream);
       }
-      if (r == NCCL_SUCCESS && coll == ZCCL_NCCL_SCATTER) r = nc.recv(out, blk, NCCL_FLOAT32, 0, comm, stream);
+      if (r == NCCL_SUCCESS && coll == NCCL_BASELINE_SCATTER) r = nc.recv(out, blk, NCCL_FLOAT32, 0, comm, stream);
       {
         int e = nc.group_end();
         if (r == NCCL_SUCCESS) r = e;
@@ -122,6 +122,6 @@ int zccl_nccl_coll(void* comm, int coll, int nranks, int rank, const float* in, 
   return failed(r, "NCCL collective", err, errlen);
 }
 
-void zccl_nccl_destroy(void* comm) {
+void nccl_baseline_destroy(void* comm) {
   if (comm && nc.comm_destroy) nc.comm_destroy(comm);
 }
