@@ -25,6 +25,7 @@
 
 #include "zc_szp.h"
 #include "perf_util.h"
+#include "zu_time.h"
 #include "zccl_data.h"
 #include "zd_device.h"
 
@@ -151,7 +152,7 @@ static int same_stream(gpu_t* g, const void* dstream, int k, const uint8_t* cpu,
 static double persist_time(gpu_t* g, const zc_params_t* p, zd_cuda_persist_t* P, size_t n, int burst, int reps) {
   double* t = calloc((size_t)reps, sizeof *t);
   for (int r = -1; r < reps; r++) {
-    double t0 = perf_now_s();
+    double t0 = zu_now();
     uint64_t seq = 0;
     for (int b = 0; b < burst; b++) {
       if (P)
@@ -165,7 +166,7 @@ static double persist_time(gpu_t* g, const zc_params_t* p, zd_cuda_persist_t* P,
       ZR(zd_cuda_persist_wait(P, seq));
     else
       CU(cudaStreamSynchronize(g->st));
-    if (r >= 0) t[r] = (perf_now_s() - t0) * 1e6 / burst;
+    if (r >= 0) t[r] = (zu_now() - t0) * 1e6 / burst;
   }
   qsort(t, (size_t)reps, sizeof *t, perf_cmp_double);
   double med = t[reps / 2];

@@ -34,6 +34,7 @@
 
 #include "zccl.h"
 #include "perf_util.h"
+#include "zu_time.h"
 #include "zccl_data.h"
 #include "zccl_fork.h"
 #include "nccl_baseline.h"
@@ -210,7 +211,7 @@ static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows
           int reps = o.reps;
           for (int k = -2; k < reps; k++) { /* two untimed first */
             across(0, zcclSum);             /* start together */
-            double t0 = perf_now_s();
+            double t0 = zu_now();
             if (device == M_NCCL) {
               char err[256];
               if (nccl_baseline_coll(ncomm, c, o.nranks, rank, in, out, blk, st, err, sizeof err)) FAIL("%s", err);
@@ -220,7 +221,7 @@ static void run_rows(const zccl_data_t* d, int have_gpu, row_t* rows, int* nrows
 #ifdef ZCCL_PERF_CUDA
             if (device) CU(cudaStreamSynchronize((cudaStream_t)st));
 #endif
-            if (k >= 0) t[k] = perf_now_s() - t0;
+            if (k >= 0) t[k] = zu_now() - t0;
           }
 #ifdef ZCCL_PERF_CUDA
           if (device) {

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "perf_util.h"
+#include "zu_time.h"
 
 typedef struct {
   char *src, *dst;
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     for (int run = 0; run < 3; run++) {
       pthread_t th[256];
       part_t parts[256];
-      double t0 = perf_now_s();
+      double t0 = zu_now();
       for (int i = 0; i < t; i++) {
         size_t lo = bytes * (size_t)i / (size_t)t, hi = bytes * (size_t)(i + 1) / (size_t)t;
         parts[i] = (part_t){src + lo, dst + lo, hi - lo, reps};
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
       }
       copy_part(&parts[0]);
       for (int i = 1; i < t; i++) pthread_join(th[i], NULL);
-      double dt = perf_now_s() - t0;
+      double dt = zu_now() - t0;
       best = dt < best ? dt : best;
     }
     double gbps = (double)bytes * reps / best / 1e9;

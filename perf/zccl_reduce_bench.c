@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "perf_util.h"
+#include "zu_time.h"
 
 #include "zd_device.h"
 #include "zu_dtype.h"
@@ -37,15 +37,15 @@ static void run_once(const job_t* j) {
 /* Best of 3 batches of ~20 ms each, in GB/s of `moved` bytes per call. */
 static double measure(const job_t* j, size_t moved) {
   run_once(j);
-  double t0 = perf_now_s();
+  double t0 = zu_now();
   run_once(j);
-  double one = perf_now_s() - t0;
+  double one = zu_now() - t0;
   long reps = one > 0.02 ? 1 : (long)(0.02 / (one > 1e-9 ? one : 1e-9)) + 1;
   double best = 1e30;
   for (int batch = 0; batch < 3; batch++) {
-    t0 = perf_now_s();
+    t0 = zu_now();
     for (long r = 0; r < reps; r++) run_once(j);
-    double dt = (perf_now_s() - t0) / (double)reps;
+    double dt = (zu_now() - t0) / (double)reps;
     if (dt < best) best = dt;
   }
   return (double)moved / best / 1e9;
