@@ -33,16 +33,15 @@ step() { # step <seconds> <command...>
   step 120 "$B/test/gpu_device"
   step 120 "$B/test/device"
   # Device buffers, blocking stream order (the default on cuda), then the
-  # asynchronous hold that hung on an H200 (docs/cuda.md), after the probe
-  # that says why.
+  # asynchronous hold that hung on an H200 while the device queued host
+  # functions (docs/cuda.md), after the probe that says why; with pinned
+  # result copies too.
   step 150 "$B/test/gpu_coll" 2
   # The INFO banner comes before the fork: it must leave CUDA usable.
   step 60 env ZCCL_DEBUG=INFO "$B/test/gpu_coll" 2
   step 200 "$B/tools/zccl-cuda-probe" 2
   step 150 env ZCCL_STREAM_MODE=async "$B/test/gpu_coll" 2
-  # CUDA events instead of host functions where they suffice (docs/cuda.md).
-  step 120 env ZCCL_CUDA_EVENT_MARKS=1 "$B/test/gpu_device"
-  step 150 env ZCCL_CUDA_EVENT_MARKS=1 ZCCL_STREAM_MODE=async "$B/test/gpu_coll" 2
+  step 150 env ZCCL_STREAM_MODE=async ZCCL_TEST_PINNED_COPY=1 "$B/test/gpu_coll" 2
   # The codec work in the persistent kernel (ZCCL_PERSISTENT_KERNEL=1).
   step 120 env ZCCL_PERSISTENT_KERNEL=1 "$B/test/gpu_device"
   step 150 env ZCCL_PERSISTENT_KERNEL=1 "$B/test/gpu_coll" 2

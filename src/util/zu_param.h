@@ -101,11 +101,6 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(SIM_LANE_LAG_US, INT, "0",                                                            \
     "sim device: every operation on a stream other than stream 0 waits this many "        \
     "microseconds more, so work that another stream must wait for is late (tests).")     \
-  X(CUDA_EVENT_MARKS, INT, "0",                                                           \
-    "cuda device: 1 marks events with CUDA events that the waiting thread polls, instead " \
-    "of host functions on the stream, wherever no kernel's status word waits to be "      \
-    "collected (so a collective without compression launches no host function). Off "     \
-    "until it has run on a GPU.")                                                          \
   X(SIM_STAGE, INT, "0",                                                                  \
     "sim device: 1 treats its memory as the transport cannot reach it (a GPU's without "  \
     "CUDA-aware UCX), so every message goes through host staging buffers as on a GPU.")  \

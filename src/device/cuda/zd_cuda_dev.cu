@@ -1,37 +1,35 @@
 /* The cuda device: ZCCL_DEVICE_STREAMS non-blocking streams (lanes) on the
  * GPU that was current when the device was created, each a zd_cuda_t with
- * its own notes, size slots, status word and codec scratch (what follows is
- * per lane); the buffer pool in cudaMalloc'd memory. A lane waits for
- * another through a CUDA event recorded on the other's stream.
+ * its own marks, size slots and codec scratch (what follows is per lane);
+ * the buffer pool in cudaMalloc'd memory. A lane waits for another through
+ * a CUDA event recorded on the other's stream.
  *
- * Host functions on the stream ("notes", cudaLaunchHostFunc) bridge what
- * the host must see in stream order:
- * - stream sizes: proto passes host size_t pointers that are read and
- *   written when the operation runs. A note before a kernel copies *size
- *   into a slot of pinned, mapped memory that the kernel reads; a note after
- *   a kernel copies the slot the kernel wrote into *out_size. Slots are a
- *   ring, free again once a note after the kernel using them has run.
+ * No host function (cudaLaunchHostFunc) is queued: on an H200 one did not
+ * return while another thread of the process waited in a pageable copy
+ * behind a stream-ordered call's hold (docs/cuda.md), and the progress
+ * thread queues work while callers wait. What the host must see in stream
+ * order comes through marks, CUDA events that a waiting thread polls:
  * - events: an event is a mark's sequence number; it has passed when every
- *   mark up to it has (the stream passes them in order). A mark is a note
- *   or, with ZCCL_CUDA_EVENT_MARKS=1 and no status word to collect since
- *   the last note, a CUDA event that the waiting thread polls: on an H200
- *   the progress thread stopped in cudaLaunchHostFunc while the caller
- *   waited in a pageable copy behind a stream-ordered call's hold, and a
- *   collective without compression then needs no host function at all.
- * - errors: kernels store a zcclResult_t in a mapped status word (first
- *   wins); each note, running while the stream waits for it, moves a stored
- *   error to the device and resets the word; the next wait reports it.
- *   A failed launch is returned at once. After a fault in the context CUDA
- *   runs no more host functions, so waits poll the stream for its error.
- * The issuer never holds the lock across a CUDA call: a host function
- * waiting for the lock could otherwise stall a launch waiting for room in
- * the stream.
+ *   mark up to it has (the stream passes them in order).
+ * - stream sizes: proto passes host size_t pointers that are read and
+ *   written when the operation runs. A kernel reads and writes sizes in
+ *   slots of pinned, mapped memory. A size the host knows is stored in a
+ *   fresh slot when the operation is queued; one still to come from a
+ *   kernel queued earlier (a compress, then a hop of its stream) is read
+ *   from that kernel's slot (the lane's table of sizes in flight), which is
+ *   held until the reader's mark has passed. The mark after a kernel that
+ *   writes a size copies the slot to the caller's size_t when a poll finds
+ *   that it has passed. Slots are a ring, freed as marks pass.
+ * - errors: each codec kernel stores a zcclResult_t in a status slot of its
+ *   own (first wins); the mark after it moves a stored error to the device
+ *   and the next wait reports it. A failed launch is returned at once; a
+ *   fault in the context fails the event queries, so waits report it.
  *
  * With ZCCL_PERSISTENT_KERNEL=1 the codec operations go to one persistent
  * kernel per device (zd_cuda_kernels.h) instead of a launch each: on the
  * lane's stream a cuStreamWriteValue32 opens the item's gate (the work
  * queued before it is done), and a cuStreamWaitValue32 on the kernel's
- * done word holds what follows until the item has completed; the notes
+ * done word holds what follows until the item has completed; the marks
  * around it are the same as around a launch. Items of every lane run in
  * submission order, one at a time, each over the whole GPU. */
 #include <cuda.h> /* types of the two stream memory operations, fetched from the driver at run time */
@@ -49,10 +47,11 @@
 #include "zd_dev_impl.h"
 #include "zu_param.h"
 
-#define ZD_CUDA_SLOTS 1024 /* stream sizes in flight */
-#define ZD_CUDA_NOTES 2048 /* host functions in flight; issuing waits beyond */
-#define ZD_CUDA_POLL_NS 10000000L /* how often a wait checks for a failed stream */
-#define ZD_CUDA_RETIRED 48        /* scratch doubles from 64 KiB: 48 growths is more than memory */
+#define ZD_CUDA_SLOTS 1024 /* size and status slots in flight */
+#define ZD_CUDA_MARKS 1024 /* marks in flight; issuing waits beyond */
+#define ZD_CUDA_SIZES 256  /* sizes a kernel is still to write, per lane */
+#define ZD_CUDA_HOLDS 256  /* slots read by kernels queued after their writer's mark */
+#define ZD_CUDA_RETIRED 48 /* scratch doubles from 64 KiB: 48 growths is more than memory */
 
 typedef struct {
   double range[2];
@@ -61,26 +60,29 @@ typedef struct {
 
 /* Pinned and mapped: host and kernels share it. */
 typedef struct {
-  int status; /* zcclResult_t, written by kernels with atomicCAS from zcclSuccess */
   zd_range_t range;
   uint64_t slots[ZD_CUDA_SLOTS];
 } zd_pinned_t;
 
-/* One host function's work: before a kernel, *in_slot[i] = *in[i]; after
- * one, *out = *out_slot. */
+/* What a mark carries out when it has passed. */
 typedef struct {
-  zd_cuda_t* c;
-  const size_t* in[2];
-  uint64_t* in_slot[2];
-  size_t* out;
+  size_t* out;              /* *out = *out_slot */
   const uint64_t* out_slot;
-  uint64_t release; /* slots taken before this index are free once it has run */
-  const char* what; /* the last operation with a status word before it */
-  uint64_t seq;     /* its mark's number */
-} zd_note_t;
+  const volatile int* status; /* the operation's status slot, or NULL */
+  const char* what;           /* the operation, for its error */
+  uint64_t release;           /* slots taken before this index are free then (held ones excepted) */
+} zd_mark_t;
 
-/* What mark k is (notes[k % ZD_CUDA_NOTES] or events[...]). */
-enum { ZD_MARK_NOTE, ZD_MARK_EVENT, ZD_MARK_RECORDING };
+/* A size a kernel queued on this lane is still to write. */
+typedef struct {
+  const size_t* ptr; /* the caller's size_t */
+  uint64_t slot;     /* the slot's index in the ring */
+  uint64_t seq;      /* the mark that copies it to *ptr */
+} zd_size_t;
+
+typedef struct {
+  uint64_t slot, until; /* slot stays taken until mark until has passed */
+} zd_hold_t;
 
 struct zd_cuda { /* one lane of the device: its stream and what goes with it */
   int ordinal;
@@ -97,20 +99,21 @@ struct zd_cuda { /* one lane of the device: its stream and what goes with it */
   uint32_t* gate_d;           /* device word this lane's stream writes to open its items' gates */
   uint32_t gate_val;          /* the last value written (issuer only) */
   pthread_mutex_t lock;
-  pthread_cond_t ran_cv;
   /* under lock; ran also read without it (zd_event_done): marks issued, and
    * the highest that has passed */
   uint64_t issued, ran;
-  unsigned char kind[ZD_CUDA_NOTES]; /* ZD_MARK_*, of mark seq at (seq - 1) % ZD_CUDA_NOTES */
-  cudaEvent_t* events;               /* ZD_CUDA_NOTES of them with event marks, else NULL */
+  cudaEvent_t events[ZD_CUDA_MARKS]; /* mark seq's at (seq - 1) % ZD_CUDA_MARKS */
+  zd_mark_t marks[ZD_CUDA_MARKS];
   uint64_t slots_taken, slots_free; /* slot ring: free below slots_free */
-  zcclResult_t err;                 /* first error since the last wait reported one */
+  uint64_t released;                /* the highest release of a passed mark */
+  zd_hold_t holds[ZD_CUDA_HOLDS];
+  int nholds;
+  zcclResult_t err; /* first error since the last wait reported one */
   char err_msg[256];
   /* issuer only */
-  int dirty;        /* work queued after the last mark */
-  int need_note;    /* a kernel that may write the status word queued after the last note */
-  const char* what; /* the last operation given the status word */
-  zd_note_t notes[ZD_CUDA_NOTES];
+  int dirty; /* work queued after the last mark */
+  zd_size_t sizes[ZD_CUDA_SIZES];
+  int nsizes;
 };
 
 /* Makes the device's GPU current on this thread for a scope (proto issues
@@ -129,190 +132,212 @@ struct zd_on_gpu {
   }
 };
 
-/* ---- notes ------------------------------------------------------------- */
+/* ---- marks --------------------------------------------------------------- */
 
-static void CUDART_CB zd_note_run(void* arg) {
-  zd_note_t* n = (zd_note_t*)arg;
-  zd_cuda_t* c = n->c;
-  for (int i = 0; i < 2; i++)
-    if (n->in[i]) *n->in_slot[i] = (uint64_t)*n->in[i];
-  if (n->out) *n->out = (size_t)*n->out_slot;
-  /* The stream waits for this function: no kernel of it writes the word now. */
-  volatile int* status = &c->pin->status;
-  int st = *status;
-  if (st != zcclSuccess) *status = zcclSuccess;
-  pthread_mutex_lock(&c->lock);
-  if (st != zcclSuccess && c->err == zcclSuccess) {
-    c->err = (zcclResult_t)st;
-    snprintf(c->err_msg, sizeof c->err_msg, "%s (queued on the cuda device) reported %s",
-             n->what ? n->what : "a kernel", zu_error_name((zcclResult_t)st));
+/* Lock held: mark seq has passed; carries it out. */
+static void zd_mark_passed(zd_cuda_t* c, uint64_t seq) {
+  zd_mark_t* m = &c->marks[(seq - 1) % ZD_CUDA_MARKS];
+  if (m->out) *m->out = (size_t)*m->out_slot;
+  if (m->status) {
+    int st = *m->status;
+    if (st != zcclSuccess && c->err == zcclSuccess) {
+      c->err = (zcclResult_t)st;
+      snprintf(c->err_msg, sizeof c->err_msg, "%s (queued on the cuda device) reported %s",
+               m->what ? m->what : "a kernel", zu_error_name((zcclResult_t)st));
+    }
   }
-  if (n->release > c->slots_free) c->slots_free = n->release;
-  if (n->seq > c->ran) __atomic_store_n(&c->ran, n->seq, __ATOMIC_RELEASE);
-  pthread_cond_broadcast(&c->ran_cv);
-  pthread_mutex_unlock(&c->lock);
+  if (m->release > c->released) c->released = m->release;
+  uint64_t free_to = c->released;
+  for (int i = 0; i < c->nholds;) {
+    if (c->holds[i].until <= seq) {
+      c->holds[i] = c->holds[--c->nholds];
+      continue;
+    }
+    if (c->holds[i].slot < free_to) free_to = c->holds[i].slot;
+    i++;
+  }
+  if (free_to > c->slots_free) c->slots_free = free_to;
+  __atomic_store_n(&c->ran, seq, __ATOMIC_RELEASE);
 }
 
-/* Lock held: advances ran over the event marks that have passed (a note
- * advances it itself when it runs; a later mark cannot pass before it).
- * The query is made without the lock: a host function waiting for the
- * lock must not meet a CUDA call waiting for the host function. */
+/* Lock held: advances ran over the marks that have passed. No host
+ * function ever takes the lock, so the queries may be made holding it. */
 static zcclResult_t zd_cuda_poll(zd_cuda_t* c) {
   while (c->ran < c->issued) {
     const uint64_t seq = c->ran + 1;
-    const size_t k = (size_t)((seq - 1) % ZD_CUDA_NOTES);
-    if (c->kind[k] != ZD_MARK_EVENT) return zcclSuccess;
-    cudaEvent_t ev = c->events[k]; /* not reused before it has passed: the ring is full until then */
-    pthread_mutex_unlock(&c->lock);
-    cudaError_t e = cudaEventQuery(ev);
-    pthread_mutex_lock(&c->lock);
+    cudaError_t e = cudaEventQuery(c->events[(seq - 1) % ZD_CUDA_MARKS]);
     if (e == cudaErrorNotReady) return zcclSuccess;
     if (e != cudaSuccess)
       return ZU_ERROR(zcclUnhandledCudaError, "cuda device: the stream failed: %s (%s)", cudaGetErrorString(e),
                       cudaGetErrorName(e));
-    if (seq > c->ran) __atomic_store_n(&c->ran, seq, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&c->ran_cv);
+    zd_mark_passed(c, seq);
   }
   return zcclSuccess;
 }
 
-/* The next mark to pass is an event: nothing will signal it, so waits poll. */
-static int zd_cuda_polling(const zd_cuda_t* c) {
-  return c->ran < c->issued && c->kind[c->ran % ZD_CUDA_NOTES] != ZD_MARK_NOTE;
-}
-
-/* Waits, lock held, until ready(): host functions never run after a fault
- * in the context, so every ZD_CUDA_POLL_NS the stream is asked for its
- * error; event marks are polled, yielding at first, then every 20 us. */
+/* Waits, lock held, until ready(), polling the marks: yielding at first,
+ * then sleeping 20 us, then (after about 50 ms) 200 us between polls. */
 template <class READY>
 static zcclResult_t zd_cuda_block(zd_cuda_t* c, READY ready) {
   for (int round = 0;; round++) {
-    if (c->events) ZU_CHECK(zd_cuda_poll(c));
-    if (ready()) break;
-    if (zd_cuda_polling(c)) {
-      pthread_mutex_unlock(&c->lock);
-      if (round < 64) {
-        sched_yield();
-      } else {
-        struct timespec nap = {0, 20000};
-        nanosleep(&nap, NULL);
-      }
-      pthread_mutex_lock(&c->lock);
-      continue;
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += ZD_CUDA_POLL_NS;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    if (pthread_cond_timedwait(&c->ran_cv, &c->lock, &ts) != ETIMEDOUT || ready()) continue;
+    ZU_CHECK(zd_cuda_poll(c));
+    if (ready()) return zcclSuccess;
     pthread_mutex_unlock(&c->lock);
-    cudaError_t e = cudaStreamQuery(c->stream);
+    if (round < 64) {
+      sched_yield();
+    } else {
+      struct timespec nap = {0, round < 2500 ? 20000L : 200000L};
+      nanosleep(&nap, NULL);
+    }
     pthread_mutex_lock(&c->lock);
-    if (e != cudaSuccess && e != cudaErrorNotReady)
-      return ZU_ERROR(zcclUnhandledCudaError, "cuda device: the stream failed: %s (%s)", cudaGetErrorString(e),
-                      cudaGetErrorName(e));
   }
-  return zcclSuccess;
 }
 
-/* Lock held: the next mark, of kind, once the ring has room; *k its place
- * in notes / events. */
-static zcclResult_t zd_mark_take(zd_cuda_t* c, unsigned char kind, size_t* k) {
-  ZU_CHECK(zd_cuda_block(c, [c] { return c->issued - c->ran < ZD_CUDA_NOTES; }));
-  *k = (size_t)(c->issued % ZD_CUDA_NOTES);
-  c->kind[*k] = kind;
-  c->issued++;
-  return zcclSuccess;
-}
-
-/* Reserves the next note, waiting while the ring is full; release: the
- * slots free once it has run (UINT64_MAX: every slot taken so far). */
-static zcclResult_t zd_note_reserve(zd_cuda_t* c, uint64_t release, zd_note_t** out) {
+/* A mark after the work queued so far, carrying m (NULL: nothing) out. The
+ * slots taken until now are freed when it passes; with close, the open
+ * holds (zd_size_in) last until it. *seq (may be NULL): its number. */
+static zcclResult_t zd_mark(zd_cuda_t* c, const zd_mark_t* m, int close, uint64_t* seq) {
   pthread_mutex_lock(&c->lock);
-  size_t k;
-  zcclResult_t res = zd_mark_take(c, ZD_MARK_NOTE, &k);
-  if (res == zcclSuccess) {
-    zd_note_t* n = &c->notes[k];
-    memset(n, 0, sizeof *n);
-    n->c = c;
-    n->seq = c->issued;
-    n->release = release == UINT64_MAX ? c->slots_taken : release;
-    n->what = c->what;
-    *out = n;
-  }
-  pthread_mutex_unlock(&c->lock);
-  return res;
-}
-
-/* Queues the note reserved last; a failed launch takes the reservation back
- * (the note will never run, so no event may count it). */
-static zcclResult_t zd_note_issue(zd_cuda_t* c, zd_note_t* n) {
-  cudaError_t e = cudaLaunchHostFunc(c->stream, zd_note_run, n);
-  if (e != cudaSuccess) {
-    pthread_mutex_lock(&c->lock);
-    c->issued--;
+  zcclResult_t res = zd_cuda_block(c, [c] { return c->issued - c->ran < ZD_CUDA_MARKS; });
+  if (res != zcclSuccess) {
     pthread_mutex_unlock(&c->lock);
-    return ZU_ERROR(zcclUnhandledCudaError, "cuda device: cudaLaunchHostFunc: %s (%s)", cudaGetErrorString(e),
-                    cudaGetErrorName(e));
+    return res;
   }
-  c->dirty = 0;
-  c->need_note = 0;
-  return zcclSuccess;
-}
-
-/* A mark that is a CUDA event (ZCCL_CUDA_EVENT_MARKS=1). */
-static zcclResult_t zd_event_mark(zd_cuda_t* c) {
-  pthread_mutex_lock(&c->lock);
-  size_t k;
-  /* Recording: a poll meanwhile must not take the event's last record for this one. */
-  zcclResult_t res = zd_mark_take(c, ZD_MARK_RECORDING, &k);
-  pthread_mutex_unlock(&c->lock);
-  if (res != zcclSuccess) return res;
-  cudaError_t e = cudaEventRecord(c->events[k], c->stream);
-  pthread_mutex_lock(&c->lock);
-  if (e == cudaSuccess)
-    c->kind[k] = ZD_MARK_EVENT;
+  const uint64_t s = c->issued + 1;
+  zd_mark_t* slot = &c->marks[(s - 1) % ZD_CUDA_MARKS];
+  if (m)
+    *slot = *m;
   else
-    c->issued--; /* the issuer is one thread: nothing was issued after it */
-  pthread_cond_broadcast(&c->ran_cv);
+    memset(slot, 0, sizeof *slot);
+  slot->release = c->slots_taken;
+  if (close)
+    for (int i = 0; i < c->nholds; i++)
+      if (c->holds[i].until == UINT64_MAX) c->holds[i].until = s;
+  /* Recorded under the lock: a poll meanwhile must not query the event's
+   * previous record for this mark (no host function waits for the lock). */
+  cudaError_t e = cudaEventRecord(c->events[(s - 1) % ZD_CUDA_MARKS], c->stream);
+  if (e == cudaSuccess) c->issued = s;
   pthread_mutex_unlock(&c->lock);
   if (e != cudaSuccess)
     return ZU_ERROR(zcclUnhandledCudaError, "cuda device: cudaEventRecord: %s (%s)", cudaGetErrorString(e),
                     cudaGetErrorName(e));
   c->dirty = 0;
+  if (seq) *seq = s;
   return zcclSuccess;
 }
 
-/* A note with nothing to copy: an event, or freeing slots. */
-static zcclResult_t zd_note_mark(zd_cuda_t* c) {
-  zd_note_t* n = NULL;
-  ZU_CHECK(zd_note_reserve(c, UINT64_MAX, &n));
-  return zd_note_issue(c, n);
-}
-
-/* k slots for one operation: host and device addresses. *before: the slots
- * taken until now (an IN note before the kernel frees only those). */
-static zcclResult_t zd_slots_take(zd_cuda_t* c, int k, uint64_t** host, uint64_t** dev, uint64_t* before) {
+/* k slots for one operation: host and device addresses, and their ring
+ * indices. A full ring frees itself with a mark after the work queued. */
+static zcclResult_t zd_slots_take(zd_cuda_t* c, int k, uint64_t** host, uint64_t** dev, uint64_t* index) {
   pthread_mutex_lock(&c->lock);
   int full = c->slots_taken - c->slots_free + (uint64_t)k > ZD_CUDA_SLOTS;
   pthread_mutex_unlock(&c->lock);
-  if (full) ZU_CHECK(zd_note_mark(c)); /* frees every slot of the operations queued so far */
+  if (full) ZU_CHECK(zd_mark(c, NULL, 0, NULL));
   pthread_mutex_lock(&c->lock);
   zcclResult_t res =
       zd_cuda_block(c, [c, k] { return c->slots_taken - c->slots_free + (uint64_t)k <= ZD_CUDA_SLOTS; });
   if (res == zcclSuccess) {
-    *before = c->slots_taken;
     for (int i = 0; i < k; i++) {
-      size_t at = (size_t)(c->slots_taken++ % ZD_CUDA_SLOTS);
+      size_t at = (size_t)(c->slots_taken % ZD_CUDA_SLOTS);
+      if (index) index[i] = c->slots_taken;
+      c->slots_taken++;
       host[i] = &c->pin->slots[at];
       dev[i] = &c->pin_d->slots[at];
     }
   }
   pthread_mutex_unlock(&c->lock);
   return res;
+}
+
+/* ---- sizes in flight ----------------------------------------------------- */
+
+/* The entry of the lane's table for ptr whose mark has not passed, or -1
+ * (entries that passed are dropped: their value is in *ptr now). */
+static int zd_size_find(zd_cuda_t* c, const size_t* ptr) {
+  uint64_t ran = __atomic_load_n(&c->ran, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < c->nsizes;) {
+    if (c->sizes[i].seq <= ran) {
+      c->sizes[i] = c->sizes[--c->nsizes];
+      continue;
+    }
+    if (c->sizes[i].ptr == ptr) return i;
+    i++;
+  }
+  return -1;
+}
+
+/* Waits until mark seq of lane c has passed. */
+static zcclResult_t zd_mark_wait(zd_cuda_t* c, uint64_t seq) {
+  pthread_mutex_lock(&c->lock);
+  zcclResult_t res = zd_cuda_block(c, [c, seq] { return c->ran >= seq; });
+  pthread_mutex_unlock(&c->lock);
+  return res;
+}
+
+/* Where a kernel queued now on lane c reads the size *ptr will hold when
+ * it runs: *dev_slot. A size another lane's kernel is still to write is
+ * waited for; one of this lane's is read from its writer's slot, held open
+ * until the reader's mark (zd_mark with close); otherwise *ptr, stored now
+ * in a fresh slot. */
+static zcclResult_t zd_size_in(zd_dev_t* dev, zd_cuda_t* c, const size_t* ptr, uint64_t** dev_slot) {
+  for (int l = 0; l < dev->nlanes; l++) {
+    zd_cuda_t* o = dev->cuda[l];
+    if (o == c) continue;
+    int i = zd_size_find(o, ptr);
+    if (i >= 0) ZU_CHECK(zd_mark_wait(o, o->sizes[i].seq));
+  }
+  int i = zd_size_find(c, ptr);
+  if (i >= 0) {
+    pthread_mutex_lock(&c->lock);
+    int pending = c->ran < c->sizes[i].seq;
+    if (pending && c->nholds < ZD_CUDA_HOLDS) {
+      zd_hold_t* h = &c->holds[c->nholds++];
+      h->slot = c->sizes[i].slot;
+      h->until = UINT64_MAX; /* open */
+      *dev_slot = &c->pin_d->slots[c->sizes[i].slot % ZD_CUDA_SLOTS];
+      pthread_mutex_unlock(&c->lock);
+      return zcclSuccess;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (pending) ZU_CHECK(zd_mark_wait(c, c->sizes[i].seq)); /* too many holds: the value itself */
+  }
+  uint64_t* h = NULL;
+  ZU_CHECK(zd_slots_take(c, 1, &h, dev_slot, NULL));
+  *h = (uint64_t)*ptr;
+  return zcclSuccess;
+}
+
+/* An operation failed before its mark: its open holds last until the
+ * last mark issued (they are dropped when a later one passes). */
+static void zd_holds_drop(zd_cuda_t* c) {
+  pthread_mutex_lock(&c->lock);
+  for (int i = 0; i < c->nholds; i++)
+    if (c->holds[i].until == UINT64_MAX) c->holds[i].until = c->issued;
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* A size a kernel queued on c writes into slot index (ring index) for ptr,
+ * copied to *ptr by mark seq: later readers take it from the slot. */
+static zcclResult_t zd_size_out(zd_dev_t* dev, zd_cuda_t* c, const size_t* ptr, uint64_t index, uint64_t seq) {
+  for (int l = 0; l < dev->nlanes; l++) {
+    zd_cuda_t* o = dev->cuda[l];
+    int i = zd_size_find(o, ptr);
+    if (i < 0) continue;
+    if (o == c) {
+      o->sizes[i] = o->sizes[--o->nsizes]; /* this lane's marks pass in order: the new one wins */
+    } else {
+      ZU_CHECK(zd_mark_wait(o, o->sizes[i].seq)); /* its copy must not land after this one's */
+    }
+  }
+  if (c->nsizes == ZD_CUDA_SIZES) {
+    ZU_CHECK(zd_mark_wait(c, c->sizes[0].seq));
+    (void)zd_size_find(c, NULL); /* drops what passed */
+  }
+  zd_size_t* s = &c->sizes[c->nsizes++];
+  s->ptr = ptr;
+  s->slot = index;
+  s->seq = seq;
+  return zcclSuccess;
 }
 
 /* Codec scratch of at least bytes. Growing frees the old one in stream
@@ -406,29 +431,21 @@ static void zd_cuda_release(zd_cuda_t* c) {
   if (c->range_d) cudaFree(c->range_d);
   if (c->gate_d) cudaFree(c->gate_d);
   if (c->pin) cudaFreeHost(c->pin);
-  if (c->events)
-    for (int k = 0; k < ZD_CUDA_NOTES; k++)
-      if (c->events[k]) cudaEventDestroy(c->events[k]);
-  free(c->events);
+  for (int k = 0; k < ZD_CUDA_MARKS; k++)
+    if (c->events[k]) cudaEventDestroy(c->events[k]);
   if (c->xev) cudaEventDestroy(c->xev);
   if (c->stream) cudaStreamDestroy(c->stream);
   cudaGetLastError(); /* a failed context fails these too; nothing more to do */
-  pthread_cond_destroy(&c->ran_cv);
   pthread_mutex_destroy(&c->lock);
   free(c);
 }
 
 /* One lane on GPU gpu: a non-blocking stream, its pinned words, events. */
-static zcclResult_t zd_cuda_lane_make(int gpu, int event_marks, zd_cuda_t** out) {
+static zcclResult_t zd_cuda_lane_make(int gpu, zd_cuda_t** out) {
   zd_cuda_t* c = (zd_cuda_t*)calloc(1, sizeof *c);
   ZU_RETURN_ERR_IF(c == NULL, zcclSystemError, "cuda device: out of memory");
   c->ordinal = gpu;
   pthread_mutex_init(&c->lock, NULL);
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&c->ran_cv, &attr);
-  pthread_condattr_destroy(&attr);
   zcclResult_t res = zcclSuccess;
   zd_on_gpu on(gpu);
   cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
@@ -449,28 +466,14 @@ static zcclResult_t zd_cuda_lane_make(int gpu, int event_marks, zd_cuda_t** out)
     what = "cudaEventCreateWithFlags";
     e = cudaEventCreateWithFlags(&c->xev, cudaEventDisableTiming);
   }
+  for (int k = 0; k < ZD_CUDA_MARKS && e == cudaSuccess; k++) e = cudaEventCreateWithFlags(&c->events[k], cudaEventDisableTiming);
   if (e != cudaSuccess) {
     res = ZU_ERROR(zcclUnhandledCudaError, "cuda device on GPU %d: %s: %s (%s)", gpu, what, cudaGetErrorString(e),
                    cudaGetErrorName(e));
     zd_cuda_release(c);
     return res;
   }
-  if (event_marks) {
-    c->events = (cudaEvent_t*)calloc(ZD_CUDA_NOTES, sizeof *c->events);
-    if (c->events == NULL) res = ZU_ERROR(zcclSystemError, "cuda device: out of memory");
-    for (int k = 0; k < ZD_CUDA_NOTES && res == zcclSuccess; k++) {
-      e = cudaEventCreateWithFlags(&c->events[k], cudaEventDisableTiming);
-      if (e != cudaSuccess)
-        res = ZU_ERROR(zcclUnhandledCudaError, "cuda device on GPU %d: cudaEventCreateWithFlags: %s (%s)", gpu,
-                       cudaGetErrorString(e), cudaGetErrorName(e));
-    }
-    if (res != zcclSuccess) {
-      zd_cuda_release(c);
-      return res;
-    }
-  }
   memset(c->pin, 0, sizeof *c->pin);
-  c->pin->status = zcclSuccess;
   *out = c;
   return zcclSuccess;
 }
@@ -510,10 +513,8 @@ static zcclResult_t zd_cuda_init(zd_dev_t* dev) {
       return ZU_ERROR(zcclInvalidUsage, "the cuda device: %s", info.status);
     return ZU_ERROR(zcclInvalidUsage, "the cuda device: no usable CUDA device (%s)", info.status);
   }
-  int64_t event_marks = 0;
-  ZU_CHECK(zu_param_int(ZU_PARAM_CUDA_EVENT_MARKS, &event_marks));
   zcclResult_t res = zcclSuccess;
-  for (int l = 0; l < dev->nlanes && res == zcclSuccess; l++) res = zd_cuda_lane_make(gpu, event_marks != 0, &dev->cuda[l]);
+  for (int l = 0; l < dev->nlanes && res == zcclSuccess; l++) res = zd_cuda_lane_make(gpu, &dev->cuda[l]);
   /* Before any call holds a stream (zd_cuda_kernels.h, "loading"). */
   if (res == zcclSuccess) {
     zd_on_gpu on(gpu);
@@ -529,8 +530,8 @@ static zcclResult_t zd_cuda_init(zd_dev_t* dev) {
     return res;
   }
   dev->gpu = gpu;
-  ZU_INFO(ZU_LOG_DEVICE, "cuda device on GPU %d: %d non-blocking stream(s), %d size slots each", gpu, dev->nlanes,
-          ZD_CUDA_SLOTS);
+  ZU_INFO(ZU_LOG_DEVICE, "cuda device on GPU %d: %d non-blocking stream(s), %d slots and %d event marks each", gpu,
+          dev->nlanes, ZD_CUDA_SLOTS, ZD_CUDA_MARKS);
   return zcclSuccess;
 }
 
@@ -579,77 +580,78 @@ static void zd_cuda_pool_free(zd_dev_t* dev, void* mem) {
 
 /* ---- operations ------------------------------------------------------------ */
 
-static zcclResult_t zd_cuda_codec_op(zd_cuda_t* c, const zd_op_t* op) {
-  uint64_t *hs[3], *ds[3], before = 0;
-  int* status = &c->pin_d->status;
-  zd_note_t* n = NULL;
-  switch (op->kind) {
-    case ZD_OP_COMPRESS: {
-      unsigned log2 = op->params.chunk_log2 ? op->params.chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
-      ZU_CHECK(zd_scratch(c, zd_cuda_codec_scratch_bytes(op->count, op->params.dtype, log2)));
-      ZU_CHECK(zd_slots_take(c, 1, hs, ds, &before));
-      c->what = "zd_compress";
-      ZU_CHECK(zd_codec_run(
-          c,
-          [&](const uint32_t* gate, uint32_t gv, uint64_t* seq) {
-            return zd_cuda_persist_compress(c->persist, &op->params, op->a, op->count, op->dst, op->cap, ds[0],
-                                            c->scratch, c->scratch_bytes, status, gate, gv, seq);
-          },
-          [&] {
-            return zd_cuda_compress(&op->params, op->a, op->count, op->dst, op->cap, ds[0], c->scratch,
-                                    c->scratch_bytes, status, c->stream);
-          }));
-      c->dirty = c->need_note = 1;
-      ZU_CHECK(zd_note_reserve(c, UINT64_MAX, &n));
-      n->out = op->out_size;
-      n->out_slot = hs[0];
-      return zd_note_issue(c, n);
-    }
-    case ZD_OP_DECOMPRESS:
-      ZU_CHECK(zd_slots_take(c, 1, hs, ds, &before));
-      ZU_CHECK(zd_note_reserve(c, before, &n));
-      n->in[0] = op->a_size;
-      n->in_slot[0] = hs[0];
-      ZU_CHECK(zd_note_issue(c, n));
-      c->what = "zd_decompress";
-      ZU_CHECK(zd_codec_run(
-          c,
-          [&](const uint32_t* gate, uint32_t gv, uint64_t* seq) {
-            return zd_cuda_persist_decompress(c->persist, op->a, ds[0], op->dst, op->count, status, gate, gv, seq);
-          },
-          [&] { return zd_cuda_decompress(op->a, ds[0], op->dst, op->count, status, c->stream); }));
-      c->dirty = c->need_note = 1;
-      return zcclSuccess;
-    case ZD_OP_HOP:
-      ZU_CHECK(zd_scratch(c, zd_cuda_hop_scratch_bytes(op->cap)));
-      ZU_CHECK(zd_slots_take(c, 3, hs, ds, &before));
-      ZU_CHECK(zd_note_reserve(c, before, &n));
-      n->in[0] = op->a_size;
-      n->in_slot[0] = hs[0];
-      n->in[1] = op->b_size;
-      n->in_slot[1] = hs[1];
-      ZU_CHECK(zd_note_issue(c, n));
-      c->what = "zd_hop";
-      ZU_CHECK(zd_codec_run(
-          c,
-          [&](const uint32_t* gate, uint32_t gv, uint64_t* seq) {
-            return zd_cuda_persist_hop(c->persist, op->op, op->a, ds[0], op->b, ds[1], op->dst, op->cap, ds[2],
-                                       c->scratch, c->scratch_bytes, status, gate, gv, seq);
-          },
-          [&] {
-            return zd_cuda_hop(op->op, op->a, ds[0], op->b, ds[1], op->dst, op->cap, ds[2], c->scratch,
-                               c->scratch_bytes, status, c->stream);
-          }));
-      c->dirty = c->need_note = 1;
-      ZU_CHECK(zd_note_reserve(c, UINT64_MAX, &n));
-      n->out = op->out_size;
-      n->out_slot = hs[2];
-      return zd_note_issue(c, n);
-    default:
-      /* zd_dev.c refuses RLE and ZFP for this kind before queueing. */
-      return ZU_ERROR(zcclInvalidUsage, "the cuda device has no kernels for operation %d (RLE and ZFP are host-only)",
-                      (int)op->kind);
+/* One codec operation: its input sizes' slots (zd_size_in), a status slot
+ * and for compress and hop an output size slot, the launch (or persistent
+ * item), then a mark that collects the status and the size. */
+static zcclResult_t zd_cuda_codec_op(zd_dev_t* dev, zd_cuda_t* c, const zd_op_t* op) {
+  uint64_t *in_d[2] = {NULL, NULL}, *hs[2], *ds[2], idx[2];
+  const int has_out = op->kind != ZD_OP_DECOMPRESS;
+  const char* what = op->kind == ZD_OP_COMPRESS ? "zd_compress" : op->kind == ZD_OP_HOP ? "zd_hop" : "zd_decompress";
+  if (op->kind != ZD_OP_COMPRESS && op->kind != ZD_OP_DECOMPRESS && op->kind != ZD_OP_HOP)
+    /* zd_dev.c refuses RLE and ZFP for this kind before queueing. */
+    return ZU_ERROR(zcclInvalidUsage, "the cuda device has no kernels for operation %d (RLE and ZFP are host-only)",
+                    (int)op->kind);
+  zcclResult_t res = zcclSuccess;
+  if (op->kind == ZD_OP_COMPRESS) {
+    unsigned log2 = op->params.chunk_log2 ? op->params.chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
+    res = zd_scratch(c, zd_cuda_codec_scratch_bytes(op->count, op->params.dtype, log2));
+  } else if (op->kind == ZD_OP_HOP) {
+    res = zd_scratch(c, zd_cuda_hop_scratch_bytes(op->cap));
   }
+  if (res == zcclSuccess && op->kind != ZD_OP_COMPRESS) res = zd_size_in(dev, c, op->a_size, &in_d[0]);
+  if (res == zcclSuccess && op->kind == ZD_OP_HOP) res = zd_size_in(dev, c, op->b_size, &in_d[1]);
+  /* slot 0: status; slot 1: the output size */
+  if (res == zcclSuccess) res = zd_slots_take(c, 1 + has_out, hs, ds, idx);
+  if (res != zcclSuccess) {
+    zd_holds_drop(c);
+    return res;
+  }
+  int* status = (int*)ds[0];
+  *(volatile int*)hs[0] = zcclSuccess;
+  auto persist = [&](const uint32_t* gate, uint32_t gv, uint64_t* seq) {
+    switch (op->kind) {
+      case ZD_OP_COMPRESS:
+        return zd_cuda_persist_compress(c->persist, &op->params, op->a, op->count, op->dst, op->cap, ds[1],
+                                        c->scratch, c->scratch_bytes, status, gate, gv, seq);
+      case ZD_OP_DECOMPRESS:
+        return zd_cuda_persist_decompress(c->persist, op->a, in_d[0], op->dst, op->count, status, gate, gv, seq);
+      default:
+        return zd_cuda_persist_hop(c->persist, op->op, op->a, in_d[0], op->b, in_d[1], op->dst, op->cap, ds[1],
+                                   c->scratch, c->scratch_bytes, status, gate, gv, seq);
+    }
+  };
+  auto launch = [&] {
+    switch (op->kind) {
+      case ZD_OP_COMPRESS:
+        return zd_cuda_compress(&op->params, op->a, op->count, op->dst, op->cap, ds[1], c->scratch,
+                                c->scratch_bytes, status, c->stream);
+      case ZD_OP_DECOMPRESS:
+        return zd_cuda_decompress(op->a, in_d[0], op->dst, op->count, status, c->stream);
+      default:
+        return zd_cuda_hop(op->op, op->a, in_d[0], op->b, in_d[1], op->dst, op->cap, ds[1], c->scratch,
+                           c->scratch_bytes, status, c->stream);
+    }
+  };
+  res = zd_codec_run(c, persist, launch);
+  if (res != zcclSuccess) {
+    zd_holds_drop(c);
+    return res;
+  }
+  zd_mark_t m;
+  memset(&m, 0, sizeof m);
+  m.status = (const volatile int*)hs[0];
+  m.what = what;
+  if (has_out) {
+    m.out = op->out_size;
+    m.out_slot = hs[1];
+  }
+  uint64_t seq = 0;
+  res = zd_mark(c, &m, 1, &seq);
+  if (res != zcclSuccess) {
+    zd_holds_drop(c);
+    return res;
+  }
+  return has_out ? zd_size_out(dev, c, op->out_size, idx[1], seq) : zcclSuccess;
 }
 
 static zcclResult_t zd_cuda_submit(zd_dev_t* dev, const zd_op_t* op) {
@@ -667,7 +669,7 @@ static zcclResult_t zd_cuda_submit(zd_dev_t* dev, const zd_op_t* op) {
       ZU_CHECK(zd_cuda_divide(op->dst, op->count, op->dtype, op->n, op->params.has_fill, op->params.fill, c->stream));
       break;
     default:
-      return zd_cuda_codec_op(c, op);
+      return zd_cuda_codec_op(dev, c, op);
   }
   c->dirty = 1;
   return zcclSuccess;
@@ -679,7 +681,7 @@ static zd_event_t zd_cuda_record(zd_dev_t* dev) {
   zd_cuda_t* c = dev->cuda[dev->lane];
   if (c->dirty) {
     zd_on_gpu on(c->ordinal);
-    zcclResult_t res = c->events && !c->need_note ? zd_event_mark(c) : zd_note_mark(c);
+    zcclResult_t res = zd_mark(c, NULL, 0, NULL);
     if (res != zcclSuccess) {
       /* No event to give: the failure is kept for the next wait (whose
        * event, an earlier one, passes). */
@@ -701,7 +703,7 @@ static int zd_cuda_done(zd_dev_t* dev, zd_event_t lev) {
   zd_cuda_t* c = dev->cuda[zd_ev_lane(lev)];
   uint64_t ev = zd_ev_seq(lev);
   uint64_t ran = __atomic_load_n(&c->ran, __ATOMIC_ACQUIRE);
-  if (ran >= ev || !c->events) return ran >= ev;
+  if (ran >= ev) return 1;
   pthread_mutex_lock(&c->lock);
   if (zd_cuda_poll(c) != zcclSuccess) cudaGetLastError(); /* the next wait reports the failed stream */
   int done = c->ran >= ev;
@@ -804,9 +806,14 @@ extern "C" zcclResult_t zd_cuda_post_error(zd_dev_t* dev, zcclResult_t code) {
                    "zd_cuda_post_error: not a cuda device");
   zd_cuda_t* c = dev->cuda[dev->lane];
   zd_on_gpu on(c->ordinal);
-  c->what = "zd_cuda_post_error";
-  zd_k_post_error<<<1, 1, 0, c->stream>>>(&c->pin_d->status, (int)code);
+  uint64_t *h = NULL, *d = NULL;
+  ZU_CHECK(zd_slots_take(c, 1, &h, &d, NULL));
+  *(volatile int*)h = zcclSuccess;
+  ZD_KERNEL(zd_k_post_error, 1, 1, c->stream, (int*)d, (int)code);
   ZD_CUDA_LAUNCHED("zd_cuda_post_error");
-  c->dirty = c->need_note = 1;
-  return zcclSuccess;
+  zd_mark_t m;
+  memset(&m, 0, sizeof m);
+  m.status = (const volatile int*)h;
+  m.what = "zd_cuda_post_error";
+  return zd_mark(c, &m, 0, NULL);
 }
