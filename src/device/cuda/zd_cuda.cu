@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zd_cuda_util.h"
 #include "zd_device.h"
 #include "zu_error.h"
 
@@ -75,7 +76,7 @@ extern "C" zcclResult_t zd_cuda_selftest(void) {
   for (int i = 0; i < N; i++) host[i] = (float)i;
   ZD_CUDA_TRY(cudaMalloc((void**)&dev, N * sizeof(float)), free_host);
   ZD_CUDA_TRY(cudaMemcpy(dev, host, N * sizeof(float), cudaMemcpyHostToDevice), free_dev);
-  zd_cuda_selftest_kernel<<<(N + 255) / 256, 256>>>(dev, N);
+  ZD_KERNEL(zd_cuda_selftest_kernel, (N + 255) / 256, 256, (cudaStream_t)0, dev, (int)N);
   ZD_CUDA_TRY(cudaGetLastError(), free_dev);
   ZD_CUDA_TRY(cudaMemcpy(host, dev, N * sizeof(float), cudaMemcpyDeviceToHost), free_dev);
   for (int i = 0; i < N; i++) {

@@ -188,7 +188,7 @@ zcclResult_t zd_binary(void* d, const void* a, const void* b, size_t n, EL el, c
     return zcclSuccess;
   }
   size_t items, nv = zd_nvec(n, sizeof(S), (uintptr_t)d | (uintptr_t)a | (uintptr_t)b, &items);
-  zd_k_binary<EL><<<zd_blocks(items), kThreads, 0, s>>>((S*)d, (const S*)a, (const S*)b, n, nv, el);
+  ZD_KERNEL(zd_k_binary<EL>, zd_blocks(items), kThreads, s, (S*)d, (const S*)a, (const S*)b, n, nv, el);
   ZD_CUDA_LAUNCHED("zd_cuda_reduce");
   return zcclSuccess;
 }
@@ -201,7 +201,7 @@ zcclResult_t zd_unary(void* d, size_t n, EL el, cudaStream_t s) {
     return zcclSuccess;
   }
   size_t items, nv = zd_nvec(n, sizeof(S), (uintptr_t)d, &items);
-  zd_k_unary<EL><<<zd_blocks(items), kThreads, 0, s>>>((S*)d, n, nv, el);
+  ZD_KERNEL(zd_k_unary<EL>, zd_blocks(items), kThreads, s, (S*)d, n, nv, el);
   ZD_CUDA_LAUNCHED("zd_cuda_divide");
   return zcclSuccess;
 }
@@ -382,18 +382,18 @@ extern "C" zcclResult_t zd_cuda_value_range(const void* in, size_t count, zcclDa
     ZD_CUDA_LOAD(zd_k_range_done);
     return zcclSuccess;
   }
-  zd_k_range_init<<<1, 1, 0, s>>>(out, valid);
+  ZD_KERNEL(zd_k_range_init, 1, 1, s, out, valid);
   ZD_CUDA_LAUNCHED("zd_cuda_value_range");
   if (count > 0) {
     /* A few elements per thread before the block's atomics. */
     unsigned blocks = zd_blocks((count + 7) / 8);
     if (dtype == zcclFloat32)
-      zd_k_range<float><<<blocks, kThreads, 0, s>>>((const float*)in, count, has_fill, (float)fill, out, valid);
+      ZD_KERNEL(zd_k_range<float>, blocks, kThreads, s, (const float*)in, count, has_fill, (float)fill, out, valid);
     else
-      zd_k_range<double><<<blocks, kThreads, 0, s>>>((const double*)in, count, has_fill, fill, out, valid);
+      ZD_KERNEL(zd_k_range<double>, blocks, kThreads, s, (const double*)in, count, has_fill, fill, out, valid);
     ZD_CUDA_LAUNCHED("zd_cuda_value_range");
   }
-  zd_k_range_done<<<1, 1, 0, s>>>(out);
+  ZD_KERNEL(zd_k_range_done, 1, 1, s, out);
   ZD_CUDA_LAUNCHED("zd_cuda_value_range");
   return zcclSuccess;
 }

@@ -110,7 +110,7 @@ extern "C" zcclResult_t zd_cuda_ticket_enter(zcclStream_t stream, void** state) 
   cudaError_t e = t ? cudaEventCreateWithFlags(&t->ev, cudaEventDisableTiming) : cudaErrorMemoryAllocation;
   if (e == cudaSuccess) e = cudaEventRecord(t->ev, st);
   if (e == cudaSuccess) {
-    zd_cuda_hold_kernel<<<1, 1, 0, st>>>(s->dev + 2 * slot, gen);
+    ZD_KERNEL(zd_cuda_hold_kernel, 1, 1, st, s->dev + 2 * slot, gen);
     e = cudaGetLastError();
   }
   if (e != cudaSuccess) {

@@ -26,6 +26,12 @@
                       cudaGetErrorString(zd_e_), cudaGetErrorName(zd_e_));                    \
   } while (0)
 
+/* kernel<<<grid, block, 0, stream>>>(...), written so that the host
+ * emulation of test/unit/cuda_emu (which defines it first) can run it. */
+#ifndef ZD_KERNEL
+#define ZD_KERNEL(kernel, grid, block, stream, ...) kernel<<<(grid), (block), 0, (stream)>>>(__VA_ARGS__)
+#endif
+
 /* Loads kernel on the current GPU now (cudaFuncGetAttributes does), rather
  * than at its first launch: see zd_cuda_kernels_load. */
 #define ZD_CUDA_LOAD(kernel)                                                                  \

@@ -1,6 +1,11 @@
-/* A host emulation of the part of CUDA that src/device/cuda/zd_cuda_codec.cu
- * uses, so test_cuda_codec_emu.cpp can compile that file as C++ and run its
- * kernels on a machine without a GPU. Not a general CUDA emulator:
+/* A host emulation of the part of CUDA that src/device/cuda uses, so tests
+ * can compile those files as C++ and run them on a machine without a GPU:
+ * test_cuda_codec_emu.cpp the codec's kernels, and the emulated cuda device
+ * (test/CMakeLists.txt: zccl_cuda_emu) the whole device layer, streams and
+ * all. Not a general CUDA emulator:
+ * - streams are threads that run their work in order; events, host
+ *   functions, stream memory operations and stream-ordered allocation
+ *   follow them; cudaFree waits for every stream, as on a GPU;
  * - a CTA is an OS thread, so `__shared__` is `static thread_local`; the
  *   CTAs of a launch run at once, so they really wait for each other in the
  *   decoupled look-back and at the grid barrier;
@@ -44,6 +49,11 @@
 #endif
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <tuple>
 #include <functional>
 #include <future>
 #include <memory>
@@ -113,6 +123,7 @@ struct zemu_cta {
   std::vector<zemu_thread> th;
   unsigned cur;
   int bar_or;
+  int flat; /* zemu_launch_serial's: one thread entry, no barriers */
   uint64_t slot[2][32][32]; /* [buffer][warp][lane] */
   const std::function<void()>* body;
 };
@@ -125,6 +136,10 @@ inline thread_local dim3 blockDim;
 
 static inline void zemu_wait(int state) {
   zemu_cta* c = zemu_self;
+  if (c->flat) {
+    fprintf(stderr, "emulated kernel: a barrier or warp exchange in a kernel run flat (name it in zemu_kernel_syncs)\n");
+    abort();
+  }
   zemu_thread* t = &c->th[c->cur];
   t->state = state;
 #if ZEMU_LONGJMP
@@ -261,34 +276,33 @@ static inline int zemu_launch(const std::function<void()>& body, unsigned grid, 
   return 0;
 }
 
-#define ZD_LAUNCH(kernel, grid, stream, args) \
-  ((void)(stream), zemu_launch([&] { kernel(args); }, (unsigned)(grid), ZD_T))
-
-/* A launch that returns at once (the persistent kernel): its CTAs run on
- * threads of their own, after the previous such launch has ended (one
- * stream); cudaStreamSynchronize joins them. */
-inline std::mutex zemu_async_mu;
-inline std::vector<std::thread> zemu_async_threads;
-inline std::shared_future<void> zemu_async_last;
-inline std::atomic<int> zemu_async_running{0};
-
-static inline int zemu_launch_async(std::function<void()> body, unsigned grid, unsigned threads) {
-  std::lock_guard<std::mutex> g(zemu_async_mu);
-  std::shared_future<void> prev = zemu_async_last;
-  auto done = std::make_shared<std::promise<void>>();
-  zemu_async_last = done->get_future().share();
-  zemu_async_running++;
-  zemu_async_threads.emplace_back([body, grid, threads, prev, done] {
-    if (prev.valid()) prev.wait();
-    zemu_launch(body, grid, threads);
-    zemu_async_running--;
-    done->set_value();
-  });
-  return 0;
+/* A launch whose CTAs do not wait for each other: one after another on the
+ * calling thread. Without barriers (flat) a CTA's threads run one after
+ * another as plain calls, which is much cheaper than coroutines; a barrier
+ * reached in a flat kernel aborts (zemu_wait), so a kernel that has one
+ * must be named in zemu_kernel_syncs. */
+static inline void zemu_launch_serial(const std::function<void()>& body, unsigned grid, unsigned threads, int flat) {
+  for (unsigned b = 0; b < grid; b++) {
+    blockIdx = uint3{b, 0, 0};
+    gridDim = dim3(grid);
+    blockDim = dim3(threads);
+    if (!flat) {
+      zemu_run_cta(body, threads);
+      continue;
+    }
+    zemu_cta* c = new zemu_cta();
+    c->th.resize(1);
+    c->flat = 1;
+    c->cur = 0;
+    zemu_self = c;
+    for (unsigned t = 0; t < threads; t++) {
+      c->th[0].tid = uint3{t, 0, 0};
+      body();
+    }
+    delete c;
+    zemu_self = NULL;
+  }
 }
-
-#define ZD_LAUNCH_PERSIST(kernel, grid, stream, args) \
-  ((void)(stream), zemu_launch_async([=] { kernel(args); }, (unsigned)(grid), ZD_T))
 
 /* ---- device functions ----------------------------------------------------------- */
 
@@ -312,9 +326,15 @@ static inline unsigned long long zemu_now_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
+/* Short naps spin (the codec's look-back); a long one sleeps, so a
+ * stream's hold kernel waiting for its release leaves the cores alone. */
 static inline void __nanosleep(unsigned ns) {
-  (void)ns;
-  sched_yield();
+  if (ns < 2000) {
+    sched_yield();
+    return;
+  }
+  struct timespec t = {0, (long)ns};
+  nanosleep(&t, NULL);
 }
 static inline uint32_t __ldg(const uint32_t* p) {
   if ((uintptr_t)p & 3) {
@@ -331,94 +351,457 @@ static inline uint4 __ldg(const uint4* p) {
   return *p;
 }
 
-/* ---- runtime API ------------------------------------------------------------------ */
-
-typedef int cudaError_t;
-enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorNotReady = 600 };
-typedef struct CUstream_st* cudaStream_t;
-enum { cudaStreamNonBlocking = 1, cudaHostAllocMapped = 2 };
-static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
-  (void)flags;
-  *s = (cudaStream_t)(uintptr_t)0x5;
-  return cudaSuccess;
-}
-static inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  (void)s;
-  std::vector<std::thread> ts;
-  {
-    std::lock_guard<std::mutex> g(zemu_async_mu);
-    ts.swap(zemu_async_threads);
+static inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
+  unsigned long long cur = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (v < cur && !__atomic_compare_exchange_n(p, &cur, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
   }
-  for (auto& t : ts) t.join();
+  return cur;
+}
+static inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v) {
+  unsigned long long cur = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (v > cur && !__atomic_compare_exchange_n(p, &cur, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+  return cur;
+}
+static inline long long __double_as_longlong(double d) {
+  long long r;
+  memcpy(&r, &d, sizeof r);
+  return r;
+}
+static inline double __longlong_as_double(long long v) {
+  double r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+template <typename T>
+static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta) {
+  (void)mask;
+  zemu_cta* c = zemu_self;
+  zemu_thread* t = &c->th[c->cur];
+  unsigned lane = t->tid.x & 31, warp = t->tid.x >> 5, g = t->shfl_gen++ & 1;
+  uint64_t u = 0;
+  memcpy(&u, &v, sizeof v);
+  c->slot[g][warp][lane] = u;
+  zemu_wait(ZEMU_WARP_BAR);
+  uint64_t r = c->slot[g][warp][lane + delta < 32 ? lane + delta : lane];
+  T out;
+  memcpy(&out, &r, sizeof out);
+  return out;
+}
+
+/* ---- runtime API ------------------------------------------------------------------
+ * Streams are real: each created stream has a worker thread that runs its
+ * work (launches, copies, event records and waits, host functions, stream
+ * memory operations) in order, so the host side of the device layer meets
+ * the asynchrony it meets on a GPU. The legacy stream (NULL) runs work on
+ * the calling thread at once. Device, host-pinned and managed memory are
+ * all host memory; a registry of allocations answers
+ * cudaPointerGetAttributes. */
+
+#include "cuda_emu_types.h"
+#define ZEMU_API extern "C" inline
+
+static inline const char* zemu_error_name(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInitializationError: return "cudaErrorInitializationError";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    default: return "cudaErrorUnknown";
+  }
+}
+ZEMU_API const char* cudaGetErrorString(cudaError_t e) { return zemu_error_name(e); }
+ZEMU_API const char* cudaGetErrorName(cudaError_t e) { return zemu_error_name(e); }
+ZEMU_API cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+ZEMU_API cudaError_t cudaPeekAtLastError(void) { return cudaSuccess; }
+
+struct CUstream_st {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> q;
+  int busy = 0, stop = 0;
+  std::thread worker;
+};
+
+inline std::mutex zemu_streams_mu;
+inline std::vector<cudaStream_t>* zemu_streams = new std::vector<cudaStream_t>; /* live streams */
+
+static inline void zemu_stream_main(cudaStream_t s) {
+  std::unique_lock<std::mutex> g(s->mu);
+  for (;;) {
+    s->cv.wait(g, [s] { return s->stop || !s->q.empty(); });
+    if (s->q.empty()) return; /* stopped and drained */
+    std::function<void()> fn = std::move(s->q.front());
+    s->q.pop_front();
+    s->busy = 1;
+    g.unlock();
+    fn();
+    g.lock();
+    s->busy = 0;
+    s->cv.notify_all();
+  }
+}
+
+/* Queues fn on s, or runs it now on the legacy stream. */
+static inline void zemu_enqueue(cudaStream_t s, std::function<void()> fn) {
+  if (s == NULL) {
+    fn();
+    return;
+  }
+  std::lock_guard<std::mutex> g(s->mu);
+  s->q.push_back(std::move(fn));
+  s->cv.notify_all();
+}
+
+static inline int zemu_stream_idle(cudaStream_t s) { return s->q.empty() && !s->busy; }
+
+ZEMU_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
+  (void)flags;
+  cudaStream_t n = new CUstream_st();
+  n->worker = std::thread(zemu_stream_main, n);
+  std::lock_guard<std::mutex> g(zemu_streams_mu);
+  zemu_streams->push_back(n);
+  *s = n;
   return cudaSuccess;
 }
-static inline cudaError_t cudaStreamQuery(cudaStream_t s) {
-  (void)s;
-  return zemu_async_running > 0 ? cudaErrorNotReady : cudaSuccess;
+ZEMU_API cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, 0); }
+
+static inline cudaError_t zemu_stream_sync(cudaStream_t s) {
+  std::unique_lock<std::mutex> g(s->mu);
+  s->cv.wait(g, [s] { return zemu_stream_idle(s); });
+  return cudaSuccess;
 }
-static inline cudaError_t cudaStreamDestroy(cudaStream_t s) { return cudaStreamSynchronize(s); }
-static inline cudaError_t cudaMalloc(void** p, size_t n) {
-  *p = calloc(1, n ? n : 1);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+
+/* Waits for every live stream to drain; what cudaFree and cudaDeviceSynchronize
+ * do on a GPU. A stream held by a spinning kernel never drains: after
+ * ZEMU_DRAIN_S seconds this aborts with what was waiting, rather than
+ * hanging the test (an H200 hangs there). */
+#define ZEMU_DRAIN_S 30
+static inline void zemu_drain_all(const char* why) {
+  std::vector<cudaStream_t> all;
+  {
+    std::lock_guard<std::mutex> g(zemu_streams_mu);
+    all = *zemu_streams;
+  }
+  for (cudaStream_t s : all) {
+    std::unique_lock<std::mutex> g(s->mu);
+    if (!s->cv.wait_for(g, std::chrono::seconds(ZEMU_DRAIN_S), [s] { return zemu_stream_idle(s); })) {
+      fprintf(stderr, "emulated CUDA: %s waited %d s for a stream that does not drain (held?)\n", why,
+              ZEMU_DRAIN_S);
+      abort();
+    }
+  }
 }
-static inline cudaError_t cudaHostAlloc(void** p, size_t n, unsigned flags) {
+
+ZEMU_API cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  if (s == NULL) {
+    zemu_drain_all("cudaStreamSynchronize(legacy stream)");
+    return cudaSuccess;
+  }
+  return zemu_stream_sync(s);
+}
+ZEMU_API cudaError_t cudaDeviceSynchronize(void) {
+  zemu_drain_all("cudaDeviceSynchronize");
+  return cudaSuccess;
+}
+ZEMU_API cudaError_t cudaStreamQuery(cudaStream_t s) {
+  if (s == NULL) return cudaSuccess;
+  std::lock_guard<std::mutex> g(s->mu);
+  return zemu_stream_idle(s) ? cudaSuccess : cudaErrorNotReady;
+}
+ZEMU_API cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  if (s == NULL) return cudaErrorInvalidResourceHandle;
+  {
+    std::lock_guard<std::mutex> g(zemu_streams_mu);
+    for (size_t i = 0; i < zemu_streams->size(); i++)
+      if ((*zemu_streams)[i] == s) {
+        zemu_streams->erase(zemu_streams->begin() + (long)i);
+        break;
+      }
+  }
+  {
+    std::lock_guard<std::mutex> g(s->mu);
+    s->stop = 1;
+    s->cv.notify_all();
+  }
+  s->worker.join(); /* runs what was queued first, as CUDA does */
+  delete s;
+  return cudaSuccess;
+}
+/* The library queues no host function: on a GPU one can wait for a thread
+ * that waits behind a held stream (docs/cuda.md). A test's own (a slow
+ * writer on its stream) goes through zemu_test_host_func, which the C view
+ * (cuda_runtime_api.h) calls cudaLaunchHostFunc. */
+ZEMU_API cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* arg) {
+  (void)s, (void)fn, (void)arg;
+  fprintf(stderr, "emulated CUDA: cudaLaunchHostFunc called; the device layer must not queue host functions\n");
+  abort();
+}
+ZEMU_API cudaError_t zemu_test_host_func(cudaStream_t s, cudaHostFn_t fn, void* arg) {
+  zemu_enqueue(s, [fn, arg] { fn(arg); });
+  return cudaSuccess;
+}
+
+/* ---- events ---- */
+struct zemu_event_state {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t recorded = 0, completed = 0;
+};
+struct CUevent_st {
+  std::shared_ptr<zemu_event_state> st;
+};
+ZEMU_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t* ev, unsigned flags) {
   (void)flags;
-  return cudaMalloc(p, n);
+  *ev = new CUevent_st{std::make_shared<zemu_event_state>()};
+  return cudaSuccess;
 }
-static inline cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned flags) {
+ZEMU_API cudaError_t cudaEventCreate(cudaEvent_t* ev) { return cudaEventCreateWithFlags(ev, 0); }
+ZEMU_API cudaError_t cudaEventDestroy(cudaEvent_t ev) {
+  if (ev == NULL) return cudaErrorInvalidResourceHandle;
+  delete ev; /* queued records keep the state alive */
+  return cudaSuccess;
+}
+ZEMU_API cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t s) {
+  if (ev == NULL) return cudaErrorInvalidResourceHandle;
+  std::shared_ptr<zemu_event_state> st = ev->st;
+  uint64_t gen;
+  {
+    std::lock_guard<std::mutex> g(st->mu);
+    gen = ++st->recorded;
+  }
+  zemu_enqueue(s, [st, gen] {
+    std::lock_guard<std::mutex> g(st->mu);
+    if (st->completed < gen) st->completed = gen;
+    st->cv.notify_all();
+  });
+  return cudaSuccess;
+}
+ZEMU_API cudaError_t cudaEventQuery(cudaEvent_t ev) {
+  if (ev == NULL) return cudaErrorInvalidResourceHandle;
+  std::lock_guard<std::mutex> g(ev->st->mu);
+  return ev->st->completed >= ev->st->recorded ? cudaSuccess : cudaErrorNotReady;
+}
+ZEMU_API cudaError_t cudaEventSynchronize(cudaEvent_t ev) {
+  if (ev == NULL) return cudaErrorInvalidResourceHandle;
+  std::unique_lock<std::mutex> g(ev->st->mu);
+  uint64_t want = ev->st->recorded;
+  ev->st->cv.wait(g, [&] { return ev->st->completed >= want; });
+  return cudaSuccess;
+}
+/* The stream waits for the event's last record made before this call. */
+ZEMU_API cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev, unsigned flags) {
+  (void)flags;
+  if (ev == NULL) return cudaErrorInvalidResourceHandle;
+  std::shared_ptr<zemu_event_state> st = ev->st;
+  uint64_t want;
+  {
+    std::lock_guard<std::mutex> g(st->mu);
+    want = st->recorded;
+  }
+  zemu_enqueue(s, [st, want] {
+    std::unique_lock<std::mutex> g(st->mu);
+    st->cv.wait(g, [&] { return st->completed >= want; });
+  });
+  return cudaSuccess;
+}
+
+/* ---- memory ---- */
+struct zemu_alloc {
+  size_t size;
+  enum cudaMemoryType type;
+};
+inline std::mutex zemu_allocs_mu;
+inline std::map<uintptr_t, zemu_alloc>* zemu_allocs = new std::map<uintptr_t, zemu_alloc>;
+
+static inline cudaError_t zemu_alloc_make(void** p, size_t n, enum cudaMemoryType type) {
+  /* 256-byte aligned, as cudaMalloc's are (the kernels' vector loads rely on it) */
+  size_t sz = (n ? n : 1) + 255;
+  sz -= sz % 256;
+  *p = aligned_alloc(256, sz);
+  if (*p == NULL) return cudaErrorMemoryAllocation;
+  memset(*p, 0, sz);
+  std::lock_guard<std::mutex> g(zemu_allocs_mu);
+  (*zemu_allocs)[(uintptr_t)*p] = zemu_alloc{n, type};
+  return cudaSuccess;
+}
+static inline cudaError_t zemu_alloc_free(void* p, enum cudaMemoryType type) {
+  if (p == NULL) return cudaSuccess;
+  {
+    std::lock_guard<std::mutex> g(zemu_allocs_mu);
+    auto it = zemu_allocs->find((uintptr_t)p);
+    if (it == zemu_allocs->end() || it->second.type != type) return cudaErrorInvalidValue;
+    zemu_allocs->erase(it);
+  }
+  free(p);
+  return cudaSuccess;
+}
+ZEMU_API cudaError_t cudaMalloc(void** p, size_t n) { return zemu_alloc_make(p, n, cudaMemoryTypeDevice); }
+ZEMU_API cudaError_t cudaHostAlloc(void** p, size_t n, unsigned flags) {
+  (void)flags;
+  return zemu_alloc_make(p, n, cudaMemoryTypeHost);
+}
+ZEMU_API cudaError_t cudaMallocHost(void** p, size_t n) { return zemu_alloc_make(p, n, cudaMemoryTypeHost); }
+ZEMU_API cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned flags) {
   (void)flags;
   *d = h;
   return cudaSuccess;
 }
-static inline cudaError_t cudaFree(void* p) {
-  free(p);
+/* cudaFree and cudaFreeHost wait for the device's work, as on a GPU. */
+ZEMU_API cudaError_t cudaFree(void* p) {
+  if (p == NULL) return cudaSuccess;
+  zemu_drain_all("cudaFree");
+  return zemu_alloc_free(p, cudaMemoryTypeDevice);
+}
+ZEMU_API cudaError_t cudaFreeHost(void* p) {
+  if (p == NULL) return cudaSuccess;
+  zemu_drain_all("cudaFreeHost");
+  return zemu_alloc_free(p, cudaMemoryTypeHost);
+}
+ZEMU_API cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t s) {
+  (void)s;
+  return zemu_alloc_make(p, n, cudaMemoryTypeDevice);
+}
+ZEMU_API cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
+  zemu_enqueue(s, [p] { zemu_alloc_free(p, cudaMemoryTypeDevice); });
   return cudaSuccess;
 }
-static inline cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
-static inline cudaError_t cudaMemset(void* p, int v, size_t n) {
+ZEMU_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* a, const void* p) {
+  memset(a, 0, sizeof *a);
+  a->type = cudaMemoryTypeUnregistered;
+  std::lock_guard<std::mutex> g(zemu_allocs_mu);
+  auto it = zemu_allocs->upper_bound((uintptr_t)p);
+  if (it != zemu_allocs->begin()) {
+    --it;
+    if ((uintptr_t)p < it->first + (it->second.size ? it->second.size : 1)) {
+      a->type = it->second.type;
+      a->devicePointer = a->hostPointer = (void*)p;
+    }
+  }
+  return cudaSuccess;
+}
+ZEMU_API cudaError_t cudaMemcpy(void* d, const void* s, size_t n, enum cudaMemcpyKind k) {
+  (void)k;
+  memmove(d, s, n);
+  return cudaSuccess;
+}
+ZEMU_API cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, enum cudaMemcpyKind k, cudaStream_t st) {
+  (void)k;
+  zemu_enqueue(st, [d, s, n] { memmove(d, s, n); });
+  return cudaSuccess;
+}
+ZEMU_API cudaError_t cudaMemset(void* p, int v, size_t n) {
   memset(p, v, n);
   return cudaSuccess;
 }
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount };
-#define ZEMU_SMS 3 /* CTAs of a persistent grid */
-static inline cudaError_t cudaGetDevice(int* d) {
-  *d = 0;
+ZEMU_API cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
+  zemu_enqueue(s, [p, v, n] { memset(p, v, n); });
   return cudaSuccess;
 }
-static inline cudaError_t cudaDeviceGetAttribute(int* v, enum cudaDeviceAttr a, int dev) {
+
+/* ---- devices ---- */
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount };
+#define ZEMU_SMS 3 /* CTAs of a persistent grid */
+inline thread_local int zemu_current = 0;
+ZEMU_API cudaError_t cudaDriverGetVersion(int* v) {
+  *v = CUDART_VERSION;
+  return cudaSuccess;
+}
+ZEMU_API cudaError_t cudaGetDeviceCount(int* n) {
+  *n = 1;
+  return cudaSuccess;
+}
+ZEMU_API cudaError_t cudaGetDevice(int* d) {
+  *d = zemu_current;
+  return cudaSuccess;
+}
+ZEMU_API cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+ZEMU_API cudaError_t cudaDeviceGetAttribute(int* v, enum cudaDeviceAttr a, int dev) {
   (void)dev;
   (void)a;
   *v = ZEMU_SMS;
   return cudaSuccess;
 }
-static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void* k, int t, size_t s) {
+ZEMU_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void* k, int t, size_t s) {
   (void)k;
   (void)t;
   (void)s;
   *n = 1;
   return cudaSuccess;
 }
-static inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
-  (void)s;
-  memset(p, v, n);
-  return cudaSuccess;
-}
-static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 typedef struct {
   int maxThreadsPerBlock;
 } cudaFuncAttributes;
-static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, const void* k) {
+ZEMU_API cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, const void* k) {
   (void)k;
   a->maxThreadsPerBlock = 1024;
   return cudaSuccess;
 }
-static inline const char* cudaGetErrorString(cudaError_t e) {
-  (void)e;
-  return "emulated";
+
+/* ---- driver entry points (cuda.h) ---- */
+typedef int CUresult;
+enum { CUDA_SUCCESS = 0 };
+typedef cudaStream_t CUstream;
+typedef uintptr_t CUdeviceptr;
+typedef uint32_t cuuint32_t;
+enum { CU_STREAM_WAIT_VALUE_GEQ = 0 };
+enum { cudaEnableDefault = 0 };
+typedef enum { cudaDriverEntryPointSuccess, cudaDriverEntryPointSymbolNotFound } cudaDriverEntryPointQueryResult;
+static inline CUresult zemu_write_value32(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned flags) {
+  (void)flags;
+  zemu_enqueue(s, [a, v] { __atomic_store_n((uint32_t*)a, v, __ATOMIC_SEQ_CST); });
+  return CUDA_SUCCESS;
 }
-static inline const char* cudaGetErrorName(cudaError_t e) {
-  (void)e;
-  return "emulated";
+/* GEQ as the driver defines it: (int32_t)(*addr - value) >= 0. */
+static inline CUresult zemu_wait_value32(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned flags) {
+  (void)flags;
+  zemu_enqueue(s, [a, v] {
+    while ((int32_t)(__atomic_load_n((uint32_t*)a, __ATOMIC_SEQ_CST) - v) < 0) sched_yield();
+  });
+  return CUDA_SUCCESS;
 }
+ZEMU_API cudaError_t cudaGetDriverEntryPointByVersion(const char* name, void** fn, unsigned version,
+                                                           unsigned long long flags,
+                                                           cudaDriverEntryPointQueryResult* q) {
+  (void)version;
+  (void)flags;
+  *fn = NULL;
+  if (strcmp(name, "cuStreamWriteValue32") == 0) *fn = (void*)zemu_write_value32;
+  if (strcmp(name, "cuStreamWaitValue32") == 0) *fn = (void*)zemu_wait_value32;
+  *q = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+  return cudaSuccess;
+}
+
+/* ---- launches ---- */
+
+/* Kernels (by the name they are launched with) that meet at barriers or
+ * warp exchanges: their threads need coroutines. */
+static inline int zemu_kernel_syncs(const char* name) { return strncmp(name, "zd_k_range<", 11) == 0; }
+
+/* kernel<<<grid, block, 0, stream>>>(args...): the arguments are evaluated
+ * and copied at the launch, as CUDA copies them. */
+template <class F, class... A>
+static inline void zemu_kernel(cudaStream_t s, unsigned grid, unsigned block, const char* name, F* f, A... a) {
+  int flat = !zemu_kernel_syncs(name);
+  auto args = std::make_tuple(a...);
+  zemu_enqueue(s, [=] { zemu_launch_serial([&] { std::apply(f, args); }, grid, block, flat); });
+}
+#define ZD_KERNEL(kernel, grid, block, stream, ...) \
+  zemu_kernel((cudaStream_t)(stream), (unsigned)(grid), (unsigned)(block), #kernel, kernel, __VA_ARGS__)
+
+/* The codec's launches (zd_cuda_codec.cu): CTAs at once, since they wait
+ * for each other (decoupled look-back). */
+#define ZD_LAUNCH(kernel, grid, stream, args)                                                   \
+  (zemu_enqueue((cudaStream_t)(stream),                                                         \
+                [=, zemu_g_ = (unsigned)(grid)] { zemu_launch([&] { kernel(args); }, zemu_g_, ZD_T); }), \
+   cudaSuccess)
+/* The persistent kernel: the same, on the engine's own stream, whose worker
+ * it occupies until it exits. */
+#define ZD_LAUNCH_PERSIST ZD_LAUNCH
 
 #endif /* ZEMU_CUDA_RUNTIME_H_ */
