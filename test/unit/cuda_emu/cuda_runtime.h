@@ -6,9 +6,11 @@
  * - streams are threads that run their work in order; events, host
  *   functions, stream memory operations and stream-ordered allocation
  *   follow them; cudaFree waits for every stream, as on a GPU;
- * - a CTA is an OS thread, so `__shared__` is `static thread_local`; the
- *   CTAs of a launch run at once, so they really wait for each other in the
- *   decoupled look-back and at the grid barrier;
+ * - in the codec's launches (ZD_LAUNCH) a CTA is an OS thread, so
+ *   `__shared__` is `static thread_local`; the CTAs of a launch run at
+ *   once, so they really wait for each other in the decoupled look-back;
+ *   other kernels (ZD_KERNEL) run one CTA after another on the stream's
+ *   thread, their threads as plain calls unless they meet at barriers;
  * - a CTA's threads are coroutines on that OS thread (started with
  *   makecontext/swapcontext, then switched with _setjmp/_longjmp:
  *   swapcontext saves the signal mask with a system call at every switch;
@@ -16,7 +18,7 @@
  *   _longjmp interceptor maps the shadow of a whole stack at every jump),
  *   switched
  *   only where a CUDA thread waits for others: __syncthreads,
- *   __syncthreads_or and each __shfl_up_sync (a warp-wide exchange); so code
+ *   __syncthreads_or and each warp shuffle (a warp-wide exchange); so code
  *   between two of those runs as if no other thread of the CTA ran, which
  *   CUDA does not promise but the kernels never rely on the opposite;
  * - memory is host memory; 16-byte vector loads check their alignment.
@@ -160,11 +162,12 @@ static inline int __syncthreads_or(int v) {
   return zemu_self->bar_or;
 }
 
-/* Double-buffered: a thread writes buffer g, waits for its warp, reads; the
- * next shuffle's wait cannot end before every lane has read buffer g. */
-template <typename T>
-static inline T __shfl_up_sync(unsigned mask, T v, unsigned delta) {
-  (void)mask;
+/* A warp exchange: every lane gives v and gets the value of lane
+ * from(lane). Double-buffered: a thread writes buffer g, waits for its
+ * warp, reads; the next exchange's wait cannot end before every lane has
+ * read buffer g. */
+template <typename T, class FROM>
+static inline T zemu_shfl(T v, FROM from) {
   zemu_cta* c = zemu_self;
   zemu_thread* t = &c->th[c->cur];
   unsigned lane = t->tid.x & 31, warp = t->tid.x >> 5, g = t->shfl_gen++ & 1;
@@ -172,10 +175,20 @@ static inline T __shfl_up_sync(unsigned mask, T v, unsigned delta) {
   memcpy(&u, &v, sizeof v);
   c->slot[g][warp][lane] = u;
   zemu_wait(ZEMU_WARP_BAR);
-  uint64_t r = c->slot[g][warp][lane >= delta ? lane - delta : lane];
+  uint64_t r = c->slot[g][warp][from(lane)];
   T out;
   memcpy(&out, &r, sizeof out);
   return out;
+}
+template <typename T>
+static inline T __shfl_up_sync(unsigned mask, T v, unsigned delta) {
+  (void)mask;
+  return zemu_shfl(v, [delta](unsigned lane) { return lane >= delta ? lane - delta : lane; });
+}
+template <typename T>
+static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta) {
+  (void)mask;
+  return zemu_shfl(v, [delta](unsigned lane) { return lane + delta < 32 ? lane + delta : lane; });
 }
 
 static void zemu_entry(void) {
@@ -372,21 +385,6 @@ static inline double __longlong_as_double(long long v) {
   double r;
   memcpy(&r, &v, sizeof r);
   return r;
-}
-template <typename T>
-static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta) {
-  (void)mask;
-  zemu_cta* c = zemu_self;
-  zemu_thread* t = &c->th[c->cur];
-  unsigned lane = t->tid.x & 31, warp = t->tid.x >> 5, g = t->shfl_gen++ & 1;
-  uint64_t u = 0;
-  memcpy(&u, &v, sizeof v);
-  c->slot[g][warp][lane] = u;
-  zemu_wait(ZEMU_WARP_BAR);
-  uint64_t r = c->slot[g][warp][lane + delta < 32 ? lane + delta : lane];
-  T out;
-  memcpy(&out, &r, sizeof out);
-  return out;
 }
 
 /* ---- runtime API ------------------------------------------------------------------
