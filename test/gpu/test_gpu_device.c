@@ -2,8 +2,8 @@
  * for bit: the buffer pool and copies in every direction, reduce for every
  * dtype x op (random data with NaN, +-0, subnormals and values that
  * overflow), the fill variants, divide, value range, events, a kernel's
- * error surfacing at the wait, and the stream codec with its sizes bridged
- * through host functions (once the codec kernels are built). Without a CUDA
+ * error surfacing at the wait, and the stream codec with its sizes in
+ * flight between kernels (a chain of 700 in place, across streams). Without a CUDA
  * device (or without a CUDA build) it reports itself skipped, never passed.
  * test/unit/test_device.c runs its reference checks on cuda too. */
 #include <math.h>
@@ -518,6 +518,53 @@ static void test_codec(zd_dev_t* g, zd_dev_t* host) {
   free(x);
 }
 
+/* Sizes in flight: a compression, then 700 homomorphic MAXes in place,
+ * each reading the size the one before writes (the size slots, 1024 a
+ * stream, wrap while every writer's slot is held for its reader;
+ * decompressions between them shift the wrap), then a
+ * decompression on another stream reading the last of those sizes, all
+ * queued without a wait. The MAX of a stream with itself is that stream. */
+static void test_size_chain(zd_dev_t* g, zd_dev_t* host) {
+  const size_t n = 5000;
+  float* x = malloc(n * 4);
+  for (size_t i = 0; i < n; i++) x[i] = (float)cos((double)i * 0.01) * 50.0f;
+  zc_params_t p = {.dtype = zcclFloat32, .eb = 1e-3};
+  size_t cap = zd_compress_bound(n, zcclFloat32), hsz = 0;
+  char* hs = malloc(cap);
+  float* y = malloc(n * 4);
+  CHECK_RES(zd_compress(host, &p, x, n, hs, cap, &hsz), zcclSuccess);
+  CHECK_RES(zd_decompress(host, hs, &hsz, y, n), zcclSuccess);
+  char *in = piece(g, n * 4), *a = piece(g, cap), *b = piece(g, cap), *out = piece(g, n * 4);
+  if (!in || !a || !b || !out) return;
+  to_gpu(g, in, x, n * 4);
+  size_t sa = 0, sb = 0;
+  CHECK_RES(zd_compress(g, &p, in, n, a, cap, &sa), zcclSuccess);
+  CHECK_RES(zd_compress(g, &p, in, n, b, cap, &sb), zcclSuccess);
+  for (int k = 0; k < 700; k++) {
+    CHECK_RES(zd_hop(g, zcclMax, a, &sa, b, &sb, a, cap, &sa), zcclSuccess);
+    /* Now and then an operation that takes another number of slots, so
+     * the ring's wrap lands on every kind of slot. */
+    if (k % 7 == 3) CHECK_RES(zd_decompress(g, b, &sb, out, n), zcclSuccess);
+  }
+  zd_event_t done = zd_event_record(g);
+  int prev = zd_set_lane(g, 1);
+  CHECK_RES(zd_lane_wait(g, done), zcclSuccess);
+  CHECK_RES(zd_decompress(g, a, &sa, out, n), zcclSuccess);
+  zd_set_lane(g, prev);
+  CHECK_RES(zd_sync(g), zcclSuccess);
+  CHECK(sa == hsz && sb == hsz);
+  char* back = malloc(cap);
+  float* gy = malloc(n * 4);
+  if (sa == hsz) {
+    from_gpu(g, back, a, sa);
+    CHECK(memcmp(back, hs, hsz) == 0);
+  }
+  from_gpu(g, gy, out, n * 4);
+  CHECK(first_mismatch(zcclFloat32, gy, y, n) == SIZE_MAX);
+  zd_buf_put(g, in), zd_buf_put(g, a), zd_buf_put(g, b), zd_buf_put(g, out);
+  free(x), free(hs), free(y), free(back), free(gy);
+}
+
 /* Destroying a device waits for what is queued (a copy to host memory here). */
 static void test_destroy_waits(void) {
   zd_dev_t* g = NULL;
@@ -562,6 +609,7 @@ int main(void) {
   test_events(g);
   test_errors(g);
   test_codec(g, host);
+  test_size_chain(g, host);
   CHECK(zd_buf_largest(g) == whole); /* every piece back */
   zd_dev_destroy(g);
   zd_dev_destroy(host);

@@ -278,8 +278,11 @@ static zcclResult_t zd_mark_wait(zd_cuda_t* c, uint64_t seq) {
  * it runs: *dev_slot. A size another lane's kernel is still to write is
  * waited for; one of this lane's is read from its writer's slot, held open
  * until the reader's mark (zd_mark with close); otherwise *ptr, stored now
- * in a fresh slot. */
-static zcclResult_t zd_size_in(zd_dev_t* dev, zd_cuda_t* c, const size_t* ptr, uint64_t** dev_slot) {
+ * in the fresh slot the operation took for it (host and device address;
+ * taken before any hold opens, so a full ring never waits for a hold of
+ * the operation waiting). */
+static zcclResult_t zd_size_in(zd_dev_t* dev, zd_cuda_t* c, const size_t* ptr, uint64_t* fresh_host,
+                               uint64_t* fresh_dev, uint64_t** dev_slot) {
   for (int l = 0; l < dev->nlanes; l++) {
     zd_cuda_t* o = dev->cuda[l];
     if (o == c) continue;
@@ -301,9 +304,8 @@ static zcclResult_t zd_size_in(zd_dev_t* dev, zd_cuda_t* c, const size_t* ptr, u
     pthread_mutex_unlock(&c->lock);
     if (pending) ZU_CHECK(zd_mark_wait(c, c->sizes[i].seq)); /* too many holds: the value itself */
   }
-  uint64_t* h = NULL;
-  ZU_CHECK(zd_slots_take(c, 1, &h, dev_slot, NULL));
-  *h = (uint64_t)*ptr;
+  *fresh_host = (uint64_t)*ptr;
+  *dev_slot = fresh_dev;
   return zcclSuccess;
 }
 
@@ -466,7 +468,8 @@ static zcclResult_t zd_cuda_lane_make(int gpu, zd_cuda_t** out) {
     what = "cudaEventCreateWithFlags";
     e = cudaEventCreateWithFlags(&c->xev, cudaEventDisableTiming);
   }
-  for (int k = 0; k < ZD_CUDA_MARKS && e == cudaSuccess; k++) e = cudaEventCreateWithFlags(&c->events[k], cudaEventDisableTiming);
+  for (int k = 0; k < ZD_CUDA_MARKS && e == cudaSuccess; k++)
+    e = cudaEventCreateWithFlags(&c->events[k], cudaEventDisableTiming);
   if (e != cudaSuccess) {
     res = ZU_ERROR(zcclUnhandledCudaError, "cuda device on GPU %d: %s: %s (%s)", gpu, what, cudaGetErrorString(e),
                    cudaGetErrorName(e));
@@ -580,11 +583,11 @@ static void zd_cuda_pool_free(zd_dev_t* dev, void* mem) {
 
 /* ---- operations ------------------------------------------------------------ */
 
-/* One codec operation: its input sizes' slots (zd_size_in), a status slot
- * and for compress and hop an output size slot, the launch (or persistent
- * item), then a mark that collects the status and the size. */
+/* One codec operation: a status slot, an output size slot (compress,
+ * hop), where its kernel reads its input sizes (zd_size_in), the launch
+ * (or persistent item), then a mark that collects the status and the size. */
 static zcclResult_t zd_cuda_codec_op(zd_dev_t* dev, zd_cuda_t* c, const zd_op_t* op) {
-  uint64_t *in_d[2] = {NULL, NULL}, *hs[2], *ds[2], idx[2];
+  uint64_t* in_d[2] = {NULL, NULL};
   const int has_out = op->kind != ZD_OP_DECOMPRESS;
   const char* what = op->kind == ZD_OP_COMPRESS ? "zd_compress" : op->kind == ZD_OP_HOP ? "zd_hop" : "zd_decompress";
   if (op->kind != ZD_OP_COMPRESS && op->kind != ZD_OP_DECOMPRESS && op->kind != ZD_OP_HOP)
@@ -598,10 +601,16 @@ static zcclResult_t zd_cuda_codec_op(zd_dev_t* dev, zd_cuda_t* c, const zd_op_t*
   } else if (op->kind == ZD_OP_HOP) {
     res = zd_scratch(c, zd_cuda_hop_scratch_bytes(op->cap));
   }
-  if (res == zcclSuccess && op->kind != ZD_OP_COMPRESS) res = zd_size_in(dev, c, op->a_size, &in_d[0]);
-  if (res == zcclSuccess && op->kind == ZD_OP_HOP) res = zd_size_in(dev, c, op->b_size, &in_d[1]);
-  /* slot 0: status; slot 1: the output size */
-  if (res == zcclSuccess) res = zd_slots_take(c, 1 + has_out, hs, ds, idx);
+  /* Slots: 0 status, 1 the output size (compress, hop), 2 and 3 the inputs'
+   * sizes (decompress, hop) when the host has them; all taken at once, so
+   * a mark that frees the ring never comes between them (it would free the
+   * first before its kernel has read it). */
+  const int nin = op->kind == ZD_OP_HOP ? 2 : op->kind == ZD_OP_DECOMPRESS ? 1 : 0;
+  uint64_t *hs[4], *ds[4], idx[4];
+  if (res == zcclSuccess) res = zd_slots_take(c, 2 + nin, hs, ds, idx);
+  const size_t* in_ptr[2] = {op->a_size, op->b_size};
+  for (int k = 0; k < nin && res == zcclSuccess; k++)
+    res = zd_size_in(dev, c, in_ptr[k], hs[2 + k], ds[2 + k], &in_d[k]);
   if (res != zcclSuccess) {
     zd_holds_drop(c);
     return res;

@@ -139,7 +139,8 @@ inline thread_local dim3 blockDim;
 static inline void zemu_wait(int state) {
   zemu_cta* c = zemu_self;
   if (c->flat) {
-    fprintf(stderr, "emulated kernel: a barrier or warp exchange in a kernel run flat (name it in zemu_kernel_syncs)\n");
+    fprintf(stderr,
+            "emulated kernel: a barrier or warp exchange in a kernel run flat (name it in zemu_kernel_syncs)\n");
     abort();
   }
   zemu_thread* t = &c->th[c->cur];
