@@ -342,33 +342,28 @@ static zcclResult_t zd_size_out(zd_dev_t* dev, zd_cuda_t* c, const size_t* ptr, 
   return zcclSuccess;
 }
 
-/* Codec scratch of at least bytes. Growing frees the old one in stream
- * order (after the kernels using it) and allocates from the stream-ordered
- * pool: no device synchronisation; it happens only when a larger call than
- * any before comes. */
+/* Codec scratch of at least bytes, from the stream-ordered pool on the
+ * lane's stream: no device synchronisation, and no cudaMalloc, which on an
+ * H200 did not return while a caller waited in a pageable copy behind a
+ * held stream (docs/cuda.md); it happens only when a larger call than any
+ * before comes. The old one is freed in stream order after the kernels
+ * using it; with the persistent kernel, which is ordered after the lane
+ * only by the gates (on its own stream), it stays until the device goes.
+ * The new one's use by that kernel follows its allocation on the lane's
+ * stream through the gate the lane writes after it. */
 static zcclResult_t zd_scratch(zd_cuda_t* c, size_t bytes) {
   if (bytes <= c->scratch_bytes) return zcclSuccess;
   size_t size = 64 << 10;
   while (size < bytes) size *= 2;
-  if (c->persist) {
-    /* The persistent kernel, on its own stream, is ordered after the lane
-     * only by the gates: the stream-ordered pool does not see that order
-     * (nor does compute-sanitizer, which took its accesses for ones out of
-     * bounds). Plain memory; the outgrown one stays until the device goes,
-     * as a kernel still queued may use it. */
-    ZU_RETURN_ERR_IF(c->nretired == ZD_CUDA_RETIRED, zcclInternalError, "cuda device: codec scratch grew %d times",
-                     ZD_CUDA_RETIRED);
-    void* m = NULL;
-    ZD_CUDA_RETURN(cudaMalloc(&m, size));
-    if (c->scratch) c->retired[c->nretired++] = c->scratch;
-    c->scratch = m;
-    c->scratch_bytes = size;
-    return zcclSuccess;
-  }
-  if (c->scratch) ZD_CUDA_RETURN(cudaFreeAsync(c->scratch, c->stream));
-  c->scratch = NULL;
-  c->scratch_bytes = 0;
-  ZD_CUDA_RETURN(cudaMallocAsync(&c->scratch, size, c->stream));
+  ZU_RETURN_ERR_IF(c->persist && c->scratch && c->nretired == ZD_CUDA_RETIRED, zcclInternalError,
+                   "cuda device: codec scratch grew %d times", ZD_CUDA_RETIRED);
+  void* m = NULL;
+  ZD_CUDA_RETURN(cudaMallocAsync(&m, size, c->stream));
+  if (c->scratch && c->persist)
+    c->retired[c->nretired++] = c->scratch;
+  else if (c->scratch)
+    ZD_CUDA_RETURN(cudaFreeAsync(c->scratch, c->stream));
+  c->scratch = m;
   c->scratch_bytes = size;
   return zcclSuccess;
 }
@@ -424,12 +419,10 @@ static zcclResult_t zd_codec_run(zd_cuda_t* c, PERSIST persist, LAUNCH launch) {
 
 /* Frees what init made (any part may be missing), after the stream's work. */
 static void zd_cuda_release(zd_cuda_t* c) {
-  if (c->scratch && c->persist == NULL) cudaFreeAsync(c->scratch, c->stream);
-  if (c->stream) cudaStreamSynchronize(c->stream); /* host functions included */
-  if (c->persist) { /* only a mark here: the kernel is gone (zd_cuda_fini) */
-    if (c->scratch) cudaFree(c->scratch);
-    for (int i = 0; i < c->nretired; i++) cudaFree(c->retired[i]);
-  }
+  /* The persistent kernel is gone by now (zd_cuda_fini). */
+  if (c->scratch) cudaFreeAsync(c->scratch, c->stream);
+  for (int i = 0; i < c->nretired; i++) cudaFreeAsync(c->retired[i], c->stream);
+  if (c->stream) cudaStreamSynchronize(c->stream);
   if (c->range_d) cudaFree(c->range_d);
   if (c->gate_d) cudaFree(c->gate_d);
   if (c->pin) cudaFreeHost(c->pin);

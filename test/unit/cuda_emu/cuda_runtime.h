@@ -55,6 +55,7 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <set>
 #include <tuple>
 #include <functional>
 #include <future>
@@ -610,6 +611,31 @@ ZEMU_API cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev, unsigne
   return cudaSuccess;
 }
 
+/* ---- the driver's lock ----
+ * What an H200 (driver 580) did while a thread of the process waited in a
+ * pageable device-to-host copy queued behind a held stream
+ * (tools/zccl_cuda_probe.cu, docs/cuda.md): cudaMalloc, cudaHostAlloc,
+ * cudaFree, a kernel's first launch and cudaLaunchHostFunc did not return
+ * until that copy had. Here a pageable copy to the host blocks its caller
+ * until the stream has made it, and those calls wait for every such copy
+ * to end; one that waits ZEMU_DRAIN_S seconds aborts, naming itself (where
+ * a GPU would hang for ever, the copy waiting for a hold that waits for
+ * the call). */
+inline std::mutex zemu_drv_mu;
+inline std::condition_variable zemu_drv_cv;
+inline int zemu_pageable_waiters = 0;
+
+static inline void zemu_driver_lock(const char* what) {
+  std::unique_lock<std::mutex> g(zemu_drv_mu);
+  if (!zemu_drv_cv.wait_for(g, std::chrono::seconds(ZEMU_DRAIN_S), [] { return zemu_pageable_waiters == 0; })) {
+    fprintf(stderr,
+            "emulated CUDA: %s waited %d s for a thread in a pageable copy to the host (on an H200 it never "
+            "returns: the copy waits behind a held stream)\n",
+            what, ZEMU_DRAIN_S);
+    abort();
+  }
+}
+
 /* ---- memory ---- */
 struct zemu_alloc {
   size_t size;
@@ -640,12 +666,19 @@ static inline cudaError_t zemu_alloc_free(void* p, enum cudaMemoryType type) {
   free(p);
   return cudaSuccess;
 }
-ZEMU_API cudaError_t cudaMalloc(void** p, size_t n) { return zemu_alloc_make(p, n, cudaMemoryTypeDevice); }
+ZEMU_API cudaError_t cudaMalloc(void** p, size_t n) {
+  zemu_driver_lock("cudaMalloc");
+  return zemu_alloc_make(p, n, cudaMemoryTypeDevice);
+}
 ZEMU_API cudaError_t cudaHostAlloc(void** p, size_t n, unsigned flags) {
   (void)flags;
+  zemu_driver_lock("cudaHostAlloc");
   return zemu_alloc_make(p, n, cudaMemoryTypeHost);
 }
-ZEMU_API cudaError_t cudaMallocHost(void** p, size_t n) { return zemu_alloc_make(p, n, cudaMemoryTypeHost); }
+ZEMU_API cudaError_t cudaMallocHost(void** p, size_t n) {
+  zemu_driver_lock("cudaMallocHost");
+  return zemu_alloc_make(p, n, cudaMemoryTypeHost);
+}
 ZEMU_API cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned flags) {
   (void)flags;
   *d = h;
@@ -654,6 +687,7 @@ ZEMU_API cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned flags)
 /* cudaFree and cudaFreeHost wait for the device's work, as on a GPU. */
 ZEMU_API cudaError_t cudaFree(void* p) {
   if (p == NULL) return cudaSuccess;
+  zemu_driver_lock("cudaFree");
   zemu_drain_all("cudaFree");
   return zemu_alloc_free(p, cudaMemoryTypeDevice);
 }
@@ -689,9 +723,36 @@ ZEMU_API cudaError_t cudaMemcpy(void* d, const void* s, size_t n, enum cudaMemcp
   memmove(d, s, n);
   return cudaSuccess;
 }
+static inline enum cudaMemoryType zemu_mem_type(const void* p) {
+  struct cudaPointerAttributes a;
+  cudaPointerGetAttributes(&a, p);
+  return a.type;
+}
+/* A copy from the device to pageable host memory returns once it has been
+ * made (CUDA stages it through its own pinned buffer). */
 ZEMU_API cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, enum cudaMemcpyKind k, cudaStream_t st) {
   (void)k;
-  zemu_enqueue(st, [d, s, n] { memmove(d, s, n); });
+  if (st == NULL || n == 0 || zemu_mem_type(d) != cudaMemoryTypeUnregistered ||
+      zemu_mem_type(s) != cudaMemoryTypeDevice) {
+    zemu_enqueue(st, [d, s, n] { memmove(d, s, n); });
+    return cudaSuccess;
+  }
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> made = done->get_future();
+  {
+    std::lock_guard<std::mutex> g(zemu_drv_mu);
+    zemu_pageable_waiters++;
+  }
+  zemu_enqueue(st, [d, s, n, done] {
+    memmove(d, s, n);
+    done->set_value();
+  });
+  made.wait();
+  {
+    std::lock_guard<std::mutex> g(zemu_drv_mu);
+    zemu_pageable_waiters--;
+  }
+  zemu_drv_cv.notify_all();
   return cudaSuccess;
 }
 ZEMU_API cudaError_t cudaMemset(void* p, int v, size_t n) {
@@ -736,8 +797,21 @@ ZEMU_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const
 typedef struct {
   int maxThreadsPerBlock;
 } cudaFuncAttributes;
+/* Kernels loaded (cudaFuncGetAttributes, or a first launch, which takes
+ * the driver's lock). */
+inline std::mutex zemu_loaded_mu;
+inline std::set<const void*>* zemu_loaded = new std::set<const void*>;
+static inline void zemu_load(const void* k, int launch) {
+  {
+    std::lock_guard<std::mutex> g(zemu_loaded_mu);
+    if (zemu_loaded->count(k)) return;
+  }
+  if (launch) zemu_driver_lock("a kernel's first launch");
+  std::lock_guard<std::mutex> g(zemu_loaded_mu);
+  zemu_loaded->insert(k);
+}
 ZEMU_API cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, const void* k) {
-  (void)k;
+  zemu_load(k, 0);
   a->maxThreadsPerBlock = 1024;
   return cudaSuccess;
 }
@@ -787,6 +861,7 @@ static inline int zemu_kernel_syncs(const char* name) { return strncmp(name, "zd
 template <class F, class... A>
 static inline void zemu_kernel(cudaStream_t s, unsigned grid, unsigned block, const char* name, F* f, A... a) {
   int flat = !zemu_kernel_syncs(name);
+  zemu_load((const void*)f, 1);
   auto args = std::make_tuple(a...);
   zemu_enqueue(s, [=] { zemu_launch_serial([&] { std::apply(f, args); }, grid, block, flat); });
 }
@@ -795,8 +870,9 @@ static inline void zemu_kernel(cudaStream_t s, unsigned grid, unsigned block, co
 
 /* The codec's launches (zd_cuda_codec.cu): CTAs at once, since they wait
  * for each other (decoupled look-back). */
-#define ZD_LAUNCH(kernel, grid, stream, args)                                                   \
-  (zemu_enqueue((cudaStream_t)(stream),                                                         \
+#define ZD_LAUNCH(kernel, grid, stream, args)                                                        \
+  (zemu_load((const void*)kernel, 1),                                                                \
+   zemu_enqueue((cudaStream_t)(stream),                                                              \
                 [=, zemu_g_ = (unsigned)(grid)] { zemu_launch([&] { kernel(args); }, zemu_g_, ZD_T); }), \
    cudaSuccess)
 /* The persistent kernel: the same, on the engine's own stream, whose worker
