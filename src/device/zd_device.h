@@ -59,9 +59,9 @@ int zd_host_ncores(void);
  * visible only after zd_sync / zd_event_wait (a missing sync in an algorithm
  * shows up as wrong data in tests). Enqueueing blocks while 1024 operations
  * are pending, as a full GPU launch queue does.
- * cuda: the GPU current on the creating thread, one non-blocking stream
- * (with the same asynchronous semantics as sim; enqueueing blocks while 2048
- * host functions are pending); buffers must be GPU-visible (pool pieces,
+ * cuda: the GPU current on the creating thread, non-blocking streams (with
+ * the same asynchronous semantics as sim; enqueueing blocks while 1024
+ * marks, CUDA events, are pending on one); buffers must be GPU-visible (pool pieces,
  * cudaMalloc'd or managed memory; zd_copy also takes host memory). Without
  * a usable GPU, or in a build without CUDA, creating one is zcclInvalidUsage
  * saying why.

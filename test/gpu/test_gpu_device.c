@@ -391,7 +391,7 @@ static void test_events(zd_dev_t* g) {
   printf("events: the last of %d reductions of %d floats was %s right after queueing\n", NE, N,
          pending ? "pending" : "already done");
 
-  /* More events than the device keeps host functions for (2048) in flight. */
+  /* More events than the device keeps marks for (1024 a stream) in flight. */
   int32_t acc[64] = {0}, ones[64];
   for (int i = 0; i < 64; i++) ones[i] = 1;
   int32_t *dacc = piece(g, sizeof acc), *dones = piece(g, sizeof ones);
@@ -447,7 +447,7 @@ static void test_errors(zd_dev_t* g) {
   CHECK_RES(zd_sync(g), zcclSuccess);
 }
 
-/* ---- the stream codec: the host's bytes, sizes through host functions -------------- */
+/* ---- the stream codec: the host's bytes, sizes through slots and marks -------------- */
 
 static void test_codec(zd_dev_t* g, zd_dev_t* host) {
   const size_t n = 300000;
