@@ -55,6 +55,12 @@ step() { # step <seconds> <command...>
     # The same device rows on one stream per device (default: 4).
     step 180 env ZCCL_DEVICE_STREAMS=1 "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M --reps 5 --memory device \
       --colls allreduce,scatter,alltoall --json "$OUT/coll_1stream.json"
+    # The small call's fixed cost: 1 MiB AllReduces on device buffers
+    # (uncompressed and compressed rows, 20 reps each), with each rank's
+    # count of device operations, marks and the host's waits for them (and
+    # the time in those waits) when its device goes.
+    step 120 env ZCCL_DEBUG=INFO ZCCL_DEBUG_SUBSYS=DEVICE "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 1M --reps 20 \
+      --memory device --colls allreduce
     # The persistent kernel alone (one process, no gates) against launches,
     # then in the collectives (two processes share the GPU).
     step 120 "$B/perf/zccl-gpu-codec" --persist --mib 64 --reps 21

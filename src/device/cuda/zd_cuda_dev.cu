@@ -46,6 +46,7 @@
 #include "zd_cuda_util.h"
 #include "zd_dev_impl.h"
 #include "zu_param.h"
+#include "zu_time.h"
 
 #define ZD_CUDA_SLOTS 1024 /* size and status slots in flight */
 #define ZD_CUDA_MARKS 1024 /* marks in flight; issuing waits beyond */
@@ -108,10 +109,14 @@ struct zd_cuda { /* one lane of the device: its stream and what goes with it */
   uint64_t released;                /* the highest release of a passed mark */
   zd_hold_t holds[ZD_CUDA_HOLDS];
   int nholds;
+  /* under lock: what ZCCL_DEBUG=INFO reports when the device goes */
+  unsigned long long n_marks, n_waits;
+  double wait_s;
   zcclResult_t err; /* first error since the last wait reported one */
   char err_msg[256];
   /* issuer only */
   int dirty; /* work queued after the last mark */
+  unsigned long long n_ops; /* operations queued */
   zd_size_t sizes[ZD_CUDA_SIZES];
   int nsizes;
 };
@@ -179,9 +184,17 @@ static zcclResult_t zd_cuda_poll(zd_cuda_t* c) {
  * then sleeping 20 us, then (after about 50 ms) 200 us between polls. */
 template <class READY>
 static zcclResult_t zd_cuda_block(zd_cuda_t* c, READY ready) {
+  double t0 = 0;
   for (int round = 0;; round++) {
     ZU_CHECK(zd_cuda_poll(c));
-    if (ready()) return zcclSuccess;
+    if (ready()) {
+      if (round) c->wait_s += zu_now() - t0;
+      return zcclSuccess;
+    }
+    if (round == 0) {
+      c->n_waits++;
+      t0 = zu_now();
+    }
     pthread_mutex_unlock(&c->lock);
     if (round < 64) {
       sched_yield();
@@ -216,7 +229,10 @@ static zcclResult_t zd_mark(zd_cuda_t* c, const zd_mark_t* m, int close, uint64_
   /* Recorded under the lock: a poll meanwhile must not query the event's
    * previous record for this mark (no host function waits for the lock). */
   cudaError_t e = cudaEventRecord(c->events[(s - 1) % ZD_CUDA_MARKS], c->stream);
-  if (e == cudaSuccess) c->issued = s;
+  if (e == cudaSuccess) {
+    c->issued = s;
+    c->n_marks++;
+  }
   pthread_mutex_unlock(&c->lock);
   if (e != cudaSuccess)
     return ZU_ERROR(zcclUnhandledCudaError, "cuda device: cudaEventRecord: %s (%s)", cudaGetErrorString(e),
@@ -544,6 +560,18 @@ static void zd_cuda_fini(zd_dev_t* dev) {
     else if (c->err != zcclSuccess)
       ZU_WARN("cuda device destroyed with an unreported error: %s", c->err_msg);
   }
+  /* Where a call's fixed cost may go: operations, marks, and the host's
+   * waits for marks (sizes before sends, events). */
+  unsigned long long ops = 0, marks = 0, waits = 0;
+  double wait_s = 0;
+  for (int l = 0; l < dev->nlanes; l++) {
+    zd_cuda_t* c = dev->cuda[l];
+    if (c == NULL) continue;
+    ops += c->n_ops, marks += c->n_marks, waits += c->n_waits, wait_s += c->wait_s;
+  }
+  ZU_INFO(ZU_LOG_DEVICE,
+          "cuda device: %llu operations queued, %llu marks, the host waited for a mark %llu times (%.3f ms in all)",
+          ops, marks, waits, wait_s * 1e3);
   if (dev->cuda[0] && dev->cuda[0]->persist) {
     zd_on_gpu on(dev->cuda[0]->ordinal);
     ZU_INFO(ZU_LOG_DEVICE, "cuda device: the persistent kernel was launched %llu times",
@@ -659,6 +687,7 @@ static zcclResult_t zd_cuda_codec_op(zd_dev_t* dev, zd_cuda_t* c, const zd_op_t*
 static zcclResult_t zd_cuda_submit(zd_dev_t* dev, const zd_op_t* op) {
   zd_cuda_t* c = dev->cuda[dev->lane];
   zd_on_gpu on(c->ordinal);
+  c->n_ops++;
   switch (op->kind) {
     case ZD_OP_COPY:
       ZD_CUDA_RETURN(cudaMemcpyAsync(op->dst, op->a, op->count, cudaMemcpyDefault, c->stream));
