@@ -36,6 +36,10 @@ struct cudaPointerAttributes {
   void* devicePointer;
   void* hostPointer;
 };
+struct cudaDeviceProp {
+  char name[256];
+  int multiProcessorCount;
+};
 typedef void (*cudaHostFn_t)(void*);
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;

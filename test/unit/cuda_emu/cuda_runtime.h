@@ -772,6 +772,13 @@ ZEMU_API cudaError_t cudaDriverGetVersion(int* v) {
   *v = CUDART_VERSION;
   return cudaSuccess;
 }
+ZEMU_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* p, int dev) {
+  if (dev != 0) return cudaErrorInvalidDevice;
+  memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "emulated GPU (host threads)");
+  p->multiProcessorCount = ZEMU_SMS;
+  return cudaSuccess;
+}
 ZEMU_API cudaError_t cudaGetDeviceCount(int* n) {
   *n = 1;
   return cudaSuccess;

@@ -41,6 +41,7 @@ cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, enum cudaMemcpyKin
 cudaError_t cudaMemset(void* p, int v, size_t n);
 cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s);
 cudaError_t cudaDriverGetVersion(int* v);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* p, int dev);
 cudaError_t cudaGetDeviceCount(int* n);
 cudaError_t cudaGetDevice(int* d);
 cudaError_t cudaSetDevice(int d);

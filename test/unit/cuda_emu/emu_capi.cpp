@@ -35,6 +35,7 @@ extern "C" void* const zemu_capi[] = {
     (void*)cudaMemset,
     (void*)cudaMemsetAsync,
     (void*)cudaDriverGetVersion,
+    (void*)cudaGetDeviceProperties,
     (void*)cudaGetDeviceCount,
     (void*)cudaGetDevice,
     (void*)cudaSetDevice,
