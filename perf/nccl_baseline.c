@@ -83,8 +83,8 @@ int nccl_baseline_get_id(unsigned char id[NCCL_BASELINE_ID_BYTES], char* err, si
   return 0;
 }
 
-int nccl_baseline_init(void** comm, int nranks, int rank, const unsigned char id[NCCL_BASELINE_ID_BYTES], int own_host,
-                   char* err, size_t errlen) {
+int nccl_baseline_init(void** comm, int nranks, int rank, const unsigned char id[NCCL_BASELINE_ID_BYTES],
+                       int own_host, char* err, size_t errlen) {
   if (own_host && getenv("NCCL_HOSTID") == NULL) {
     char host[64];
     snprintf(host, sizeof host, "zccl-perf-rank-%d", rank);

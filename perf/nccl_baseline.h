@@ -23,8 +23,8 @@ int nccl_baseline_load(int* version, char* err, size_t errlen);
 int nccl_baseline_get_id(unsigned char id[NCCL_BASELINE_ID_BYTES], char* err, size_t errlen);
 /* The communicator of this rank on the current CUDA device; own_host: set
  * NCCL_HOSTID so that ranks on one GPU are accepted. */
-int nccl_baseline_init(void** comm, int nranks, int rank, const unsigned char id[NCCL_BASELINE_ID_BYTES], int own_host,
-                   char* err, size_t errlen);
+int nccl_baseline_init(void** comm, int nranks, int rank, const unsigned char id[NCCL_BASELINE_ID_BYTES],
+                       int own_host, char* err, size_t errlen);
 /* Float32 collectives, sum where they reduce, root 0; scatter and alltoall
  * as grouped sends and receives (as nccl-tests). in/out/blk as
  * zcclAllReduce...: blk the elements of one rank's block. */

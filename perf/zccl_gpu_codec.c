@@ -23,11 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zc_szp.h"
 #include "perf_util.h"
-#include "zu_time.h"
+#include "zc_szp.h"
 #include "zccl_data.h"
 #include "zd_device.h"
+#include "zu_time.h"
 
 #ifndef ZCCL_PERF_CUDA
 int main(void) {

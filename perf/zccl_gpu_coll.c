@@ -29,16 +29,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "zccl.h"
+#include "nccl_baseline.h"
 #include "perf_util.h"
-#include "zu_time.h"
+#include "zccl.h"
 #include "zccl_data.h"
 #include "zccl_fork.h"
-#include "nccl_baseline.h"
 #include "zd_device.h"
+#include "zu_time.h"
 
 #ifdef ZCCL_PERF_CUDA
 #include <cuda_runtime_api.h>

@@ -8,12 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#include "zu_time.h"
 
 #include "zd_device.h"
 #include "zu_dtype.h"
+#include "zu_time.h"
 
 typedef struct {
   zd_dev_t* dev; /* NULL: memcpy */

@@ -267,18 +267,22 @@ static zcclResult_t zd_slots_take(zd_cuda_t* c, int k, uint64_t** host, uint64_t
 
 /* ---- sizes in flight ----------------------------------------------------- */
 
-/* The entry of the lane's table for ptr whose mark has not passed, or -1
- * (entries that passed are dropped: their value is in *ptr now). */
-static int zd_size_find(zd_cuda_t* c, const size_t* ptr) {
+/* Drops the entries of the lane's table whose mark has passed: their value
+ * is in the caller's size_t now. */
+static void zd_sizes_prune(zd_cuda_t* c) {
   uint64_t ran = __atomic_load_n(&c->ran, __ATOMIC_ACQUIRE);
-  for (int i = 0; i < c->nsizes;) {
-    if (c->sizes[i].seq <= ran) {
+  for (int i = 0; i < c->nsizes;)
+    if (c->sizes[i].seq <= ran)
       c->sizes[i] = c->sizes[--c->nsizes];
-      continue;
-    }
+    else
+      i++;
+}
+
+/* The entry of the lane's table for ptr whose mark has not passed, or -1. */
+static int zd_size_find(zd_cuda_t* c, const size_t* ptr) {
+  zd_sizes_prune(c);
+  for (int i = 0; i < c->nsizes; i++)
     if (c->sizes[i].ptr == ptr) return i;
-    i++;
-  }
   return -1;
 }
 
@@ -349,7 +353,7 @@ static zcclResult_t zd_size_out(zd_dev_t* dev, zd_cuda_t* c, const size_t* ptr, 
   }
   if (c->nsizes == ZD_CUDA_SIZES) {
     ZU_CHECK(zd_mark_wait(c, c->sizes[0].seq));
-    (void)zd_size_find(c, NULL); /* drops what passed */
+    zd_sizes_prune(c);
   }
   zd_size_t* s = &c->sizes[c->nsizes++];
   s->ptr = ptr;

@@ -276,14 +276,19 @@ static inline void zemu_run_cta(const std::function<void()>& body, unsigned nthr
   zemu_self = NULL;
 }
 
+/* The calling thread is CTA b of grid, threads wide. */
+static inline void zemu_cta_begin(unsigned b, unsigned grid, unsigned threads) {
+  blockIdx = uint3{b, 0, 0};
+  gridDim = dim3(grid);
+  blockDim = dim3(threads);
+}
+
 /* A launch: every CTA on its own OS thread, all at once, then joined. */
 static inline int zemu_launch(const std::function<void()>& body, unsigned grid, unsigned threads) {
   std::vector<std::thread> ctas;
   for (unsigned b = 0; b < grid; b++) {
     ctas.emplace_back([&body, b, grid, threads] {
-      blockIdx = uint3{b, 0, 0};
-      gridDim = dim3(grid);
-      blockDim = dim3(threads);
+      zemu_cta_begin(b, grid, threads);
       zemu_run_cta(body, threads);
     });
   }
@@ -297,26 +302,27 @@ static inline int zemu_launch(const std::function<void()>& body, unsigned grid, 
  * reached in a flat kernel aborts (zemu_wait), so a kernel that has one
  * must be named in zemu_kernel_syncs. */
 static inline void zemu_launch_serial(const std::function<void()>& body, unsigned grid, unsigned threads, int flat) {
-  for (unsigned b = 0; b < grid; b++) {
-    blockIdx = uint3{b, 0, 0};
-    gridDim = dim3(grid);
-    blockDim = dim3(threads);
-    if (!flat) {
+  if (!flat) {
+    for (unsigned b = 0; b < grid; b++) {
+      zemu_cta_begin(b, grid, threads);
       zemu_run_cta(body, threads);
-      continue;
     }
-    zemu_cta* c = new zemu_cta();
-    c->th.resize(1);
-    c->flat = 1;
-    c->cur = 0;
-    zemu_self = c;
+    return;
+  }
+  zemu_cta* c = new zemu_cta(); /* one thread entry, renumbered: every CTA's threads in turn */
+  c->th.resize(1);
+  c->flat = 1;
+  c->cur = 0;
+  zemu_self = c;
+  for (unsigned b = 0; b < grid; b++) {
+    zemu_cta_begin(b, grid, threads);
     for (unsigned t = 0; t < threads; t++) {
       c->th[0].tid = uint3{t, 0, 0};
       body();
     }
-    delete c;
-    zemu_self = NULL;
   }
+  delete c;
+  zemu_self = NULL;
 }
 
 /* ---- device functions ----------------------------------------------------------- */
@@ -366,17 +372,19 @@ static inline uint4 __ldg(const uint4* p) {
   return *p;
 }
 
-static inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
+/* *p = v where better(v, *p), atomically; the old value. */
+template <class BETTER>
+static inline unsigned long long zemu_atomic_keep(unsigned long long* p, unsigned long long v, BETTER better) {
   unsigned long long cur = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-  while (v < cur && !__atomic_compare_exchange_n(p, &cur, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  while (better(v, cur) && !__atomic_compare_exchange_n(p, &cur, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
   }
   return cur;
 }
+static inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
+  return zemu_atomic_keep(p, v, [](unsigned long long a, unsigned long long b) { return a < b; });
+}
 static inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v) {
-  unsigned long long cur = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-  while (v > cur && !__atomic_compare_exchange_n(p, &cur, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-  }
-  return cur;
+  return zemu_atomic_keep(p, v, [](unsigned long long a, unsigned long long b) { return a > b; });
 }
 static inline long long __double_as_longlong(double d) {
   long long r;
@@ -587,11 +595,19 @@ ZEMU_API cudaError_t cudaEventQuery(cudaEvent_t ev) {
   std::lock_guard<std::mutex> g(ev->st->mu);
   return ev->st->completed >= ev->st->recorded ? cudaSuccess : cudaErrorNotReady;
 }
+/* The event's last record made before now. */
+static inline uint64_t zemu_event_recorded(zemu_event_state* st) {
+  std::lock_guard<std::mutex> g(st->mu);
+  return st->recorded;
+}
+/* Waits until the stream has passed record want of the event. */
+static inline void zemu_event_wait(zemu_event_state* st, uint64_t want) {
+  std::unique_lock<std::mutex> g(st->mu);
+  st->cv.wait(g, [&] { return st->completed >= want; });
+}
 ZEMU_API cudaError_t cudaEventSynchronize(cudaEvent_t ev) {
   if (ev == NULL) return cudaErrorInvalidResourceHandle;
-  std::unique_lock<std::mutex> g(ev->st->mu);
-  uint64_t want = ev->st->recorded;
-  ev->st->cv.wait(g, [&] { return ev->st->completed >= want; });
+  zemu_event_wait(ev->st.get(), zemu_event_recorded(ev->st.get()));
   return cudaSuccess;
 }
 /* The stream waits for the event's last record made before this call. */
@@ -599,15 +615,8 @@ ZEMU_API cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev, unsigne
   (void)flags;
   if (ev == NULL) return cudaErrorInvalidResourceHandle;
   std::shared_ptr<zemu_event_state> st = ev->st;
-  uint64_t want;
-  {
-    std::lock_guard<std::mutex> g(st->mu);
-    want = st->recorded;
-  }
-  zemu_enqueue(s, [st, want] {
-    std::unique_lock<std::mutex> g(st->mu);
-    st->cv.wait(g, [&] { return st->completed >= want; });
-  });
+  uint64_t want = zemu_event_recorded(st.get());
+  zemu_enqueue(s, [st, want] { zemu_event_wait(st.get(), want); });
   return cudaSuccess;
 }
 
