@@ -98,6 +98,10 @@ zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t 
  * from the link model: the same on every rank. */
 size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes);
 
+/* Pieces the ring cuts a block of block_elems elements of es bytes into
+ * (>= 1): what its pipeline overlaps. */
+int zp_ring_block_pieces(size_t block_elems, size_t es);
+
 /* Algorithm families (one file each). */
 zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 zcclResult_t zp_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);

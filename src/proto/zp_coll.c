@@ -140,7 +140,13 @@ static double zp_cost(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_ar
   switch (al->coll) {
     case ZP_COLL_ALLREDUCE: {
       double P = (double)(1 << lg), fold = pow2 ? 0 : 2 * (al_s + n / B) + n / G;
-      if (strcmp(nm, "ring") == 0) return 2 * (N - 1) * al_s + 2 * (N - 1) / N * n / B + (N - 1) / N * n / G;
+      if (strcmp(nm, "ring") == 0) {
+        /* Pipelined: a piece is reduced while the next is on the wire, so
+         * only the longer of the two counts, and one piece of the other. */
+        double wire = 2 * (N - 1) / N * n / B, red = (N - 1) / N * n / G;
+        double K = zp_ring_block_pieces(a->count / (size_t)ctx->nranks, zu_dtype_size(a->datatype));
+        return 2 * (N - 1) * al_s + (wire > red ? wire + red / K : red + wire / K);
+      }
       if (strcmp(nm, "direct") == 0)
         return zp_direct_rounds(ctx, 2) + zp_direct_bytes_factor(ctx) * 2 * (N - 1) / N * n / B + (N - 1) / N * n / G;
       if (strcmp(nm, "rabenseifner") == 0) return 2 * lg * al_s + 2 * (P - 1) / P * n / B + (P - 1) / P * n / G + fold;

@@ -28,6 +28,12 @@ static size_t zp_ring_piece_elems(size_t maxb, size_t es, int* K) {
   return C;
 }
 
+int zp_ring_block_pieces(size_t block_elems, size_t es) {
+  int K;
+  (void)zp_ring_piece_elems(block_elems, es, &K);
+  return K;
+}
+
 /* Pieces of a block of n elements: an empty block is one empty message. */
 static int zp_ring_npieces(size_t n, size_t C) { return n ? (int)((n + C - 1) / C) : 1; }
 

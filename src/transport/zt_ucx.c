@@ -49,14 +49,24 @@ static pthread_mutex_t zt_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static ucp_context_h zt_ctx;
 static int zt_ctx_refs;
 static int zt_ctx_wakeup; /* the context has UCP_FEATURE_WAKEUP */
+static int64_t zt_tcp_eager; /* ZCCL_TCP_EAGER_BYTES, read with the context */
 
 static zcclResult_t zt_ctx_get(ucp_context_h* ctx) {
   zcclResult_t res = zcclSuccess;
   pthread_mutex_lock(&zt_ctx_lock);
   if (zt_ctx_refs == 0) {
     ucp_config_t* config = NULL;
-    ucs_status_t st = ucp_config_read(NULL, NULL, &config);
-    if (st == UCS_OK) {
+    ucs_status_t st = UCS_ERR_INVALID_PARAM;
+    res = zu_param_int(ZU_PARAM_TCP_EAGER_BYTES, &zt_tcp_eager);
+    if (res == zcclSuccess) st = ucp_config_read(NULL, NULL, &config);
+    /* FAST_CMPL sends (zt_send) stay eager up to UCX's threshold for them. */
+    if (res == zcclSuccess && st == UCS_OK && zt_tcp_eager > 0 && getenv("UCX_RNDV_SEND_NBR_THRESH") == NULL) {
+      char v[32];
+      snprintf(v, sizeof v, "%lld", (long long)zt_tcp_eager + 1);
+      st = ucp_config_modify(config, "RNDV_SEND_NBR_THRESH", v);
+      if (st != UCS_OK) ucp_config_release(config);
+    }
+    if (res == zcclSuccess && st == UCS_OK) {
       /* Workers of different communicators progress on different threads.
        * WAKEUP: a rank that has waited a while sleeps on the worker's event
        * fd instead of taking turns on the core (zt_wait); UCX then leaves
@@ -71,7 +81,7 @@ static zcclResult_t zt_ctx_get(ucp_context_h* ctx) {
       st = ucp_init(&params, config, &zt_ctx);
       ucp_config_release(config);
     }
-    if (st != UCS_OK)
+    if (res == zcclSuccess && st != UCS_OK)
       res = ZU_ERROR(zcclSystemError, "UCX: cannot create a context: %s (check UCX_TLS, UCX_NET_DEVICES)",
                      ucs_status_string(st));
   }
@@ -130,6 +140,7 @@ struct zt_worker {
   ucs_status_t* failed;  /* per peer: UCS_OK or the error UCX reported */
   void** closing;        /* per peer: UCX's close request of a force-closed endpoint */
   uint8_t* unwatchable;  /* per peer: zt_watch could not reach it */
+  uint8_t* tcp;          /* per peer: 0 not known yet, 1 every lane is TCP, 2 not */
   struct zt_ep_arg* ep_args; /* per peer: what the error callback is told */
   uint8_t** peer_addr;   /* copies of the peers' addresses */
   size_t* peer_len;
@@ -149,6 +160,7 @@ static void zt_worker_free(zt_worker_t* w) {
   free(w->closing);
   free(w->ep_args);
   free(w->unwatchable);
+  free(w->tcp);
   free(w->regs);
   free(w);
 }
@@ -208,8 +220,9 @@ zcclResult_t zt_worker_set_peers(zt_worker_t* w, int nranks, const void* table, 
   w->closing = calloc(n, sizeof *w->closing);
   w->ep_args = calloc(n, sizeof *w->ep_args);
   w->unwatchable = calloc(n, 1);
+  w->tcp = calloc(n, 1);
   ZU_RETURN_ERR_IF(!w->eps || !w->failed || !w->peer_addr || !w->peer_len || !w->closing || !w->ep_args ||
-                       !w->unwatchable,
+                       !w->unwatchable || !w->tcp,
                    zcclSystemError, "transport: out of memory for %d peers", nranks);
   w->nranks = nranks;
   const uint8_t* t = table;
@@ -271,6 +284,44 @@ static zcclResult_t zt_ep(zt_worker_t* w, int peer, ucp_ep_h* ep) {
   ZU_TRACE(ZU_LOG_NET, "transport: endpoint to rank %d", peer);
   *ep = w->eps[peer];
   return zcclSuccess;
+}
+
+/* Whether every lane of ep is UCX's tcp transport. UCP has no query for an
+ * endpoint's transports, so this reads its configuration as UCX prints it
+ * ("lane[0]:  1:tcp/eth0.0 md[1] -> ..."); a format it does not recognise
+ * reads as not TCP, which leaves the protocol choice to UCX. */
+static int zt_ep_all_tcp(ucp_ep_h ep) {
+  char* text = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&text, &len);
+  if (f == NULL) return 0;
+  ucp_ep_print_info(ep, f);
+  int lanes = 0, tcp = 0;
+  if (fclose(f) == 0 && text) {
+    for (const char* l = strstr(text, "lane["); l; l = strstr(l + 1, "lane[")) {
+      const char* c = strstr(l, "]:");
+      if (c == NULL) break;
+      c += 2;
+      while (*c == ' ') c++;
+      while (*c >= '0' && *c <= '9') c++; /* the resource index */
+      lanes++;
+      tcp += strncmp(c, ":tcp/", 5) == 0;
+    }
+  }
+  free(text);
+  return lanes > 0 && tcp == lanes;
+}
+
+/* Whether sends to peer should go eagerly (ZCCL_TCP_EAGER_BYTES): decided
+ * once per peer, on its first send. */
+static int zt_peer_tcp(zt_worker_t* w, int peer, ucp_ep_h ep) {
+  if (w->tcp[peer] == 0) {
+    w->tcp[peer] = zt_ep_all_tcp(ep) ? 1 : 2;
+    if (w->tcp[peer] == 1)
+      ZU_INFO(ZU_LOG_NET, "transport: rank %d is reached over TCP: messages up to %lld bytes go eagerly", peer,
+              (long long)zt_tcp_eager);
+  }
+  return w->tcp[peer] == 1;
 }
 
 int zt_watch(zt_worker_t* w, int peer) {
@@ -381,6 +432,8 @@ zcclResult_t zt_isend(zt_worker_t* w, int peer, uint64_t tag, const void* buf, s
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
     p.memh = memh;
   }
+  if (zt_tcp_eager > 0 && len <= (size_t)zt_tcp_eager && zt_peer_tcp(w, peer, ep))
+    p.op_attr_mask |= UCP_OP_ATTR_FLAG_FAST_CMPL;
   return zt_req_started(req, ucp_tag_send_nbx(ep, buf, len, tag, &p), "send to");
 }
 

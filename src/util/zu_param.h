@@ -44,6 +44,12 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "UCX endpoint error handling: none (shared memory usable; a dead peer is found by "   \
     "ZCCL_TIMEOUT, at once over TCP) or peer (UCX reports a dead peer at once, but "      \
     "UCX 1.13 then has no shared-memory transport and uses TCP even on one host).")      \
+  X(TCP_EAGER_BYTES, SIZE, "1M",                                                          \
+    "Messages up to this size to a peer UCX reaches over TCP only go eagerly (UCX's "     \
+    "buffered protocol, UCP_OP_ATTR_FLAG_FAST_CMPL; zccl sets UCX_RNDV_SEND_NBR_THRESH "  \
+    "to match unless it is set) instead of by rendezvous, whose handshake waits behind "  \
+    "the data already queued on the socket and idles the link between the pieces of a "  \
+    "pipeline; 0: UCX's own choice. Other transports are left to UCX.")                  \
   X(SPIN_US, INT, "200",                                                                  \
     "Microseconds a rank waiting for messages polls (giving its core away between polls) " \
     "before it sleeps until UCX signals an event; -1: never sleep (poll until done; UCX " \
