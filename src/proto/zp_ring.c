@@ -172,19 +172,26 @@ zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t 
   for (int b = 0; b < N; b++) maxb = blen[b] > maxb ? blen[b] : maxb;
   int K;
   size_t C = zp_ring_piece_elems(maxb, es, &K);
-  zp_xfer_t x[3 * ZP_RING_MAX_CHUNKS]; /* as zp_ring_rs_slice: sends[s%2][c], recvs[c] */
-  memset(x, 0, sizeof(zp_xfer_t) * 3 * (size_t)K);
-  zp_xfer_t *sends[2] = {x, x + K}, *recvs = x + 2 * K;
+  /* sends[s%2][c] as in zp_ring_rs_slice; recvs[s%2][c]: step s+1's
+   * receives are posted when step s starts, so its pieces, which the left
+   * neighbour sends as soon as it has them, find a posted receive (over
+   * TCP they come eagerly, and an unexpected one costs a copy). */
+  zp_xfer_t x[4 * ZP_RING_MAX_CHUNKS];
+  memset(x, 0, sizeof(zp_xfer_t) * 4 * (size_t)K);
+  zp_xfer_t *sends[2] = {x, x + K}, *recvs[2] = {x + 2 * K, x + 3 * K};
   zcclResult_t res = zcclSuccess;
   for (int s = 0; s < N - 1; s++) {
     int sb = zp_mod(me - s, N), rb = zp_mod(me - s - 1, N);
     size_t sn = blen[sb], rn = blen[rb];
     /* An empty block is one empty message. */
     int kr = zp_ring_npieces(rn, C), ks = zp_ring_npieces(sn, C);
-    for (int c = 0; c < kr; c++) {
-      size_t o, m = zp_ring_piece(rn, C, c, &o);
-      zp_recv_at(ctx, &recvs[c], left, tagbase + (uint32_t)s, buf + (boff[rb] + o) * es, m * es);
-      ZU_CHECK_GOTO(zp_xfers_post(ctx, &recvs[c], 1), res, fail);
+    for (int t = s == 0 ? 0 : s + 1; t <= s + 1 && t < N - 1; t++) {
+      int tb = zp_mod(me - t - 1, N), kt = zp_ring_npieces(blen[tb], C);
+      for (int c = 0; c < kt; c++) {
+        size_t o, m = zp_ring_piece(blen[tb], C, c, &o);
+        zp_recv_at(ctx, &recvs[t % 2][c], left, tagbase + (uint32_t)t, buf + (boff[tb] + o) * es, m * es);
+        ZU_CHECK_GOTO(zp_xfers_post(ctx, &recvs[t % 2][c], 1), res, fail);
+      }
     }
     if (s == 0) { /* this rank's own block is there at once */
       for (int c = 0; c < ks; c++) {
@@ -194,7 +201,7 @@ zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t 
       }
     }
     for (int c = 0; c < kr; c++) {
-      ZU_CHECK_GOTO(zp_xfers_wait(ctx, "ring allgather", &recvs[c], 1), res, fail);
+      ZU_CHECK_GOTO(zp_xfers_wait(ctx, "ring allgather", &recvs[s % 2][c], 1), res, fail);
       if (s < N - 2) { /* on to the right at once: step s+1 sends block rb */
         size_t o, m = zp_ring_piece(rn, C, c, &o);
         zp_send_at(ctx, &sends[(s + 1) % 2][c], right, tagbase + (uint32_t)(s + 1), buf + (boff[rb] + o) * es,
@@ -207,7 +214,7 @@ zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t 
   }
   return zcclSuccess;
 fail:
-  zp_cancel_all(ctx, x, 3 * K);
+  zp_cancel_all(ctx, x, 4 * K);
   return res;
 }
 
