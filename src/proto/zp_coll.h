@@ -59,6 +59,10 @@ typedef struct {
    * the bootstrap): a host codec shared by that many ranks runs that much
    * slower per rank, which is what decides codec=auto on crowded nodes. */
   double cpu_share;
+  /* Messages up to this size go eagerly to some rank's ring neighbour (the
+   * largest such limit; 0: none): pipelines keep their pieces within it,
+   * a larger piece goes by rendezvous, which over TCP idles the link. */
+  double eager_bytes;
 } zp_link_t;
 
 /* What the compressed collectives moved (zcclCommCompressionStats): per

@@ -377,10 +377,10 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
     incast = (t_all - t_small) / (one > 1e-9 ? one : 1e-9);
     incast = incast < 1 ? 1 : incast > N - 1 ? N - 1 : incast;
   }
-  double mine[4] = {t_small, per_byte, fan, incast}, all[4];
+  double mine[5] = {t_small, per_byte, fan, incast, (double)zt_eager_bytes(ctx->w, right)}, all[5];
   ZU_CHECK_GOTO(zd_copy(ctx->dev, sb, mine, sizeof mine), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-  zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 4,
+  zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 5,
                       .datatype = zcclFloat64, .op = zcclMax, .rank = ctx->rank, .nranks = N};
   zp_ctx_t c2 = *ctx;
   c2.seq = ctx->seq; /* same operation: sub-tags above the exchanges' */
@@ -391,9 +391,11 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   link->bandwidth = all[1] > 1e-12 ? 1.0 / all[1] : 1e12;
   link->fanout = N > 2 ? all[2] : 1;
   link->incast = N > 2 ? all[3] : 1;
+  link->eager_bytes = all[4];
   ZU_INFO(ZU_LOG_TUNING, "calibration: latency %.1f us, bandwidth %.2f GB/s (worst rank), fan-out to %d ranks %.2fx "
-          "one, all to all %.2fx the ring; %.2f ranks per core on the busiest machine", link->alpha * 1e6,
-          link->bandwidth / 1e9, N - 1, link->fanout, link->incast, link->cpu_share);
+          "one, all to all %.2fx the ring; %.2f ranks per core on the busiest machine; eager up to %.0f bytes",
+          link->alpha * 1e6, link->bandwidth / 1e9, N - 1, link->fanout, link->incast, link->cpu_share,
+          link->eager_bytes);
   res = zcclSuccess;
 out:
   if (sb) zd_buf_put(ctx->dev, sb);

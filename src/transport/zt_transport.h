@@ -109,6 +109,10 @@ int zt_req_truncated(const zt_req_t* req);
 /* 0 while the endpoint to peer is healthy (or not made yet); else UCX's
  * error status once UCX declared the peer failed. */
 int zt_peer_failed(const zt_worker_t* w, int peer);
+/* Bytes up to which sends to peer go eagerly (ZCCL_TCP_EAGER_BYTES when UCX
+ * reaches it over TCP only, known once something was sent to it); 0: UCX
+ * chooses. */
+size_t zt_eager_bytes(const zt_worker_t* w, int peer);
 /* Makes the endpoint to peer now, without sending, so UCX can report the
  * peer's death while we wait for it (where UCX can tell). Best effort:
  * returns 0 when the peer cannot be reached (its worker may be gone after

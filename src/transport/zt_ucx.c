@@ -347,6 +347,10 @@ int zt_watch(zt_worker_t* w, int peer) {
 
 int zt_peer_failed(const zt_worker_t* w, int peer) { return (int)w->failed[peer]; }
 
+size_t zt_eager_bytes(const zt_worker_t* w, int peer) {
+  return zt_tcp_eager > 0 && w->tcp && w->tcp[peer] == 1 ? (size_t)zt_tcp_eager : 0;
+}
+
 int zt_progress(zt_worker_t* w) { return (int)ucp_worker_progress(w->worker); }
 
 int zt_wait(zt_worker_t* w, double timeout_s) {
