@@ -26,11 +26,11 @@ size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes) {
   /* Within what goes eagerly (zp_link_t.eager_bytes): on 4 hosts at 1
    * Gbit/s a latency read high (100-850 us there) gave 1-1.5 MiB pieces at
    * 64 MiB, sent by rendezvous: 4 MiB pieces ran at half the link rate. */
-  double cap = ctx->link && ctx->link->eager_bytes >= (64 << 10) ? ctx->link->eager_bytes : (4 << 20);
-  if (cap > (4 << 20)) cap = 4 << 20;
-  size_t p = piece < (64 << 10) ? (64 << 10) : piece > cap ? (size_t)cap : (size_t)piece;
-  p = (p + 4095) & ~(size_t)4095;
-  return p > cap ? p - 4096 : p;
+  size_t cap = 4 << 20;
+  if (ctx->link && ctx->link->eager_bytes >= (64 << 10) && ctx->link->eager_bytes < cap)
+    cap = (size_t)ctx->link->eager_bytes & ~(size_t)4095;
+  size_t p = piece < (64 << 10) ? (64 << 10) : piece > (double)cap ? cap : (size_t)piece;
+  return (p + 4095) & ~(size_t)4095; /* <= cap, a multiple of 4 KiB */
 }
 
 zcclResult_t zp_tree_broadcast_sub(const zp_ctx_t* ctx, void* buf, size_t bytes, int root, uint32_t sub) {

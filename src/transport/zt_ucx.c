@@ -312,16 +312,20 @@ static int zt_ep_all_tcp(ucp_ep_h ep) {
   return lanes > 0 && tcp == lanes;
 }
 
-/* Whether sends to peer should go eagerly (ZCCL_TCP_EAGER_BYTES): decided
- * once per peer, on its first send. */
-static int zt_peer_tcp(zt_worker_t* w, int peer, ucp_ep_h ep) {
-  if (w->tcp[peer] == 0) {
+size_t zt_eager_bytes(const zt_worker_t* w, int peer) {
+  return zt_tcp_eager > 0 && w->tcp[peer] == 1 ? (size_t)zt_tcp_eager : 0;
+}
+
+/* zt_eager_bytes for peer, deciding whether UCX reaches it over TCP on its
+ * first send. */
+static size_t zt_peer_eager(zt_worker_t* w, int peer, ucp_ep_h ep) {
+  if (zt_tcp_eager > 0 && w->tcp[peer] == 0) {
     w->tcp[peer] = zt_ep_all_tcp(ep) ? 1 : 2;
     if (w->tcp[peer] == 1)
       ZU_INFO(ZU_LOG_NET, "transport: rank %d is reached over TCP: messages up to %lld bytes go eagerly", peer,
               (long long)zt_tcp_eager);
   }
-  return w->tcp[peer] == 1;
+  return zt_eager_bytes(w, peer);
 }
 
 int zt_watch(zt_worker_t* w, int peer) {
@@ -346,10 +350,6 @@ int zt_watch(zt_worker_t* w, int peer) {
 }
 
 int zt_peer_failed(const zt_worker_t* w, int peer) { return (int)w->failed[peer]; }
-
-size_t zt_eager_bytes(const zt_worker_t* w, int peer) {
-  return zt_tcp_eager > 0 && w->tcp && w->tcp[peer] == 1 ? (size_t)zt_tcp_eager : 0;
-}
 
 int zt_progress(zt_worker_t* w) { return (int)ucp_worker_progress(w->worker); }
 
@@ -436,8 +436,8 @@ zcclResult_t zt_isend(zt_worker_t* w, int peer, uint64_t tag, const void* buf, s
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
     p.memh = memh;
   }
-  if (zt_tcp_eager > 0 && len <= (size_t)zt_tcp_eager && zt_peer_tcp(w, peer, ep))
-    p.op_attr_mask |= UCP_OP_ATTR_FLAG_FAST_CMPL;
+  size_t eager = zt_peer_eager(w, peer, ep);
+  if (eager && len <= eager) p.op_attr_mask |= UCP_OP_ATTR_FLAG_FAST_CMPL;
   return zt_req_started(req, ucp_tag_send_nbx(ep, buf, len, tag, &p), "send to");
 }
 
