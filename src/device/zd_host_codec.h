@@ -39,6 +39,10 @@ zcclResult_t zd_host_hop_values(zd_pool_t* pool, int nthreads, zd_scratch_t* asi
  * decompression runs on this thread (NULL: none). */
 void zd_host_set_progress(void (*fn)(void*), void* arg);
 
+/* Batches one thread took from another's range in encodings so far, all
+ * threads together (tests check that stealing is exercised). */
+unsigned long zd_host_stolen_batches(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -130,8 +130,49 @@ static void test_codec_threads(void) {
   zd_pool_destroy(pool);
 }
 
+static void slow_chunk(void* arg) {
+  (void)arg;
+  usleep(300);
+}
+
+/* Thread 0 slowed down (its progress hook sleeps between chunks): the
+ * others steal batches from the back of its range, and the stream is still
+ * the one-thread stream, byte for byte. */
+static void test_codec_stealing(void) {
+  const size_t n = 300000;
+  zd_pool_t* pool = NULL;
+  CHECK_RES(zd_pool_create(4, &pool), zcclSuccess);
+  float* x = malloc(n * sizeof *x);
+  float* x2 = malloc(n * sizeof *x2);
+  for (size_t i = 0; i < n; i++) {
+    x[i] = (float)(20.0 * sin((double)i * 0.001) + (i % 5000 < 600 ? 0.0 : 0.01 * (double)(i % 13)));
+    x2[i] = (float)(5.0 * cos((double)i * 0.002));
+  }
+  zc_params_t p = {zcclFloat32, 1e-4, 0, 0, 0};
+  size_t cap = zc_compress_bound(n, zcclFloat32, 0), s1n, s2n, h1n, tn;
+  uint8_t *s1 = malloc(cap), *s2 = malloc(cap), *h1 = malloc(cap), *st = malloc(cap);
+  CHECK_RES(zc_compress(&p, x, n, s1, cap, &s1n, NULL, NULL), zcclSuccess);
+  CHECK_RES(zc_compress(&p, x2, n, s2, cap, &s2n, NULL, NULL), zcclSuccess);
+  CHECK_RES(zc_hop(zcclSum, s1, s1n, s2, s2n, h1, cap, &h1n), zcclSuccess);
+  unsigned long before = zd_host_stolen_batches();
+  zd_host_set_progress(slow_chunk, NULL);
+  for (int threads = 2; threads <= 4; threads++) {
+    memset(st, 0xa5, cap);
+    CHECK_RES(zd_host_compress(pool, threads, &p, x, n, st, cap, &tn), zcclSuccess);
+    CHECK(tn == s1n && memcmp(st, s1, s1n) == 0);
+    memset(st, 0xa5, cap);
+    CHECK_RES(zd_host_hop_values(pool, threads, NULL, zcclSum, &p, x, n, s2, s2n, st, cap, &tn), zcclSuccess);
+    CHECK(tn == h1n && memcmp(st, h1, h1n) == 0);
+  }
+  zd_host_set_progress(NULL, NULL);
+  CHECK(zd_host_stolen_batches() > before);
+  free(x); free(x2); free(s1); free(s2); free(h1); free(st);
+  zd_pool_destroy(pool);
+}
+
 int main(void) {
   test_pool();
   test_codec_threads();
+  test_codec_stealing();
   TEST_DONE();
 }
