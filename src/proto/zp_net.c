@@ -285,7 +285,9 @@ static int zp_cmp_double(const void* a, const void* b) {
 }
 #define ZP_CAL_SMALL 12 /* latency samples */
 #define ZP_CAL_LARGE 3  /* samples of each large size */
-#define ZP_CAL_FAN (ZP_CAL_SMALL + 2 * ZP_CAL_LARGE) /* sub-tags of the two fan-out, then two direct rounds */
+#define ZP_CAL_FAN (ZP_CAL_SMALL + 2 * ZP_CAL_LARGE) /* sub-tags of the fan-out rounds, their readies, two direct rounds */
+#define ZP_CAL_FAN_ROUNDS 4 /* the first untimed */
+#define ZP_CAL_DIRECT (ZP_CAL_FAN + 2 * ZP_CAL_FAN_ROUNDS)
 zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   int N = ctx->nranks, right = (ctx->rank + 1) % N, left = (ctx->rank + N - 1) % N;
   /* 4 MiB and 1 MiB, or what a small pool holds (two of them, and room
@@ -326,14 +328,24 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
    * the message, and rank 0's time ends with the last answer: a send that
    * goes eagerly (ZCCL_TCP_EAGER_BYTES) is done when it is buffered, which
    * read 1.00x on 4 hosts at 1 Gbit/s and chose the direct broadcast (a
-   * third of the chain's bandwidth). */
+   * third of the chain's bandwidth). Every receiver says it is ready (its
+   * receive posted) before rank 0 starts the clock, and the first round is
+   * not timed: over shared memory (4 ranks, 2 cores) rank 0's time took in
+   * how far behind the others still were, and the first rounds to a rank
+   * ran slow (1 MiB: 1050-1220 us, then 430-850 from the third round on,
+   * against 350 in a broadcast loop), which read 1.7-2.2x and chose the
+   * chain, 0.7-1.0x OpenMPI's broadcast where the direct one is 1.0-1.4x. */
   double fan = N - 1;
   if (N > 2) {
     double t_fan = 1e9;
-    for (uint32_t k = ZP_CAL_FAN; k < ZP_CAL_FAN + 2; k++) {
-      double t0 = zu_now();
+    for (uint32_t k = ZP_CAL_FAN; k < ZP_CAL_FAN + ZP_CAL_FAN_ROUNDS; k++) {
+      uint32_t ready = k + ZP_CAL_FAN_ROUNDS;
+      double t0 = 0;
       if (ctx->rank == 0) {
         zp_xfer_t x[2 * N];
+        for (int p = 1; p < N; p++) zp_recv_at(ctx, &x[p - 1], p, ready, (uint8_t*)rb + 8 * ((size_t)p % (big / 8)), 8);
+        ZU_CHECK_GOTO(zp_xfers_run(ctx, "calibration", x, N - 1), res, out);
+        t0 = zu_now();
         for (int p = 1; p < N; p++) {
           zp_send_at(ctx, &x[2 * (p - 1)], p, k, sb, mid);
           /* (answers are not read: slots may repeat past big / 8 ranks) */
@@ -341,11 +353,14 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
         }
         ZU_CHECK_GOTO(zp_xfers_run(ctx, "calibration", x, 2 * (N - 1)), res, out);
       } else {
-        ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", -1, NULL, 0, 0, rb, mid, k), res, out);
+        zp_xfer_t x[2];
+        zp_recv_at(ctx, &x[0], 0, k, rb, mid);
+        zp_send_at(ctx, &x[1], 0, ready, sb, 8);
+        ZU_CHECK_GOTO(zp_xfers_run(ctx, "calibration", x, 2), res, out);
         ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", 0, sb, 8, -1, NULL, 0, k), res, out);
       }
       double t = zu_now() - t0;
-      if (t < t_fan) t_fan = t;
+      if (k > ZP_CAL_FAN && t < t_fan) t_fan = t;
     }
     fan = ctx->rank == 0 ? (t_fan - t_small) / (t_mid - t_small > 1e-9 ? t_mid - t_small : 1e-9) : 0;
     fan = fan < 1 ? 1 : fan > N - 1 ? N - 1 : fan;
@@ -361,7 +376,7 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   if (N > 2 && mid >= (256u << 10)) { /* (smaller: latency would dominate) */
     size_t per = mid / (size_t)(N - 1) / 64 * 64;
     double t_all = 1e9;
-    for (uint32_t k = ZP_CAL_FAN + 2; k < ZP_CAL_FAN + 4; k++) {
+    for (uint32_t k = ZP_CAL_DIRECT; k < ZP_CAL_DIRECT + 2; k++) {
       zp_xfer_t x[2 * N];
       int nx = 0;
       for (int s = 1; s < N; s++) {
