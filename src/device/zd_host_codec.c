@@ -252,13 +252,11 @@ static zcclResult_t zd_encode(zd_pool_t* pool, zd_codec_job_t* j, uint32_t nchun
      * threads up to 39% apart on a shared machine). */
     j->batch = zd_batch(nchunks, n);
     for (int t = 0; t < n; t++) atomic_store(&j->rclaim[t], (uint64_t)j->c0[t] | (uint64_t)j->c0[t + 1] << 32);
-    if (n > 1) {
-      j->steal_hi = malloc(2 * (size_t)nchunks * sizeof *j->steal_hi);
-      j->pieces = malloc(((size_t)nchunks + (size_t)n) * sizeof *j->pieces);
-      if (j->steal_hi == NULL || j->pieces == NULL) {
-        res = ZU_ERROR(zcclSystemError, "%s: out of memory", what);
-        goto free_in_place;
-      }
+    if (n > 1) { /* one block: the pieces, then the stolen batches' ends and sizes */
+      size_t np = (size_t)nchunks + (size_t)n;
+      j->pieces = malloc(np * sizeof *j->pieces + 2 * (size_t)nchunks * sizeof *j->steal_hi);
+      if (j->pieces == NULL) return ZU_ERROR(zcclSystemError, "%s: out of memory", what);
+      j->steal_hi = (uint32_t*)(j->pieces + np);
       j->steal_bytes = j->steal_hi + nchunks;
     }
     zd_pool_run(pool, n, zd_encode_in_place, j);
@@ -289,7 +287,6 @@ static zcclResult_t zd_encode(zd_pool_t* pool, zd_codec_job_t* j, uint32_t nchun
     }
     *size = j->moved + j->move_total;
   free_in_place:
-    free(j->steal_hi);
     free(j->pieces);
     return res;
   }
