@@ -371,7 +371,10 @@ void zccl_op_free(zccl_op_t* op) {
 zcclResult_t zccl_comm_error(zcclComm_t comm, char* msg, size_t len) {
   pthread_mutex_lock(&comm->lock);
   zcclResult_t res = comm->async_error;
-  if (msg && len) snprintf(msg, len, "%s", comm->async_msg);
+  if (msg && len) { /* every call asks: format only what there is to say */
+    if (res != zcclSuccess) snprintf(msg, len, "%s", comm->async_msg);
+    else msg[0] = '\0';
+  }
   pthread_mutex_unlock(&comm->lock);
   return res;
 }

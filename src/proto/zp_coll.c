@@ -44,32 +44,40 @@ size_t zp_slice_elems(const zp_ctx_t* ctx, size_t count, size_t esize, int nbloc
 
 /* ---- choosing ---------------------------------------------------------------------- */
 typedef zcclResult_t (*zp_algo_fn)(const zp_ctx_t*, const zp_coll_args_t*);
+/* The model tells algorithms apart by kind (a name compare per candidate
+ * and call cost a small message a tenth of its time). */
+typedef enum {
+  ZP_RING, ZP_RD, ZP_RABENSEIFNER, ZP_DIRECT, ZP_BRUCK, ZP_TREE, ZP_CHAIN, ZP_SCATTER_ALLGATHER, ZP_LINEAR,
+  ZP_PAIRWISE
+} zp_algo_kind_t;
+
 typedef struct {
   zp_coll_id_t coll;
+  zp_algo_kind_t kind;
   const char* name; /* as ZCCL_ALGO names it */
   zp_algo_fn fn;
 } zp_algo_t;
 
 static const zp_algo_t zp_algos[] = {
-    {ZP_COLL_ALLREDUCE, "ring", zp_ring_allreduce},
-    {ZP_COLL_ALLREDUCE, "rd", zp_rd_allreduce},
-    {ZP_COLL_ALLREDUCE, "rabenseifner", zp_rabenseifner_allreduce},
-    {ZP_COLL_ALLREDUCE, "direct", zp_direct_allreduce},
-    {ZP_COLL_REDUCESCATTER, "ring", zp_ring_reduce_scatter},
-    {ZP_COLL_ALLGATHER, "ring", zp_ring_allgather},
-    {ZP_COLL_ALLGATHER, "bruck", zp_bruck_allgather},
-    {ZP_COLL_ALLGATHER, "direct", zp_direct_allgather},
-    {ZP_COLL_BROADCAST, "tree", zp_tree_broadcast},
-    {ZP_COLL_BROADCAST, "chain", zp_chain_broadcast},
-    {ZP_COLL_BROADCAST, "scatter_allgather", zp_scatter_allgather_broadcast},
-    {ZP_COLL_BROADCAST, "direct", zp_direct_broadcast},
-    {ZP_COLL_REDUCE, "tree", zp_tree_reduce},
-    {ZP_COLL_REDUCE, "chain", zp_chain_reduce},
-    {ZP_COLL_GATHER, "tree", zp_tree_gather},
-    {ZP_COLL_GATHER, "linear", zp_linear_gather},
-    {ZP_COLL_SCATTER, "tree", zp_tree_scatter},
-    {ZP_COLL_SCATTER, "linear", zp_linear_scatter},
-    {ZP_COLL_ALLTOALL, "pairwise", zp_pairwise_alltoall},
+    {ZP_COLL_ALLREDUCE, ZP_RING, "ring", zp_ring_allreduce},
+    {ZP_COLL_ALLREDUCE, ZP_RD, "rd", zp_rd_allreduce},
+    {ZP_COLL_ALLREDUCE, ZP_RABENSEIFNER, "rabenseifner", zp_rabenseifner_allreduce},
+    {ZP_COLL_ALLREDUCE, ZP_DIRECT, "direct", zp_direct_allreduce},
+    {ZP_COLL_REDUCESCATTER, ZP_RING, "ring", zp_ring_reduce_scatter},
+    {ZP_COLL_ALLGATHER, ZP_RING, "ring", zp_ring_allgather},
+    {ZP_COLL_ALLGATHER, ZP_BRUCK, "bruck", zp_bruck_allgather},
+    {ZP_COLL_ALLGATHER, ZP_DIRECT, "direct", zp_direct_allgather},
+    {ZP_COLL_BROADCAST, ZP_TREE, "tree", zp_tree_broadcast},
+    {ZP_COLL_BROADCAST, ZP_CHAIN, "chain", zp_chain_broadcast},
+    {ZP_COLL_BROADCAST, ZP_SCATTER_ALLGATHER, "scatter_allgather", zp_scatter_allgather_broadcast},
+    {ZP_COLL_BROADCAST, ZP_DIRECT, "direct", zp_direct_broadcast},
+    {ZP_COLL_REDUCE, ZP_TREE, "tree", zp_tree_reduce},
+    {ZP_COLL_REDUCE, ZP_CHAIN, "chain", zp_chain_reduce},
+    {ZP_COLL_GATHER, ZP_TREE, "tree", zp_tree_gather},
+    {ZP_COLL_GATHER, ZP_LINEAR, "linear", zp_linear_gather},
+    {ZP_COLL_SCATTER, ZP_TREE, "tree", zp_tree_scatter},
+    {ZP_COLL_SCATTER, ZP_LINEAR, "linear", zp_linear_scatter},
+    {ZP_COLL_ALLTOALL, ZP_PAIRWISE, "pairwise", zp_pairwise_alltoall},
 };
 #define ZP_NUM_ALGOS (sizeof zp_algos / sizeof zp_algos[0])
 
@@ -90,22 +98,22 @@ static double zp_chain_cost(const zp_ctx_t* ctx, double n, int reduces) {
 
 /* Whether al can run this call: ring, direct and Rabenseifner need an
  * element per rank; temporaries that are not sliced (recursive doubling,
- * Rabenseifner, Bruck, the trees) must fit the buffer pool, checked before
- * anything is out, so every rank answers the same. */
-static int zp_usable(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_args_t* a) {
+ * Rabenseifner, Bruck, the trees) must fit the buffer pool (room: its
+ * largest free block), checked before anything is out, so every rank
+ * answers the same. */
+static int zp_usable(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_args_t* a, size_t room) {
   size_t N = (size_t)ctx->nranks, es = zu_dtype_size(a->datatype), bytes = a->count * es;
-  size_t room = zd_buf_largest(ctx->dev);
   int pow2 = (N & (N - 1)) == 0;
   if (a->coll == ZP_COLL_ALLREDUCE) {
     /* One temporary, not sliced: the whole buffer (rd; Rabenseifner's
      * folding ranks), or half of it (Rabenseifner). */
-    if (strcmp(al->name, "rd") == 0) return bytes <= room;
+    if (al->kind == ZP_RD) return bytes <= room;
     if (a->count < N) return 0;
-    if (strcmp(al->name, "rabenseifner") == 0) return (pow2 ? (bytes + 1) / 2 + es * N : bytes) <= room;
+    if (al->kind == ZP_RABENSEIFNER) return (pow2 ? (bytes + 1) / 2 + es * N : bytes) <= room;
     return 1;
   }
-  if (a->coll == ZP_COLL_ALLGATHER && strcmp(al->name, "bruck") == 0) return N * bytes <= room;
-  if (strcmp(al->name, "tree") != 0) return 1;
+  if (a->coll == ZP_COLL_ALLGATHER && al->kind == ZP_BRUCK) return N * bytes <= room;
+  if (al->kind != ZP_TREE) return 1;
   if (a->coll == ZP_COLL_GATHER || a->coll == ZP_COLL_SCATTER) return N * bytes <= room;
   if (a->coll == ZP_COLL_REDUCE) return ((size_t)zp_log2_floor(ctx->nranks) + 2) * bytes <= room;
   return 1;
@@ -136,38 +144,38 @@ static double zp_cost(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_ar
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx),
          G = ZP_REDUCE_BYTES_PER_S;
   int lg = zp_log2_floor(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
-  const char* nm = al->name;
+  zp_algo_kind_t k = al->kind;
   switch (al->coll) {
     case ZP_COLL_ALLREDUCE: {
       double P = (double)(1 << lg), fold = pow2 ? 0 : 2 * (al_s + n / B) + n / G;
-      if (strcmp(nm, "ring") == 0) {
+      if (k == ZP_RING) {
         /* Pipelined: a piece is reduced while the next is on the wire, so
          * only the longer of the two counts, and one piece of the other. */
         double wire = 2 * (N - 1) / N * n / B, red = (N - 1) / N * n / G;
         double K = zp_ring_block_pieces(a->count / (size_t)ctx->nranks, zu_dtype_size(a->datatype));
         return 2 * (N - 1) * al_s + (wire > red ? wire + red / K : red + wire / K);
       }
-      if (strcmp(nm, "direct") == 0)
+      if (k == ZP_DIRECT)
         return zp_direct_rounds(ctx, 2) + zp_direct_bytes_factor(ctx) * 2 * (N - 1) / N * n / B + (N - 1) / N * n / G;
-      if (strcmp(nm, "rabenseifner") == 0) return 2 * lg * al_s + 2 * (P - 1) / P * n / B + (P - 1) / P * n / G + fold;
+      if (k == ZP_RABENSEIFNER) return 2 * lg * al_s + 2 * (P - 1) / P * n / B + (P - 1) / P * n / G + fold;
       return lg * (al_s + n / B + n / G) + fold;
     }
     case ZP_COLL_ALLGATHER: /* n: one rank's block */
-      if (strcmp(nm, "ring") == 0) return (N - 1) * (al_s + n / B);
-      if (strcmp(nm, "direct") == 0) return zp_direct_rounds(ctx, 1) + zp_direct_bytes_factor(ctx) * (N - 1) * n / B;
+      if (k == ZP_RING) return (N - 1) * (al_s + n / B);
+      if (k == ZP_DIRECT) return zp_direct_rounds(ctx, 1) + zp_direct_bytes_factor(ctx) * (N - 1) * n / B;
       return (lg + (pow2 ? 0 : 1)) * al_s + (N - 1) * n / B + N * n / G; /* bruck's final copy */
     case ZP_COLL_BROADCAST:
-      if (strcmp(nm, "tree") == 0) return lg * (al_s + n / B);
-      if (strcmp(nm, "direct") == 0) /* the root's N-1 copies cost the measured fan-out */
+      if (k == ZP_TREE) return lg * (al_s + n / B);
+      if (k == ZP_DIRECT) /* the root's N-1 copies cost the measured fan-out */
         return zp_direct_rounds(ctx, 1) + (ctx->link && ctx->link->fanout >= 1 ? ctx->link->fanout : N - 1) * n / B;
-      if (strcmp(nm, "scatter_allgather") == 0) return (lg + N - 1) * al_s + 2 * (N - 1) / N * n / B;
+      if (k == ZP_SCATTER_ALLGATHER) return (lg + N - 1) * al_s + 2 * (N - 1) / N * n / B;
       return zp_chain_cost(ctx, n, 0);
     case ZP_COLL_REDUCE:
-      if (strcmp(nm, "tree") == 0) return lg * (al_s + n / B + n / G);
+      if (k == ZP_TREE) return lg * (al_s + n / B + n / G);
       return zp_chain_cost(ctx, n, 1);
     case ZP_COLL_GATHER: /* n: one rank's block; the tree stages blocks in temporaries */
     case ZP_COLL_SCATTER:
-      if (strcmp(nm, "tree") == 0) return lg * al_s + (N - 1) * n / B + N * n / G;
+      if (k == ZP_TREE) return lg * al_s + (N - 1) * n / B + N * n / G;
       return (N - 1) * (al_s + n / B);
     default: return 0;
   }
@@ -176,8 +184,9 @@ static double zp_cost(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_ar
 static const zp_algo_t* zp_default_algo(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const zp_algo_t* best = NULL;
   double best_t = 0;
+  size_t room = zd_buf_largest(ctx->dev);
   for (size_t i = 0; i < ZP_NUM_ALGOS; i++) {
-    if (zp_algos[i].coll != a->coll || !zp_usable(ctx, &zp_algos[i], a)) continue;
+    if (zp_algos[i].coll != a->coll || !zp_usable(ctx, &zp_algos[i], a, room)) continue;
     double t = zp_cost(ctx, &zp_algos[i], a);
     if (best == NULL || t < best_t) best = &zp_algos[i], best_t = t;
   }
@@ -461,7 +470,8 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const zp_algo_t* algo = NULL;
   if (forced[0]) {
     for (size_t i = 0; i < ZP_NUM_ALGOS && !algo; i++)
-      if (zp_algos[i].coll == a->coll && strcmp(zp_algos[i].name, forced) == 0 && zp_usable(ctx, &zp_algos[i], a))
+      if (zp_algos[i].coll == a->coll && strcmp(zp_algos[i].name, forced) == 0 &&
+          zp_usable(ctx, &zp_algos[i], a, zd_buf_largest(ctx->dev)))
         algo = &zp_algos[i];
     /* Forcing names one algorithm; collectives that lack it, and calls it
      * cannot run, keep their choice. */
