@@ -163,6 +163,7 @@ static long compare(const char* what, const void* got, size_t n, zcclDataType_t 
     }
   }
   wrong_total += bad;
+  CHECK(bad == 0); /* (what and where: printed above) */
   return bad;
 }
 
