@@ -80,6 +80,17 @@ static inline zcclRedOp_t zp_reduce_op(zcclRedOp_t op) { return op == zcclAvg ? 
  * guess before calibration. */
 static inline double zp_link_alpha(const zp_ctx_t* ctx) { return ctx->link ? ctx->link->alpha : 20e-6; }
 static inline double zp_link_bandwidth(const zp_ctx_t* ctx) { return ctx->link ? ctx->link->bandwidth : 1e9; }
+/* Pipeline pieces of at most cap bytes, cut to what goes eagerly over the
+ * link (zp_link_t.eager_bytes, over TCP; a multiple of 4 KiB) where that
+ * is less: a larger piece goes by rendezvous, whose handshake queues
+ * behind the data already on the socket and idles the link between pieces
+ * (4 MiB chain pieces on 1 Gbit/s links: half the link rate). Under 64 KiB
+ * (or none: shared memory) the transport's own choice stands. */
+static inline size_t zp_eager_cap(const zp_ctx_t* ctx, size_t cap) {
+  if (ctx->link && ctx->link->eager_bytes >= (64 << 10) && ctx->link->eager_bytes < (double)cap)
+    return (size_t)ctx->link->eager_bytes & ~(size_t)4095;
+  return cap;
+}
 
 /* A temporary from the communicator's buffer pool, released by zp_tmp_put. */
 zcclResult_t zp_tmp_get(const zp_ctx_t* ctx, size_t bytes, void** buf);
@@ -100,7 +111,7 @@ size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes);
 
 /* Pieces the ring cuts a block of block_elems elements of es bytes into
  * (>= 1): what its pipeline overlaps. */
-int zp_ring_block_pieces(size_t block_elems, size_t es);
+int zp_ring_block_pieces(const zp_ctx_t* ctx, size_t block_elems, size_t es);
 
 /* Algorithm families (one file each). */
 zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);

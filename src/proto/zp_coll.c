@@ -152,7 +152,7 @@ static double zp_cost(const zp_ctx_t* ctx, const zp_algo_t* al, const zp_coll_ar
         /* Pipelined: a piece is reduced while the next is on the wire, so
          * only the longer of the two counts, and one piece of the other. */
         double wire = 2 * (N - 1) / N * n / B, red = (N - 1) / N * n / G;
-        double K = zp_ring_block_pieces(a->count / (size_t)ctx->nranks, zu_dtype_size(a->datatype));
+        double K = zp_ring_block_pieces(ctx, a->count / (size_t)ctx->nranks, zu_dtype_size(a->datatype));
         return 2 * (N - 1) * al_s + (wire > red ? wire + red / K : red + wire / K);
       }
       if (k == ZP_DIRECT)

@@ -3,6 +3,7 @@
  * buffers are processed in slices (the same columns of every block) so the
  * temporaries fit the buffer pool. Every block's final value is computed by
  * one rank and then copied around, so all ranks end bit-identical. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,17 +21,30 @@ static void zp_cancel_all(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
 
 /* Elements per piece for blocks of up to maxb elements of es bytes:
  * ZP_RING_CHUNK_BYTES' worth, or more so a block is at most
- * ZP_RING_MAX_CHUNKS pieces; *K the most pieces a block has (>= 1). */
-static size_t zp_ring_piece_elems(size_t maxb, size_t es, int* K) {
+ * ZP_RING_MAX_CHUNKS pieces, but no more than goes eagerly (zp_eager_cap);
+ * *K the most pieces a block has (>= 1). Blocks longer than
+ * zp_ring_window elements are cut into windows first, so K stays within
+ * ZP_RING_MAX_CHUNKS. */
+static size_t zp_ring_piece_elems(const zp_ctx_t* ctx, size_t maxb, size_t es, int* K) {
   size_t C = ZP_RING_CHUNK_BYTES / es ? ZP_RING_CHUNK_BYTES / es : 1;
   if ((maxb + C - 1) / C > ZP_RING_MAX_CHUNKS) C = (maxb + ZP_RING_MAX_CHUNKS - 1) / ZP_RING_MAX_CHUNKS;
+  size_t cap = zp_eager_cap(ctx, SIZE_MAX) / es;
+  if (C > cap && cap > 0) C = cap;
   *K = maxb ? (int)((maxb + C - 1) / C) : 1;
   return C;
 }
 
-int zp_ring_block_pieces(size_t block_elems, size_t es) {
+/* The most elements of a block one pass of the ring takes: ZP_RING_MAX_CHUNKS
+ * pieces of the eager cap (no limit without one). */
+static size_t zp_ring_window(const zp_ctx_t* ctx, size_t es) {
+  size_t cap = zp_eager_cap(ctx, SIZE_MAX) / es;
+  return cap > 0 && cap < SIZE_MAX / es / ZP_RING_MAX_CHUNKS ? cap * ZP_RING_MAX_CHUNKS : SIZE_MAX;
+}
+
+int zp_ring_block_pieces(const zp_ctx_t* ctx, size_t block_elems, size_t es) {
   int K;
-  (void)zp_ring_piece_elems(block_elems, es, &K);
+  size_t w = zp_ring_window(ctx, es);
+  (void)zp_ring_piece_elems(ctx, block_elems < w ? block_elems : w, es, &K);
   return K;
 }
 
@@ -57,7 +71,7 @@ static zcclResult_t zp_ring_rs_slice(const zp_ctx_t* ctx, const zp_coll_args_t* 
   size_t es = zu_dtype_size(a->datatype), span = hi - lo;
   zcclRedOp_t op = zp_reduce_op(a->op);
   int K;
-  size_t C = zp_ring_piece_elems(span, es, &K);
+  size_t C = zp_ring_piece_elems(ctx, span, es, &K);
   /* sends[s%2][c]: chunk c of step s; recvs[c]: this step's. On the stack:
    * nothing is allocated on the data path. */
   zp_xfer_t x[3 * ZP_RING_MAX_CHUNKS];
@@ -116,6 +130,8 @@ fail:
 static zcclResult_t zp_ring_temps(const zp_ctx_t* ctx, size_t block, size_t es, size_t* slice, void** acc,
                                   void** rtmp) {
   *slice = zp_slice_elems(ctx, block * (size_t)ctx->nranks, es, ctx->nranks, 3);
+  size_t w = zp_ring_window(ctx, es);
+  if (*slice > w) *slice = w;
   ZU_CHECK(zp_tmp_get(ctx, 2 * *slice * es, acc));
   return zp_tmp_get(ctx, *slice * es, rtmp);
 }
@@ -160,18 +176,28 @@ out:
   return res;
 }
 
+/* Columns [lo, hi) of every block (block b: boff[b], blen[b] elements;
+ * shorter blocks give fewer or none) as blocks of their own. */
+static void zp_ring_columns(int N, const size_t* boff, const size_t* blen, size_t lo, size_t hi, size_t* off,
+                            size_t* len) {
+  for (int b = 0; b < N; b++) {
+    size_t l = blen[b] < hi ? blen[b] : hi;
+    off[b] = boff[b] + (lo < l ? lo : l);
+    len[b] = l > lo ? l - lo : 0;
+  }
+}
+
 /* Allgather around the ring, pipelined in chunks as the reduce-scatter:
  * chunk c received at step s is sent on at step s+1 as soon as it is in
  * (it is the block that step sends), so a rank never waits for a whole
  * block before forwarding, and the links do not idle at step boundaries. */
-zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t es, const size_t* boff,
-                                      const size_t* blen, int me, uint32_t tagbase) {
+static zcclResult_t zp_ring_allgather_window(const zp_ctx_t* ctx, uint8_t* buf, size_t es, const size_t* boff,
+                                             const size_t* blen, int me, uint32_t tagbase) {
   int N = ctx->nranks, r = ctx->rank, right = (r + 1) % N, left = (r + N - 1) % N;
-  if (N == 1) return zcclSuccess;
   size_t maxb = 0;
   for (int b = 0; b < N; b++) maxb = blen[b] > maxb ? blen[b] : maxb;
   int K;
-  size_t C = zp_ring_piece_elems(maxb, es, &K);
+  size_t C = zp_ring_piece_elems(ctx, maxb, es, &K);
   /* sends[s%2][c] as in zp_ring_rs_slice; recvs[s%2][c]: step s+1's
    * receives are posted when step s starts, so its pieces, which the left
    * neighbour sends as soon as it has them, find a posted receive (over
@@ -216,6 +242,25 @@ zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t 
 fail:
   zp_cancel_all(ctx, x, 4 * K);
   return res;
+}
+
+/* Window by window (the same columns of every block): a window's messages
+ * reuse its predecessor's tags, which is safe since a sender's messages of
+ * one tag match in the order they were sent, and every receive of a window
+ * is posted before any of the next. */
+zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t es, const size_t* boff,
+                                      const size_t* blen, int me, uint32_t tagbase) {
+  int N = ctx->nranks;
+  if (N == 1) return zcclSuccess;
+  size_t maxb = 0, w = zp_ring_window(ctx, es);
+  for (int b = 0; b < N; b++) maxb = blen[b] > maxb ? blen[b] : maxb;
+  if (maxb <= w) return zp_ring_allgather_window(ctx, buf, es, boff, blen, me, tagbase);
+  size_t woff[N], wlen[N];
+  for (size_t lo = 0; lo < maxb; lo += w) {
+    zp_ring_columns(N, boff, blen, lo, maxb - lo > w ? lo + w : maxb, woff, wlen);
+    ZU_CHECK(zp_ring_allgather_window(ctx, buf, es, woff, wlen, me, tagbase));
+  }
+  return zcclSuccess;
 }
 
 zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
@@ -339,11 +384,7 @@ zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     /* Allgather the slice's columns. */
     size_t soff[N], slen[N];
-    for (int b = 0; b < N; b++) {
-      size_t l = blen[b] < hi ? blen[b] : hi;
-      soff[b] = boff[b] + (lo < l ? lo : l);
-      slen[b] = l > lo ? l - lo : 0;
-    }
+    zp_ring_columns(N, boff, blen, lo, hi, soff, slen);
     ZU_CHECK_GOTO(zp_ring_allgather_blocks(ctx, buf, es, soff, slen, r, (k << 8) | 0x80), res, out);
   }
   res = zcclSuccess;

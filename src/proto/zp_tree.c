@@ -23,12 +23,9 @@ size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes) {
   double hops = ctx->nranks > 3 ? ctx->nranks - 2 : 1;
   double k = sqrt(hops * (double)bytes / (alpha * B));
   double piece = k > 1 ? (double)bytes / k : (double)bytes;
-  /* Within what goes eagerly (zp_link_t.eager_bytes): on 4 hosts at 1
-   * Gbit/s a latency read high (100-850 us there) gave 1-1.5 MiB pieces at
-   * 64 MiB, sent by rendezvous: 4 MiB pieces ran at half the link rate. */
-  size_t cap = 4 << 20;
-  if (ctx->link && ctx->link->eager_bytes >= (64 << 10) && ctx->link->eager_bytes < cap)
-    cap = (size_t)ctx->link->eager_bytes & ~(size_t)4095;
+  /* Within what goes eagerly: on 4 hosts at 1 Gbit/s a latency read high
+   * (100-850 us there) gave 1-1.5 MiB pieces at 64 MiB. */
+  size_t cap = zp_eager_cap(ctx, 4 << 20);
   size_t p = piece < (64 << 10) ? (64 << 10) : piece > (double)cap ? cap : (size_t)piece;
   return (p + 4095) & ~(size_t)4095; /* <= cap, a multiple of 4 KiB */
 }
