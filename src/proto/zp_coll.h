@@ -96,7 +96,6 @@ typedef struct {
   int checked;
   int coll;                 /* part of a collective (messages name bytes, not elements) */
   int var;                  /* receive: up to bytes (req.length says how many came) */
-  double t_post;            /* when posted (the link model learns from large ones) */
   void* stage;              /* host copy the transport uses instead of buf (zd_stage_needed) */
 } zp_xfer_t;
 

@@ -120,14 +120,12 @@ static zcclResult_t zp_stage_in(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
 }
 
 zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
-  double now = zu_now();
   zcclResult_t res = zcclSuccess;
   if (zp_staged(ctx))
     res = zp_stage_out(ctx, x, n);
   else
     for (int i = 0; i < n; i++) x[i].stage = NULL;
   for (int i = 0; i < n && res == zcclSuccess; i++) {
-    x[i].t_post = now;
     void* buf = x[i].stage ? x[i].stage : x[i].buf;
     res = x[i].is_send ? zt_isend(ctx->w, x[i].peer, x[i].tag, buf, x[i].bytes, NULL, &x[i].req)
                        : zt_irecv(ctx->w, x[i].peer, x[i].tag, ZT_TAG_MASK_ALL, buf, x[i].bytes, NULL, &x[i].req);
@@ -342,16 +340,19 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
       uint32_t ready = k + ZP_CAL_FAN_ROUNDS;
       double t0 = 0;
       if (ctx->rank == 0) {
+        /* Rank p's 8-byte answers land in slot p of rb (slots repeat past
+         * big / 8 ranks: answers are not read). */
+#define ZP_CAL_SLOT(p) ((uint8_t*)rb + 8 * ((size_t)(p) % (big / 8)))
         zp_xfer_t x[2 * N];
-        for (int p = 1; p < N; p++) zp_recv_at(ctx, &x[p - 1], p, ready, (uint8_t*)rb + 8 * ((size_t)p % (big / 8)), 8);
+        for (int p = 1; p < N; p++) zp_recv_at(ctx, &x[p - 1], p, ready, ZP_CAL_SLOT(p), 8);
         ZU_CHECK_GOTO(zp_xfers_run(ctx, "calibration", x, N - 1), res, out);
         t0 = zu_now();
         for (int p = 1; p < N; p++) {
           zp_send_at(ctx, &x[2 * (p - 1)], p, k, sb, mid);
-          /* (answers are not read: slots may repeat past big / 8 ranks) */
-          zp_recv_at(ctx, &x[2 * (p - 1) + 1], p, k, (uint8_t*)rb + 8 * ((size_t)p % (big / 8)), 8);
+          zp_recv_at(ctx, &x[2 * (p - 1) + 1], p, k, ZP_CAL_SLOT(p), 8);
         }
         ZU_CHECK_GOTO(zp_xfers_run(ctx, "calibration", x, 2 * (N - 1)), res, out);
+#undef ZP_CAL_SLOT
       } else {
         zp_xfer_t x[2];
         zp_recv_at(ctx, &x[0], 0, k, rb, mid);
