@@ -1,5 +1,5 @@
-/* Under mpirun: the unique id travels by MPI_Bcast intact, every rank makes
- * its own 1-rank communicator, and the N-rank init answers the same on every
+/* Under mpirun: the unique id, broadcast with MPI_Bcast as NCCL users do,
+ * lets every rank make its own 1-rank communicator, and the N-rank init answers the same on every
  * rank, promptly (success once the transport exists, a clear zcclInvalidUsage
  * before), never a hang or a crash. */
 #include <mpi.h>
@@ -13,12 +13,9 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   CHECK(size >= 2);
 
-  zcclUniqueId id, mine;
+  zcclUniqueId id;
   if (rank == 0) CHECK_RES(zcclGetUniqueId(&id), zcclSuccess);
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-  if (rank == 0) mine = id;
-  MPI_Bcast(&mine, sizeof mine, MPI_BYTE, 0, MPI_COMM_WORLD);
-  CHECK(memcmp(&id, &mine, sizeof id) == 0);
 
   zcclComm_t self;
   CHECK_RES(zcclCommInitRank(&self, 1, id, 0), zcclSuccess);

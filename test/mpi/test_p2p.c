@@ -246,11 +246,11 @@ static void test_split(zcclComm_t comm) {
     CHECK(sub == NULL);
     return;
   }
-  int members = 0, before = 0;
-  for (int r = 0; r < nranks; r++) {
+  int members = 0, before = 0, order[nranks]; /* the members' parent ranks in the new order */
+  for (int r = nranks - 1; r >= 0; r--) {
     int c = (nranks >= 3 && r == nranks - 1) ? ZCCL_SPLIT_NOCOLOR : r % 2;
     if (c != color) continue;
-    members++;
+    order[members++] = r;
     before += r > rank; /* larger parent rank = smaller key = earlier */
   }
   int sr = -1, sn = -1;
@@ -264,7 +264,8 @@ static void test_split(zcclComm_t comm) {
   CHECK_RES(zcclSend(&out, 1, zcclInt32, (sr + 1) % sn, sub, NULL), zcclSuccess);
   CHECK_RES(zcclRecv(&in, 1, zcclInt32, (sr + sn - 1) % sn, sub, NULL), zcclSuccess);
   CHECK_RES(zcclGroupEnd(), zcclSuccess);
-  CHECK(in >= 0 && in < nranks && in % 2 == color);
+  /* the left neighbour's parent rank (index guarded: sn and sr checked above) */
+  CHECK(sn == members && sr >= 0 && sr < sn && in == order[(sr + sn - 1) % sn]);
   CHECK_RES(zcclCommDestroy(sub), zcclSuccess);
 }
 

@@ -22,7 +22,11 @@ sleep 0.5
 mbps=$("$NETLAB" exec 1 -- iperf3 -c "$("$NETLAB" addr 0)" -t 3 -J | python3 -c \
   'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))')
 echo "iperf3 h1 -> h0: $mbps Mbit/s (rate 1000)"
-if [ "$mbps" -lt 900 ] || [ "$mbps" -gt 1100 ]; then echo "FAIL: not within 10% of 1 Gbit/s"; fail=1; fi
+# (an empty or non-numeric figure, iperf3 or its JSON having failed, fails too)
+case "$mbps" in
+  ''|*[!0-9]*) echo "FAIL: no iperf3 figure"; fail=1 ;;
+  *) if [ "$mbps" -lt 900 ] || [ "$mbps" -gt 1100 ]; then echo "FAIL: not within 10% of 1 Gbit/s"; fail=1; fi ;;
+esac
 before=$("$NETLAB" stats | awk '{s += $4} END {print s}')
 "$NETLAB" run -- "$PERF" allreduce -b 1M -e 2M -n 2 -w 1 --data levitus_climatology.cdf:TEMP || { echo "FAIL: job"; fail=1; }
 after=$("$NETLAB" stats | awk '{s += $4} END {print s}')

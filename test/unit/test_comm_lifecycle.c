@@ -29,11 +29,8 @@ static void* rank_main(void* p) {
   zcclSend(&v, 1, zcclInt32, right, comm, NULL);
   zcclRecv(&w, 1, zcclInt32, left, comm, NULL);
   zcclResult_t res = zcclGroupEnd();
-  if (res == zcclSuccess && w == left) a->cycles_ok++;
-  if (a->abort_it)
-    zcclCommAbort(comm);
-  else
-    zcclCommDestroy(comm);
+  zcclResult_t down = a->abort_it ? zcclCommAbort(comm) : zcclCommDestroy(comm);
+  if (res == zcclSuccess && w == left && down == zcclSuccess) a->cycles_ok++;
   return NULL;
 }
 
