@@ -29,6 +29,15 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (p != d) abort(); /* the same stream is valid for both or neither */
   zcclResult_t m = zc_rle_reduce_rle(op, data, size, data, size, r, cap, &rn);
   if (m != d || (m == zcclSuccess && rn > cap)) abort();
+  if (m == zcclSuccess) { /* decode(op(s, s)) == op(x, x), x = decode(s); NaN matches any NaN */
+    size_t rc = 0;
+    if (zc_rle_decode(r, rn, z, n, &rc) != zcclSuccess || rc != n) abort();
+    if (zc_rle_reduce_plain(op, data, size, y, y) != zcclSuccess) abort();
+    for (size_t i = 0; i < n; i++) {
+      double u = esize == 4 ? ((float*)y)[i] : ((double*)y)[i], v = esize == 4 ? ((float*)z)[i] : ((double*)z)[i];
+      if (!(u == v || (isnan(u) && isnan(v)))) abort();
+    }
+  }
   free(y);
   free(z);
   free(r);

@@ -19,7 +19,8 @@ static size_t check_accuracy(const void* x, size_t n, zcclDataType_t dt, double 
   for (size_t i = 0; i < n; i++) {
     double a = dt == zcclFloat32 ? ((const float*)x)[i] : ((const double*)x)[i];
     double b = dt == zcclFloat32 ? ((float*)y)[i] : ((double*)y)[i];
-    m = fabs(a - b) > m ? fabs(a - b) : m;
+    double err = isfinite(b) ? fabs(a - b) : INFINITY; /* a NaN output must not leave m at 0 */
+    m = err > m ? err : m;
   }
   *max_err = m;
   free(s);
@@ -56,6 +57,18 @@ int main(void) {
   CHECK(size >= n && size <= n + 64 + ZC_ZFP_HEADER_BYTES);
   float* y = malloc(n * 4);
   CHECK_RES(zc_zfp_decompress(s, size, y, n, &got), zcclSuccess);
+  CHECK(got == n);
+  /* Fixed rate bounds no error: loosely, all finite and within 2% of the
+   * data's range (8 bits/value here gives about 0.33%). */
+  double lo = xf[0], hi = xf[0], me = 0;
+  for (size_t i = 0; i < n; i++) {
+    lo = xf[i] < lo ? xf[i] : lo;
+    hi = xf[i] > hi ? xf[i] : hi;
+    double ei = isfinite(y[i]) ? fabs((double)y[i] - xf[i]) : INFINITY;
+    me = ei > me ? ei : me;
+  }
+  printf("zfp rate 8: max err %.4g of range %.4g\n", me, hi - lo);
+  CHECK(me <= 0.02 * (hi - lo));
   /* Bad input. */
   xf[7] = NAN;
   CHECK_RES(zc_zfp_compress(zcclFloat32, ZC_ZFP_RATE, 8, xf, n, s, cap, &size), zcclInvalidArgument);

@@ -216,7 +216,7 @@ static int emu_hop(zcclRedOp_t op, const uint8_t* a, uint64_t asz, const uint8_t
   uint8_t* chunk = malloc(zc_chunks_bound(h.count, h.f64 ? zcclFloat64 : zcclFloat32, h.chunk_log2, 0, 1) +
                           ZD_EMIT_MAX(8));
   uint64_t offa = 0, offb = 0, at = head;
-  int ok = 1;
+  int ok = 1, range = 0, malformed = 0;
   for (uint64_t c = 0; c < h.nchunks; c++) {
     uint32_t na = zc_get_u32(a + ZC_HEADER_BYTES + 4 * c), nb_ = zc_get_u32(b + ZC_HEADER_BYTES + 4 * c);
     int last = c == h.nchunks - 1;
@@ -239,6 +239,8 @@ static int emu_hop(zcclRedOp_t op, const uint8_t* a, uint64_t asz, const uint8_t
     }
     int err = !cok || e.err;
     if (err) ok = 0;
+    malformed |= !cok;
+    range |= cok && e.err;
     if (at + e.bytes <= cap && !err) {
       zc_put_u32(out + ZC_HEADER_BYTES + 4 * c, (uint32_t)e.bytes);
       memcpy(out + at, chunk, e.bytes);
@@ -252,7 +254,7 @@ static int emu_hop(zcclRedOp_t op, const uint8_t* a, uint64_t asz, const uint8_t
   free(vb);
   free(chunk);
   if (ok) *size = at;
-  return ok ? 0 : -1;
+  return ok ? 0 : range && !malformed ? ZD_RC_RANGE : -1; /* ZD_RC_RANGE: the CPU's zcclInvalidUsage */
 }
 
 /* ---- checks against the CPU codec ----------------------------------------------- */
@@ -293,8 +295,10 @@ static uint8_t* check_compress(const zc_params_t* p, const void* x, size_t n, si
   return s;
 }
 
-/* zc_decompress and the emulation: the same values bit for bit, or both fail. */
-static void check_decompress(const uint8_t* s, size_t size, size_t count, size_t esize) {
+/* zc_decompress and the emulation: the same values bit for bit, or both fail.
+ * Returns whether the CPU succeeded: both failing passes here, so callers
+ * whose stream is valid CHECK it. */
+static int check_decompress(const uint8_t* s, size_t size, size_t count, size_t esize) {
   uint8_t *y = malloc(count * esize + 8), *z = malloc(count * esize + 8);
   size_t got = 0;
   int cpu = zc_decompress(s, size, y, count, &got, NULL, NULL) == zcclSuccess && got == count;
@@ -305,9 +309,11 @@ static void check_decompress(const uint8_t* s, size_t size, size_t count, size_t
   compared_decodes++;
   free(y);
   free(z);
+  return cpu;
 }
 
-static void check_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t* b, size_t bn, size_t cap) {
+/* As check_decompress, for zc_hop. */
+static int check_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t* b, size_t bn, size_t cap) {
   uint8_t *r = malloc(cap + 1), *t = malloc(cap + 1);
   size_t rn = 0, tn = 0;
   int cpu = zc_hop(op, a, an, b, bn, r, cap, &rn) == zcclSuccess;
@@ -321,6 +327,19 @@ static void check_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t
   }
   compared_hops++;
   free(r);
+  free(t);
+  return cpu;
+}
+
+/* A hop of valid streams whose result needs a delta of 2^62 or more: the CPU's
+ * range error (zcclInvalidUsage), and the kernels' blocks' (ZD_RC_RANGE), not
+ * merely some failure. */
+static void check_range_error(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t* b, size_t bn, size_t cap) {
+  uint8_t* t = malloc(cap + 1);
+  size_t tn = 0;
+  check_hop(op, a, an, b, bn, cap);
+  CHECK_RES(zc_hop(op, a, an, b, bn, t, cap, &tn), zcclInvalidUsage);
+  CHECK(emu_hop(op, a, an, b, bn, t, cap, &tn) == ZD_RC_RANGE);
   free(t);
 }
 
@@ -447,16 +466,16 @@ static void test_synthetic(void) {
         size_t an, bn;
         uint8_t* a = check_compress(&p, x, n, &an);
         uint8_t* b = check_compress(&p, y, n, &bn);
-        check_decompress(a, an, n, esize);
+        CHECK(check_decompress(a, an, n, esize));
         size_t cap = zc_compress_bound(n, dt, lg);
-        check_hop(zcclSum, a, an, b, bn, cap);
-        check_hop(zcclMax, a, an, b, bn, cap);
-        check_hop(zcclMin, b, bn, a, an, cap);
+        CHECK(check_hop(zcclSum, a, an, b, bn, cap));
+        CHECK(check_hop(zcclMax, a, an, b, bn, cap));
+        CHECK(check_hop(zcclMin, b, bn, a, an, cap));
         if (n > 0 && rnd() % 3 == 0) check_hop(zcclSum, a, an, b, bn, an > 60 ? an - 50 : 40); /* tight room */
         /* AVG's divisor: every decoded value divided, NaN payloads kept. */
         if (n > 0 && (kind == G_NONFINITE || kind == G_SMOOTH)) {
           zc_set_divisor(a, an, 3);
-          check_decompress(a, an, n, esize);
+          CHECK(check_decompress(a, an, n, esize));
         }
         free(a);
         free(b);
@@ -500,12 +519,12 @@ static void test_special_pairs(void) {
     size_t cap = zc_compress_bound(n, p.dtype, 5);
     for (int op = 0; op < 4; op++) {
       if (op == zcclProd) continue;
-      check_hop((zcclRedOp_t)op, a, an, b, bn, cap);
-      check_hop((zcclRedOp_t)op, b, bn, a, an, cap);
+      CHECK(check_hop((zcclRedOp_t)op, a, an, b, bn, cap));
+      CHECK(check_hop((zcclRedOp_t)op, b, bn, a, an, cap));
     }
-    check_decompress(a, an, n, esize);
+    CHECK(check_decompress(a, an, n, esize));
     zc_set_divisor(a, an, 7);
-    check_decompress(a, an, n, esize);
+    CHECK(check_decompress(a, an, n, esize));
     free(a);
     free(b);
     free(x);
@@ -514,9 +533,10 @@ static void test_special_pairs(void) {
 }
 
 /* Integer views the quantizer never makes: full-width deltas (W = 62),
- * deltas one past the limit (a range error in the hop), chunks whose first
- * blocks hold no ordinary value (the base comes from a later block), chunks
- * with none at all (base 0), short all-fill last blocks. */
+ * valid streams whose sum needs deltas past the limit (a range error in the
+ * hop), chunks whose first blocks hold no ordinary value (the base comes
+ * from a later block), chunks with none at all (base 0), short all-fill
+ * last blocks. */
 static void test_integer_views(void) {
   const size_t n = 3 * 256 + 40;
   int64_t* q = malloc(n * 8);
@@ -529,7 +549,7 @@ static void test_integer_views(void) {
       kind[i] = ZC_KIND_ORDINARY;
       q[i] = (int64_t)(rnd() % 1000);
       if (variant == 0) q[i] = (i & 1) ? ((int64_t)1 << 61) - 1 : -((int64_t)1 << 61); /* deltas 2^62 - 1 */
-      if (variant == 1) q[i] = (i % 7 == 3) ? ((int64_t)1 << 62) : 0;
+      if (variant == 1) q[i] = (i % 7 == 3) ? ((int64_t)1 << 62) - 1 : 0; /* encodable; a + a/2 is not */
       if (variant == 2 && j < 100) kind[i] = (j % 3) ? ZC_KIND_FILL : ZC_KIND_EXCEPTION;
       if (variant == 3 && c == 1) kind[i] = (j % 2) ? ZC_KIND_FILL : ZC_KIND_EXCEPTION;
       if (variant == 4 && i >= n - 40) kind[i] = ZC_KIND_FILL;
@@ -550,15 +570,20 @@ static void test_integer_views(void) {
     zcclResult_t ra = zc_encode_ints(&h, q, kind, raw, a, cap, &an);
     for (size_t i = 0; i < n; i++) q[i] = variant == 1 ? q[i] / 2 : -q[i] / 3;
     zcclResult_t rb = zc_encode_ints(&h, q, kind, raw, b, cap, &bn);
-    CHECK(variant == 1 || (ra == zcclSuccess && rb == zcclSuccess));
+    CHECK(ra == zcclSuccess && rb == zcclSuccess);
     if (ra == zcclSuccess && rb == zcclSuccess) {
-      check_decompress(a, an, n, 8);
-      check_decompress(b, bn, n, 8);
+      CHECK(check_decompress(a, an, n, 8));
+      CHECK(check_decompress(b, bn, n, 8));
       for (int k = 0; k < 3; k++) {
-        check_hop(zcclSum, a, an, b, bn, cap);
-        check_hop(zcclSum, a, an, a, an, cap);
-        check_hop(zcclMax, a, an, b, bn, cap);
-        check_hop(zcclMin, a, an, b, bn, cap);
+        /* a + b: |a + b| <= 4/3 |a| except variant 1's; a + a doubles deltas
+         * of 2^62 - 1 (variants 0, 1); variant 5's random ones may or may not fit. */
+        if (variant == 1) check_range_error(zcclSum, a, an, b, bn, cap);
+        else CHECK(check_hop(zcclSum, a, an, b, bn, cap));
+        if (variant <= 1) check_range_error(zcclSum, a, an, a, an, cap);
+        else if (variant == 5) check_hop(zcclSum, a, an, a, an, cap);
+        else CHECK(check_hop(zcclSum, a, an, a, an, cap));
+        CHECK(check_hop(zcclMax, a, an, b, bn, cap));
+        CHECK(check_hop(zcclMin, a, an, b, bn, cap));
       }
     }
     free(a);
@@ -573,12 +598,15 @@ static void test_integer_views(void) {
   size_t cap = zc_compress_bound(n, zcclFloat64, 8) * 2, an, tn;
   uint8_t *a = malloc(cap), *t = malloc(cap);
   CHECK_RES(zc_encode_ints(&h, q, kind, raw, a, cap, &an), zcclSuccess);
-  for (int k = 0; k < 4; k++) {
+  int k = 0;
+  for (; k < 4; k++) {
     check_hop(zcclSum, a, an, a, an, cap);
     if (zc_hop(zcclSum, a, an, a, an, t, cap, &tn) != zcclSuccess) break;
     memcpy(a, t, tn);
     an = tn;
   }
+  CHECK(k < 4); /* it must end in the range error, not just stop */
+  check_range_error(zcclSum, a, an, a, an, cap);
   free(a);
   free(t);
   free(q);
@@ -643,9 +671,9 @@ static void test_real(void) {
       size_t an, bn;
       uint8_t* a = check_compress(&p, d.values, n, &an);
       uint8_t* b = check_compress(&p, (uint8_t*)d.values + 1000 * esize, n, &bn);
-      check_decompress(a, an, n, esize);
-      check_hop(zcclSum, a, an, b, bn, zc_compress_bound(n, dt, p.chunk_log2));
-      check_hop(zcclMin, a, an, b, bn, zc_compress_bound(n, dt, p.chunk_log2));
+      CHECK(check_decompress(a, an, n, esize));
+      CHECK(check_hop(zcclSum, a, an, b, bn, zc_compress_bound(n, dt, p.chunk_log2)));
+      CHECK(check_hop(zcclMin, a, an, b, bn, zc_compress_bound(n, dt, p.chunk_log2)));
       free(a);
       free(b);
     }

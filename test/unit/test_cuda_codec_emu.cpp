@@ -172,7 +172,9 @@ static uint8_t* check_compress(const zc_params_t* p, const void* x, size_t n, si
   return s;
 }
 
-static void check_decompress(const uint8_t* s, size_t size, size_t count, size_t esize, size_t mis) {
+/* Both return whether the CPU succeeded: equal failures pass the checks
+ * inside, so callers whose streams are valid CHECK it. */
+static int check_decompress(const uint8_t* s, size_t size, size_t count, size_t esize, size_t mis) {
   uint8_t *y = (uint8_t*)malloc(count * esize + 8), *z = (uint8_t*)malloc(count * esize + 8);
   size_t got = 0;
   int cpu = zc_decompress(s, size, y, count, &got, NULL, NULL) == zcclSuccess && got == count;
@@ -182,13 +184,14 @@ static void check_decompress(const uint8_t* s, size_t size, size_t count, size_t
   if (cpu != emu) fprintf(stderr, "decompress of %zu bytes: cpu %d kernels %d\n", size, cpu, emu);
   free(y);
   free(z);
+  return cpu;
 }
 
-static void check_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t* b, size_t bn, size_t cap,
-                      int wheres) {
+static int check_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t* b, size_t bn, size_t cap,
+                     int wheres) {
   uint8_t* r = (uint8_t*)malloc(cap + 1);
   size_t rn = 0;
-  int cpu = zc_hop(op, a, an, b, bn, r, cap, &rn) == zcclSuccess;
+  int cpu = zc_hop(op, a, an, b, bn, r, cap, &rn) == zcclSuccess, all = cpu;
   for (int where = 0; where < 4; where++) {
     if (!((wheres >> where) & 1)) continue;
     size_t gn = 0;
@@ -197,6 +200,7 @@ static void check_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t
       size_t sn = 0;
       uint8_t* rr = (uint8_t*)malloc(cap + 1);
       int cpu2 = zc_hop(op, a, an, a, an, rr, cap, &sn) == zcclSuccess;
+      all = all && cpu2;
       g = emu_hop(op, a, an, a, an, cap, 3, &gn);
       CHECK((g != NULL) == cpu2);
       if (g && cpu2) CHECK(gn == sn && memcmp(g, rr, sn) == 0);
@@ -213,6 +217,7 @@ static void check_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t
     free(g);
   }
   free(r);
+  return all;
 }
 
 /* ---- data -------------------------------------------------------------------------- */
@@ -242,14 +247,14 @@ static void test_matrix(void) {
         size_t mis = (ci & 1) ? 4 : 0, an, bn;
         uint8_t* a = check_compress(&p, x, n, mis, &an);
         uint8_t* b = check_compress(&p, y, n, 4 - mis, &bn);
-        check_decompress(a, an, n, esize, mis);
+        CHECK(check_decompress(a, an, n, esize, mis));
         size_t cap = zc_compress_bound(n, dt, lgs[li]);
-        check_hop(zcclSum, a, an, b, bn, cap, ci % 2 ? 0xf : 0x1);
-        check_hop(zcclMax, a, an, b, bn, cap, ci % 3 == 0 ? 0x4 : 0x1);
-        check_hop(zcclMin, b, bn, a, an, cap, 0x1);
+        CHECK(check_hop(zcclSum, a, an, b, bn, cap, ci % 2 ? 0xf : 0x1));
+        CHECK(check_hop(zcclMax, a, an, b, bn, cap, ci % 3 == 0 ? 0x4 : 0x1));
+        CHECK(check_hop(zcclMin, b, bn, a, an, cap, 0x1));
         if (n && kind == G_NONFINITE) {
           zc_set_divisor(a, an, 3);
-          check_decompress(a, an, n, esize, 0);
+          CHECK(check_decompress(a, an, n, esize, 0));
         }
         free(a);
         free(b);
@@ -272,10 +277,10 @@ static void test_big_chunks(void) {
   uint8_t* a = check_compress(&p, x, n, 4, &an);
   uint8_t* b = check_compress(&p, y, n, 0, &bn);
   CHECK(an > 3 * 16384);
-  check_decompress(a, an, n, 8, 4);
+  CHECK(check_decompress(a, an, n, 8, 4));
   size_t cap = zc_compress_bound(n, zcclFloat64, 12);
-  check_hop(zcclSum, a, an, b, bn, cap, 0x7);
-  check_hop(zcclMax, b, bn, a, an, cap, 0x1);
+  CHECK(check_hop(zcclSum, a, an, b, bn, cap, 0x7));
+  CHECK(check_hop(zcclMax, b, bn, a, an, cap, 0x1));
   free(a);
   free(b);
   free(x);
@@ -406,8 +411,8 @@ static void test_levitus(void) {
     size_t an, bn;
     uint8_t* a = check_compress(&p, (float*)d.values + 200000, n, 0, &an);
     uint8_t* b = check_compress(&p, (float*)d.values + 300001, n, 4, &bn);
-    check_decompress(a, an, n, 4, 4);
-    check_hop(zcclSum, a, an, b, bn, zc_compress_bound(n, zcclFloat32, 12), 0x3);
+    CHECK(check_decompress(a, an, n, 4, 4));
+    CHECK(check_hop(zcclSum, a, an, b, bn, zc_compress_bound(n, zcclFloat32, 12), 0x3));
     free(a);
     free(b);
   }
