@@ -203,8 +203,10 @@ static uint8_t* check_compress(const zc_params_t* p, const void* x, size_t n, si
   return s;
 }
 
-/* GPU decompression of s equals the CPU's, or both fail. */
-static void check_decompress(const uint8_t* s, size_t size, size_t count, size_t esize, size_t mis) {
+/* GPU decompression of s equals the CPU's, or both fail. Returns whether the
+ * CPU succeeded (both failing passes here): callers whose stream is valid
+ * CHECK it. */
+static int check_decompress(const uint8_t* s, size_t size, size_t count, size_t esize, size_t mis) {
   uint8_t *y = malloc(count * esize + 8), *z = malloc(count * esize + 8);
   size_t got = 0;
   int cpu = zc_decompress(s, size, y, count, &got, NULL, NULL) == zcclSuccess && got == count;
@@ -221,11 +223,12 @@ static void check_decompress(const uint8_t* s, size_t size, size_t count, size_t
   if (cpu != gpu) fprintf(stderr, "decompress of %zu bytes: cpu %d gpu %d\n", size, cpu, gpu);
   free(y);
   free(z);
+  return cpu;
 }
 
 /* GPU hop equals the CPU's (out of place, and in place over a or b), or
- * all fail. */
-static void check_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t* b, size_t bn, size_t cap,
+ * all fail; returns whether the CPU succeeded, as check_decompress. */
+static int check_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t* b, size_t bn, size_t cap,
                       int wheres) {
   uint8_t* r = malloc(cap + 1);
   size_t rn = 0;
@@ -242,6 +245,7 @@ static void check_hop(zcclRedOp_t op, const uint8_t* a, size_t an, const uint8_t
     free(g);
   }
   free(r);
+  return cpu;
 }
 
 /* ---- data ------------------------------------------------------------------------------- */
@@ -271,15 +275,15 @@ static void test_synthetic(void) {
           size_t an, bn;
           uint8_t* a = check_compress(&p, x, n, mis, &an);
           uint8_t* b = check_compress(&p, y, n, 0, &bn);
-          check_decompress(a, an, n, esize, mis);
+          CHECK(check_decompress(a, an, n, esize, mis));
           size_t cap = zc_compress_bound(n, dt, lgs[li]);
           int wheres = (ci + (size_t)kind) % 3 == 0 ? 7 : 1;
-          check_hop(zcclSum, a, an, b, bn, cap, wheres);
-          check_hop(zcclMax, a, an, b, bn, cap, (ci & 1) ? 4 : 1);
-          check_hop(zcclMin, b, bn, a, an, cap, (ci & 1) ? 1 : 2);
+          CHECK(check_hop(zcclSum, a, an, b, bn, cap, wheres));
+          CHECK(check_hop(zcclMax, a, an, b, bn, cap, (ci & 1) ? 4 : 1));
+          CHECK(check_hop(zcclMin, b, bn, a, an, cap, (ci & 1) ? 1 : 2));
           if (n && kind == G_NONFINITE) { /* AVG's divisor */
             zc_set_divisor(a, an, 5);
-            check_decompress(a, an, n, esize, 0);
+            CHECK(check_decompress(a, an, n, esize, 0));
           }
           free(a);
           free(b);
@@ -306,11 +310,11 @@ static void test_large(void) {
       size_t an, bn;
       uint8_t* a = check_compress(&p, x, n, k ? 4 : 0, &an);
       uint8_t* b = check_compress(&p, y, n, k ? 0 : 4, &bn);
-      check_decompress(a, an, n, esize, k ? 0 : 4);
-      check_decompress(b, bn, n, esize, 0);
+      CHECK(check_decompress(a, an, n, esize, k ? 0 : 4));
+      CHECK(check_decompress(b, bn, n, esize, 0));
       size_t cap = zc_compress_bound(n, dt, p.chunk_log2);
-      check_hop(zcclSum, a, an, b, bn, cap, k ? 3 : 5);
-      check_hop(zcclMax, a, an, b, bn, cap, 1);
+      CHECK(check_hop(zcclSum, a, an, b, bn, cap, k ? 3 : 5));
+      CHECK(check_hop(zcclMax, a, an, b, bn, cap, 1));
       free(a);
       free(b);
     }
@@ -336,10 +340,10 @@ static void test_levitus(void) {
       size_t an, bn;
       uint8_t* a = check_compress(&p, d.values, n, 0, &an);
       uint8_t* b = check_compress(&p, (uint8_t*)d.values + 4096 * esize, n, 4, &bn);
-      check_decompress(a, an, n, esize, 0);
+      CHECK(check_decompress(a, an, n, esize, 0));
       size_t cap = zc_compress_bound(n, dt, 12);
-      check_hop(zcclSum, a, an, b, bn, cap, eb > 1e-3 ? 7 : 1);
-      check_hop(zcclMin, a, an, b, bn, cap, 1);
+      CHECK(check_hop(zcclSum, a, an, b, bn, cap, eb > 1e-3 ? 7 : 1));
+      CHECK(check_hop(zcclMin, a, an, b, bn, cap, 1));
       free(a);
       free(b);
     }
