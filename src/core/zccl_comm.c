@@ -133,6 +133,7 @@ zcclResult_t zcclCommInitRank(zcclComm_t* comm, int nranks, zcclUniqueId commId,
 /* What each rank tells the others when splitting. */
 typedef struct {
   int32_t color, key;
+  int32_t failed; /* this rank could not set up its part (its error code): the color's ranks all fail */
   uint8_t slot[ZCCL_ADDR_SLOT]; /* the new communicator's worker address */
 } zccl_split_entry_t;
 
@@ -160,12 +161,28 @@ zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newc
   mine->color = color;
   mine->key = key;
   if (color != ZCCL_SPLIT_NOCOLOR) {
-    ZU_CHECK_GOTO(zccl_comm_alloc(fn, 0, 0, config, comm, &c), res, out);
-    ZU_CHECK_GOTO(zccl_runtime_create(c), res, out);
-    ZU_CHECK_GOTO(zccl_addr_pack(c, mine->slot), res, out);
+    /* A failure here still takes part in the exchange (the others would
+     * wait for this rank's entry until their timeout) and says so. */
+    res = zccl_comm_alloc(fn, 0, 0, config, comm, &c);
+    if (res == zcclSuccess) res = zccl_runtime_create(c);
+    if (res == zcclSuccess) res = zccl_addr_pack(c, mine->slot);
+    mine->failed = (int32_t)res;
   }
-  ZU_CHECK_GOTO(zccl_comm_allgather(comm, mine, sizeof *mine, all), res, out);
+  char why[400] = "";
+  if (res != zcclSuccess) snprintf(why, sizeof why, "%s", zu_error_last());
+  zcclResult_t ex = zccl_comm_allgather(comm, mine, sizeof *mine, all);
+  if (res != zcclSuccess) {
+    res = ZU_ERROR(res, "%s", why);
+    goto out;
+  }
+  ZU_CHECK_GOTO(ex, res, out);
   if (c == NULL) goto out;
+  for (size_t p = 0; p < n; p++)
+    if (all[p].color == color && all[p].failed != zcclSuccess) {
+      res = ZU_ERROR((zcclResult_t)all[p].failed, "%s: rank %zu of the parent could not set up its part of the new "
+                     "communicator (its own error says why)", fn, p);
+      goto out;
+    }
   /* New ranks: by key, ties by rank in the parent (MPI_Comm_split's rule). */
   int nr = 0, me = 0;
   for (size_t p = 0; p < n; p++) {

@@ -285,6 +285,44 @@ static void test_big(zcclComm_t comm) {
   free(r);
 }
 
+/* A rank that cannot set up its part of a split (here an invalid
+ * ZCCL_TIMEOUT, read when the new communicator starts) still takes part in
+ * the exchange: it fails at once, the others of its color fail with a
+ * message naming it (not after their timeout), another color's
+ * communicator works, and so does the parent. */
+static void test_split_failure(zcclComm_t comm) {
+  int color = rank % 2;
+  char keep[64] = "";
+  const char* old = getenv("ZCCL_TIMEOUT");
+  if (old) snprintf(keep, sizeof keep, "%s", old);
+  if (rank == 1) setenv("ZCCL_TIMEOUT", "0", 1);
+  zcclComm_t sub = (zcclComm_t)1;
+  zcclResult_t r = zcclCommSplit(comm, color, rank, &sub, NULL);
+  if (rank == 1) {
+    if (keep[0]) setenv("ZCCL_TIMEOUT", keep, 1);
+    else unsetenv("ZCCL_TIMEOUT");
+  }
+  if (color == 1) {
+    CHECK_RES(r, zcclInvalidArgument);
+    CHECK(sub == NULL);
+    if (rank != 1) CHECK_LAST_ERROR_HAS("rank 1 of the parent could not set up");
+  } else {
+    CHECK_RES(r, zcclSuccess);
+    if (r == zcclSuccess) {
+      int v = rank, w = -1, sn = 0, sr = 0;
+      CHECK_RES(zcclCommCount(sub, &sn), zcclSuccess);
+      CHECK_RES(zcclCommUserRank(sub, &sr), zcclSuccess);
+      CHECK_RES(zcclGroupStart(), zcclSuccess);
+      CHECK_RES(zcclSend(&v, 1, zcclInt32, (sr + 1) % sn, sub, NULL), zcclSuccess);
+      CHECK_RES(zcclRecv(&w, 1, zcclInt32, (sr + sn - 1) % sn, sub, NULL), zcclSuccess);
+      CHECK_RES(zcclGroupEnd(), zcclSuccess);
+      CHECK(w == 2 * ((sr + sn - 1) % sn)); /* even ranks, in order */
+      CHECK_RES(zcclCommDestroy(sub), zcclSuccess);
+    }
+  }
+  test_ring(comm); /* the parent is unharmed */
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "pmix-env";
   const char* file = argc > 2 ? argv[2] : "";
@@ -307,6 +345,7 @@ int main(int argc, char** argv) {
   test_many(comm);
   if (nranks >= 2) test_mismatch(comm);
   if (nranks >= 2) test_split(comm);
+  if (nranks >= 2) test_split_failure(comm);
   if (big) test_big(comm);
   CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
 
