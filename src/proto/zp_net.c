@@ -231,8 +231,14 @@ void zp_xfers_cancel(const zp_ctx_t* ctx, zp_xfer_t* x, int n) { zp_xfers_cancel
 
 zcclResult_t zp_xfers_run(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
   zcclResult_t res = zp_xfers_post(ctx, x, n);
-  zcclResult_t w = zp_xfers_wait(ctx, what, x, n); /* also for the ones posted before a failure */
-  return res != zcclSuccess ? res : w;
+  if (res == zcclSuccess) return zp_xfers_wait(ctx, what, x, n);
+  /* The ones posted before the failure still finish; the failure's own
+   * message is the one to report (the wait would say what it saw: an
+   * unposted receive reads as 0 bytes, a count mismatch). */
+  char why[400];
+  snprintf(why, sizeof why, "%s", zu_error_last());
+  (void)zp_xfers_wait(ctx, what, x, n);
+  return ZU_ERROR(res, "%s", why);
 }
 
 /* ---- helpers for the algorithms ---------------------------------------------- */

@@ -419,8 +419,14 @@ zcclResult_t zt_isend(zt_worker_t* w, int peer, uint64_t tag, const void* buf, s
   zt_req_start(req, peer, 0);
   req->length = len;
   req->tag = tag;
+  /* A send that cannot start is done, failed: whoever waits on it must not
+   * wait for ZCCL_TIMEOUT. */
+  req->done = 1;
+  req->status = UCS_ERR_INVALID_PARAM;
   ZU_RETURN_ERR_IF(peer < 0 || peer >= w->nranks, zcclInternalError, "transport: send to rank %d of %d",
                    peer, w->nranks);
+  req->done = 0;
+  req->status = UCS_OK;
   if (w->failed[peer] != UCS_OK) {
     req->done = 1;
     req->status = w->failed[peer];
@@ -428,7 +434,12 @@ zcclResult_t zt_isend(zt_worker_t* w, int peer, uint64_t tag, const void* buf, s
                     ucs_status_string(w->failed[peer]));
   }
   ucp_ep_h ep = NULL;
-  ZU_CHECK(zt_ep(w, peer, &ep));
+  zcclResult_t res = zt_ep(w, peer, &ep);
+  if (res != zcclSuccess) {
+    req->done = 1;
+    req->status = UCS_ERR_UNREACHABLE;
+    return res;
+  }
   ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
                            .cb.send = zt_send_done,
                            .user_data = req};

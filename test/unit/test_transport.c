@@ -115,6 +115,13 @@ int main(void) {
     progress_until(r, 2);
     CHECK(r[0].status == 0 && r[0].length == 0 && r[1].status == 0);
   }
+  /* A send that cannot start is done and failed (a waiter must not wait). */
+  {
+    zt_req_t r;
+    uint8_t b = 1;
+    CHECK_RES(zt_isend(w[0], 99, zt_tag(ZT_TAG_P2P, 0, 8, 0), &b, 1, NULL, &r), zcclInternalError);
+    CHECK(r.done == 1 && r.status != 0);
+  }
   /* Cancel a receive nobody sends to. */
   {
     uint8_t dst[8];
