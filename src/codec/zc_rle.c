@@ -4,6 +4,7 @@
 #include "zc_rle.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "zc_ops.h"
@@ -53,7 +54,10 @@ static size_t zc_rle_put_zeros(uint8_t* o, size_t nw, size_t esize, uint64_t k) 
 }
 
 size_t zc_rle_bound(size_t count, zcclDataType_t dtype) {
-  return ZC_RLE_HEADER_BYTES + count * (dtype == zcclFloat64 ? 8 : 4);
+  size_t esize = dtype == zcclFloat64 ? 8 : 4;
+  /* A count from a stream's header can be anything: saturate, never wrap. */
+  if (count > (SIZE_MAX - ZC_RLE_HEADER_BYTES) / esize) return SIZE_MAX;
+  return ZC_RLE_HEADER_BYTES + count * esize;
 }
 
 static void zc_rle_header_write(uint8_t* o, zcclDataType_t dtype, uint64_t count, uint64_t words) {

@@ -102,8 +102,16 @@ zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
     ZU_CHECK_GOTO(zp_ring_allgather_blocks(ctx, (uint8_t*)sz, sizeof(uint64_t), boff, blen, r, 0xf000), res, out);
     ZU_CHECK_GOTO(zd_copy(ctx->dev, hs, sz, (size_t)N * sizeof *hs), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+    /* Each size on its own first: a bad one must not wrap the sum. */
     size_t total = 0, cap = (size_t)N * z.cap;
-    for (int b = 0; b < N; b++) total += (size_t)hs[b];
+    for (int b = 0; b < N; b++) {
+      if (hs[b] > z.cap) {
+        res = ZU_ERROR(zcclInternalError, "%s: rank %d announced a stream of %llu bytes, room for %zu", what, b,
+                       (unsigned long long)hs[b], z.cap);
+        goto out;
+      }
+      total += (size_t)hs[b];
+    }
     if (total > cap) {
       res = ZU_ERROR(zcclInternalError, "%s: streams of %zu bytes in all, room for %zu", what, total, cap);
       goto out;

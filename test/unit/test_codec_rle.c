@@ -2,6 +2,7 @@
  * the input plus the header, reductions on encoded data equal to the plain
  * reductions, corrupted streams rejected. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "test_util.h"
@@ -160,6 +161,12 @@ static void test_bad_streams(void) {
   CHECK_RES(zc_rle_encode(zcclFloat32, x, 300, s, 100, &size), zcclInvalidArgument);
   CHECK_LAST_ERROR_HAS("too small");
   CHECK_RES(zc_rle_reduce_plain(zcclAvg, s, size, x, y), zcclInvalidArgument);
+  /* A header count whose bound overflows size_t: refused, not wrapped. */
+  CHECK(zc_rle_bound(SIZE_MAX / 4, zcclFloat32) == SIZE_MAX);
+  CHECK_RES(zc_rle_encode(zcclFloat32, x, 300, s, sizeof s, &size), zcclSuccess);
+  uint64_t huge = (uint64_t)1 << 62;
+  memcpy(s + 8, &huge, 8);
+  CHECK_RES(zc_rle_reduce_rle(zcclSum, s, size, s, size, t, sizeof t, &got), zcclInvalidArgument);
   CHECK(fabs(zc_rle_zero_fraction(x, 300, zcclFloat32, 0) - 0.6) < 1e-9);
   CHECK(zc_rle_zero_fraction(x, 300, zcclFloat32, 30) > 0.3);
 }
