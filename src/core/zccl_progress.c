@@ -299,7 +299,8 @@ zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op) {
   return zcclSuccess;
 }
 
-zcclResult_t zccl_op_order(zcclComm_t comm, zccl_op_t* op, const zcclStream_t* streams, int nstreams, int* wait) {
+static zcclResult_t zccl_op_order_try(zcclComm_t comm, zccl_op_t* op, const zcclStream_t* streams, int nstreams,
+                                      int* wait) {
   *wait = 0;
   zd_dev_t* dev = op->dev ? op->dev : comm->dev;
   if (zd_stream_blocking(dev)) {
@@ -321,6 +322,20 @@ zcclResult_t zccl_op_order(zcclComm_t comm, zccl_op_t* op, const zcclStream_t* s
   }
   op->detached = 1;
   return zccl_op_submit(comm, op);
+}
+
+zcclResult_t zccl_op_order(zcclComm_t comm, zccl_op_t* op, const zcclStream_t* streams, int nstreams, int* wait) {
+  zcclResult_t res = zccl_op_order_try(comm, op, streams, nstreams, wait);
+  if (res != zcclSuccess) {
+    /* The call took its sequence numbers but will never run: the peers'
+     * matching calls would wait for messages that never come, and every
+     * later call here would pair with the wrong ones. The communicator
+     * fails now, with the reason, instead of timing out later. */
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s (not issued: this rank is out of step with its peers)", zu_error_last());
+    zccl_comm_set_error(comm, res, msg);
+  }
+  return res;
 }
 
 zcclResult_t zccl_call_how(zcclComm_t comm, const char* fn, const void* sb, const void* rb, zcclStream_t stream,
