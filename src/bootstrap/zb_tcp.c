@@ -122,7 +122,10 @@ static void* zb_root_main(void* arg) {
   while (nranks < 0 || arrived < nranks) {
     double left = deadline - zu_now();
     struct pollfd pfd[2] = {{listen_fd, POLLIN, 0}, {stop_rd, POLLIN, 0}};
-    if (left <= 0 || poll(pfd, 2, (int)(left * 1000) + 1) <= 0 || pfd[1].revents) break;
+    if (left <= 0) break;
+    int ready = poll(pfd, 2, (int)(left * 1000) + 1);
+    if (ready < 0 && errno == EINTR) continue; /* a signal to this thread: keep waiting */
+    if (ready <= 0 || pfd[1].revents) break;
     int fd = accept(listen_fd, NULL, NULL);
     if (fd < 0) continue;
     zb_hello_t h;
@@ -143,7 +146,11 @@ static void* zb_root_main(void* arg) {
       bloblen = h.bloblen;
       fds = malloc(sizeof(int) * (size_t)nranks);
       table = calloc((size_t)nranks, bloblen ? bloblen : 1);
-      if (!fds || !table) break;
+      if (!fds || !table) { /* the first rank hears why; the others time out */
+        zb_reply(fd, zcclSystemError, "the bootstrap root is out of memory", conn_deadline);
+        close(fd);
+        break;
+      }
       for (int i = 0; i < nranks; i++) fds[i] = -1;
     }
     char why[124] = "";
