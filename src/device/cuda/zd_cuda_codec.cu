@@ -1289,6 +1289,7 @@ struct zd_cuda_persist {
   int grid;
   unsigned long long idle_ns;
   unsigned long long launches;
+  cudaError_t broken; /* a launch failed: every later push fails with it */
   pthread_mutex_t lock; /* pushers */
 };
 
@@ -1375,6 +1376,7 @@ extern "C" zcclResult_t zd_cuda_persist_wait(zd_cuda_persist_t* p, uint64_t seq)
 /* Publishes the items, waking the kernel when it has left. */
 static zcclResult_t zd_persist_push_locked(zd_cuda_persist_t* p, const zd_pitem_t* items, int n, uint64_t* seq) {
   zd_pq_t* q = p->q;
+  if (p->broken != cudaSuccess) return zd_cuda_fail(p->broken, "persistent kernel (an earlier launch failed)");
   for (int i = 0; i < n; i++) {
     const uint64_t k = __atomic_load_n(&q->tail, __ATOMIC_RELAXED);
     if (k >= ZD_PQ) ZU_CHECK(zd_persist_wait_locked(p, k + 1 - ZD_PQ)); /* item k - ZD_PQ's slot */
@@ -1384,7 +1386,12 @@ static zcclResult_t zd_persist_push_locked(zd_cuda_persist_t* p, const zd_pitem_
     if (__atomic_load_n(&q->dead, __ATOMIC_RELAXED)) {
       __atomic_store_n(&q->dead, 0, __ATOMIC_RELAXED);
       zd_pargs_t P = {p->q_d, p->ctl, (unsigned)p->grid, p->idle_ns};
-      ZD_TRY(ZD_LAUNCH_PERSIST(zd_persist_kernel, p->grid, p->stream, P));
+      cudaError_t e = ZD_LAUNCH_PERSIST(zd_persist_kernel, p->grid, p->stream, P);
+      if (e != cudaSuccess) { /* no kernel runs: nothing may wait for one */
+        __atomic_store_n(&q->dead, 1, __ATOMIC_RELAXED);
+        p->broken = e;
+        return zd_cuda_fail(e, "persistent kernel launch");
+      }
       p->launches++;
     }
     *seq = k + 1;

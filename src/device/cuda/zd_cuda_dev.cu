@@ -762,10 +762,10 @@ static zcclResult_t zd_cuda_wait(zd_dev_t* dev, zd_event_t lev) {
   memcpy(msg, c->err_msg, sizeof msg);
   c->err = zcclSuccess;
   pthread_mutex_unlock(&c->lock);
-  if (res != zcclSuccess) return res;
-  /* Recorded again here so zcclGetLastError of the waiting thread has it. */
+  /* Recorded again here so zcclGetLastError of the waiting thread has it;
+   * a queued operation's failure came first, before any failed poll. */
   if (err != zcclSuccess) return ZU_ERROR(err, "a queued cuda operation failed: %s", msg);
-  return zcclSuccess;
+  return res;
 }
 
 /* The current lane waits for the other lane's work queued so far (a
