@@ -168,11 +168,11 @@ zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newc
     if (res == zcclSuccess) res = zccl_addr_pack(c, mine->slot);
     mine->failed = (int32_t)res;
   }
-  char why[400] = "";
+  char why[400] = ""; /* copied: the exchange may overwrite it */
   if (res != zcclSuccess) snprintf(why, sizeof why, "%s", zu_error_last());
   zcclResult_t ex = zccl_comm_allgather(comm, mine, sizeof *mine, all);
   if (res != zcclSuccess) {
-    res = ZU_ERROR(res, "%s", why);
+    res = ZU_ERROR(res, "%s: could not set up this rank's part: %s", fn, why);
     goto out;
   }
   ZU_CHECK_GOTO(ex, res, out);

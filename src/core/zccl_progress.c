@@ -332,7 +332,8 @@ zcclResult_t zccl_op_order(zcclComm_t comm, zccl_op_t* op, const zcclStream_t* s
      * later call here would pair with the wrong ones. The communicator
      * fails now, with the reason, instead of timing out later. */
     char msg[400];
-    snprintf(msg, sizeof msg, "%s (not issued: this rank is out of step with its peers)", zu_error_last());
+    snprintf(msg, sizeof msg, "%s (not issued: this rank is out of step with its peers)",
+             zccl_msg_body(zu_error_last()));
     zccl_comm_set_error(comm, res, msg);
   }
   return res;

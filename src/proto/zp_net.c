@@ -235,10 +235,10 @@ zcclResult_t zp_xfers_run(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, i
   /* The ones posted before the failure still finish; the failure's own
    * message is the one to report (the wait would say what it saw: an
    * unposted receive reads as 0 bytes, a count mismatch). */
-  char why[400];
+  char why[400]; /* copied: the wait's own error would overwrite it */
   snprintf(why, sizeof why, "%s", zu_error_last());
   (void)zp_xfers_wait(ctx, what, x, n);
-  return ZU_ERROR(res, "%s", why);
+  return ZU_ERROR(res, "%s: could not post its messages: %s", what, why);
 }
 
 /* ---- helpers for the algorithms ---------------------------------------------- */

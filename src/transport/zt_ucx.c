@@ -398,14 +398,19 @@ static void zt_req_start(zt_req_t* req, int peer, int is_recv) {
   req->is_recv = is_recv;
 }
 
+/* Done with status: a request that failed to start is done, failed, so
+ * whoever waits on it does not wait for ZCCL_TIMEOUT. */
+static void zt_req_end(zt_req_t* req, ucs_status_t status) {
+  req->done = 1;
+  req->status = status;
+}
+
 /* What nbx returned: done now, in flight, or failed to start. */
 static zcclResult_t zt_req_started(zt_req_t* req, ucs_status_ptr_t p, const char* what) {
   if (p == NULL) {
-    req->done = 1;
-    req->status = UCS_OK;
+    zt_req_end(req, UCS_OK);
   } else if (UCS_PTR_IS_ERR(p)) {
-    req->done = 1;
-    req->status = UCS_PTR_STATUS(p);
+    zt_req_end(req, UCS_PTR_STATUS(p));
     return ZU_ERROR(zcclRemoteError, "UCX: %s rank %d failed: %s", what, req->peer,
                     ucs_status_string(req->status));
   } else {
@@ -419,25 +424,19 @@ zcclResult_t zt_isend(zt_worker_t* w, int peer, uint64_t tag, const void* buf, s
   zt_req_start(req, peer, 0);
   req->length = len;
   req->tag = tag;
-  /* A send that cannot start is done, failed: whoever waits on it must not
-   * wait for ZCCL_TIMEOUT. */
-  req->done = 1;
-  req->status = UCS_ERR_INVALID_PARAM;
-  ZU_RETURN_ERR_IF(peer < 0 || peer >= w->nranks, zcclInternalError, "transport: send to rank %d of %d",
-                   peer, w->nranks);
-  req->done = 0;
-  req->status = UCS_OK;
+  if (peer < 0 || peer >= w->nranks) {
+    zt_req_end(req, UCS_ERR_INVALID_PARAM);
+    return ZU_ERROR(zcclInternalError, "transport: send to rank %d of %d", peer, w->nranks);
+  }
   if (w->failed[peer] != UCS_OK) {
-    req->done = 1;
-    req->status = w->failed[peer];
+    zt_req_end(req, w->failed[peer]);
     return ZU_ERROR(zcclRemoteError, "UCX: rank %d is unreachable: %s", peer,
                     ucs_status_string(w->failed[peer]));
   }
   ucp_ep_h ep = NULL;
   zcclResult_t res = zt_ep(w, peer, &ep);
   if (res != zcclSuccess) {
-    req->done = 1;
-    req->status = UCS_ERR_UNREACHABLE;
+    zt_req_end(req, UCS_ERR_UNREACHABLE);
     return res;
   }
   ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,

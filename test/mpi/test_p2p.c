@@ -235,6 +235,21 @@ static void test_mismatch(zcclComm_t comm) {
   CHECK(w == (float)(1 - rank));
 }
 
+/* A ring in sub: each rank sends its parent rank to the right; returns what
+ * came from the left (its rank and size in sub through sr, sn). */
+static int sub_ring(zcclComm_t sub, int* sr, int* sn) {
+  int out = rank, in = -1;
+  *sr = -1, *sn = -1;
+  CHECK_RES(zcclCommUserRank(sub, sr), zcclSuccess);
+  CHECK_RES(zcclCommCount(sub, sn), zcclSuccess);
+  if (*sn < 1) return in;
+  CHECK_RES(zcclGroupStart(), zcclSuccess);
+  CHECK_RES(zcclSend(&out, 1, zcclInt32, (*sr + 1) % *sn, sub, NULL), zcclSuccess);
+  CHECK_RES(zcclRecv(&in, 1, zcclInt32, (*sr + *sn - 1) % *sn, sub, NULL), zcclSuccess);
+  CHECK_RES(zcclGroupEnd(), zcclSuccess);
+  return in;
+}
+
 /* Odd and even ranks in two communicators, ranks reversed by key; the
  * last rank (when there are 3 or more) takes no color. */
 static void test_split(zcclComm_t comm) {
@@ -253,17 +268,9 @@ static void test_split(zcclComm_t comm) {
     order[members++] = r;
     before += r > rank; /* larger parent rank = smaller key = earlier */
   }
-  int sr = -1, sn = -1;
-  CHECK_RES(zcclCommUserRank(sub, &sr), zcclSuccess);
-  CHECK_RES(zcclCommCount(sub, &sn), zcclSuccess);
+  int sr, sn, in = sub_ring(sub, &sr, &sn);
   CHECK(sn == members);
   CHECK(sr == before);
-  /* A ring in the new communicator. */
-  int out = rank, in = -1;
-  CHECK_RES(zcclGroupStart(), zcclSuccess);
-  CHECK_RES(zcclSend(&out, 1, zcclInt32, (sr + 1) % sn, sub, NULL), zcclSuccess);
-  CHECK_RES(zcclRecv(&in, 1, zcclInt32, (sr + sn - 1) % sn, sub, NULL), zcclSuccess);
-  CHECK_RES(zcclGroupEnd(), zcclSuccess);
   /* the left neighbour's parent rank (index guarded: sn and sr checked above) */
   CHECK(sn == members && sr >= 0 && sr < sn && in == order[(sr + sn - 1) % sn]);
   CHECK_RES(zcclCommDestroy(sub), zcclSuccess);
@@ -309,14 +316,8 @@ static void test_split_failure(zcclComm_t comm) {
   } else {
     CHECK_RES(r, zcclSuccess);
     if (r == zcclSuccess) {
-      int v = rank, w = -1, sn = 0, sr = 0;
-      CHECK_RES(zcclCommCount(sub, &sn), zcclSuccess);
-      CHECK_RES(zcclCommUserRank(sub, &sr), zcclSuccess);
-      CHECK_RES(zcclGroupStart(), zcclSuccess);
-      CHECK_RES(zcclSend(&v, 1, zcclInt32, (sr + 1) % sn, sub, NULL), zcclSuccess);
-      CHECK_RES(zcclRecv(&w, 1, zcclInt32, (sr + sn - 1) % sn, sub, NULL), zcclSuccess);
-      CHECK_RES(zcclGroupEnd(), zcclSuccess);
-      CHECK(w == 2 * ((sr + sn - 1) % sn)); /* even ranks, in order */
+      int sr, sn, w = sub_ring(sub, &sr, &sn);
+      CHECK(sn >= 1 && w == 2 * ((sr + sn - 1) % sn)); /* even ranks, in order */
       CHECK_RES(zcclCommDestroy(sub), zcclSuccess);
     }
   }
