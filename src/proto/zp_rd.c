@@ -6,18 +6,18 @@
 #include "zp_algo.h"
 
 /* Non-power-of-two rank counts (MPICH's scheme): of the first 2*rem ranks
- * (rem = N - p), the even ones hand their buffer to the odd neighbour and
- * wait; the odd ones add it to theirs. Returns the rank among the p that go
- * on, or -1. */
-static zcclResult_t zp_fold_in(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint8_t* buf, void* tmp, int p,
-                               uint32_t sub, const char* what, int* newr) {
+ * (rem = N - p), the even ones hand their input `in` to the odd neighbour
+ * and wait; the odd ones add it to theirs, into buf (in may be buf).
+ * Returns the rank among the p that go on, or -1. */
+static zcclResult_t zp_fold_in(const zp_ctx_t* ctx, const zp_coll_args_t* a, const uint8_t* in, uint8_t* buf,
+                               void* tmp, int p, uint32_t sub, const char* what, int* newr) {
   int r = ctx->rank, rem = ctx->nranks - p;
   size_t n = a->count, bytes = n * zu_dtype_size(a->datatype);
   *newr = zp_rd_vrank(r, rem);
   if (r >= 2 * rem) return zcclSuccess;
-  if (r % 2 == 0) return zp_sendrecv(ctx, what, r + 1, buf, bytes, -1, NULL, 0, sub);
+  if (r % 2 == 0) return zp_sendrecv(ctx, what, r + 1, in, bytes, -1, NULL, 0, sub);
   ZU_CHECK(zp_sendrecv(ctx, what, -1, NULL, 0, r - 1, tmp, bytes, sub));
-  ZU_CHECK(zd_reduce(ctx->dev, buf, tmp, buf, n, a->datatype, zp_reduce_op(a->op)));
+  ZU_CHECK(zd_reduce(ctx->dev, buf, tmp, in, n, a->datatype, zp_reduce_op(a->op)));
   return zd_sync(ctx->dev);
 }
 
@@ -43,7 +43,7 @@ zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, u
   zcclResult_t res;
   ZU_CHECK(zp_tmp_get(ctx, bytes, &tmp));
   int p = zp_pow2_below(N), rem = N - p, newr;
-  ZU_CHECK_GOTO(zp_fold_in(ctx, a, buf, tmp, p, sub0, "recursive doubling", &newr), res, out);
+  ZU_CHECK_GOTO(zp_fold_in(ctx, a, buf, buf, tmp, p, sub0, "recursive doubling", &newr), res, out);
   if (newr >= 0) {
     uint32_t step = sub0 + 1;
     for (int mask = 1; mask < p; mask <<= 1, step++) {
@@ -73,14 +73,16 @@ zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
   int N = ctx->nranks, r = ctx->rank;
   size_t es = zu_dtype_size(a->datatype), n = a->count, bytes = n * es;
   uint8_t* buf = a->recvbuff;
+  /* This rank's values: the input until its first reduction writes buf
+   * (out of place, no copy of the input first; see zp_ring_allreduce). */
+  const uint8_t* cur = a->sendbuff;
   zcclRedOp_t op = zp_reduce_op(a->op);
-  if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, bytes));
-  ZU_CHECK(zd_sync(ctx->dev));
   int p = zp_pow2_below(N), rem = N - p, newr;
   void* tmp = NULL;
   zcclResult_t res;
   ZU_CHECK(zp_tmp_get(ctx, (r < 2 * rem ? bytes : (bytes + 1) / 2 + es * (size_t)p), &tmp));
-  ZU_CHECK_GOTO(zp_fold_in(ctx, a, buf, tmp, p, 0, "rabenseifner", &newr), res, out);
+  ZU_CHECK_GOTO(zp_fold_in(ctx, a, cur, buf, tmp, p, 0, "rabenseifner", &newr), res, out);
+  if (r < 2 * rem) cur = buf; /* the folding rank's sum (or, sitting out, the result to come) */
   if (newr >= 0) {
     int blo = 0, bhi = p; /* blocks this rank still reduces: [blo, bhi) of p */
     uint32_t step = 1;
@@ -89,11 +91,14 @@ zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
       int keep_lo = (newr & mask) == 0;
       int klo = keep_lo ? blo : mid, khi = keep_lo ? mid : bhi, slo = keep_lo ? mid : blo, shi = keep_lo ? bhi : mid;
       size_t ko = zp_off(n, p, klo), kn = zp_off(n, p, khi) - ko, so = zp_off(n, p, slo), sn = zp_off(n, p, shi) - so;
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", peer, buf + so * es, sn * es, peer, tmp, kn * es, step), res, out);
-      ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf + ko * es, buf + ko * es, tmp, kn, a->datatype, op), res, out);
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", peer, cur + so * es, sn * es, peer, tmp, kn * es, step), res, out);
+      ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf + ko * es, cur + ko * es, tmp, kn, a->datatype, op), res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+      cur = buf;
       blo = klo, bhi = khi;
     }
+    if (cur != buf) /* one rank: no step */
+      ZU_CHECK_GOTO(zd_copy(ctx->dev, buf, cur, bytes), res, out);
     /* Now this rank owns block newr; AVG divides it once, here. */
     if (a->op == zcclAvg) {
       size_t o = zp_off(n, p, newr), m = zp_off(n, p, newr + 1) - o;

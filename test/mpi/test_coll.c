@@ -3,10 +3,11 @@
  * and one large; compared element by element with a reference computed
  * here. Inputs are small integers (exact in every float type, including
  * fp8), so sums are exact whatever the reduction order and the comparison is
- * exact. Also: allreduce of real-valued floats is bit-identical on every
- * rank and matches MPI_Allreduce within the reduction-order tolerance; a
- * group mixing collectives and point-to-point; mismatched counts across
- * ranks give an error, not corruption or a hang.
+ * exact; out of place, every input is left as it was. Also: allreduce of
+ * real-valued floats is bit-identical on every rank and matches
+ * MPI_Allreduce within the reduction-order tolerance; a group mixing
+ * collectives and point-to-point; mismatched counts across ranks give an
+ * error, not corruption or a hang.
  *   mpirun -np N test_coll [quick]      (ZCCL_DEVICE=host|sim picks the device) */
 #include <math.h>
 #include <mpi.h>
@@ -200,6 +201,18 @@ static double ref_alltoall(size_t i, void* p) { /* from rank i/count, its block 
   return input(src, (size_t)rank * a->count + i % a->count, a->t, zcclSum);
 }
 
+static double ref_own(size_t i, void* p) { /* this rank's input, as filled */
+  refarg_t* a = p;
+  return input(rank, i, a->t, a->op);
+}
+/* Out of place, the call leaves its input as it was (algorithms that read
+ * sendbuff where they used to copy it first must not write it). */
+static void input_kept(const char* what, const void* sb, size_t n, zcclDataType_t t, const refarg_t* a) {
+  char w[160];
+  snprintf(w, sizeof w, "%s: its input", what);
+  compare(w, sb, n, t, ref_own, (void*)a);
+}
+
 static void fill(void* buf, size_t n, int r, zcclDataType_t t, zcclRedOp_t op) {
   for (size_t i = 0; i < n; i++) put(buf, i, t, input(r, i, t, op));
 }
@@ -225,6 +238,7 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
     } else {
       CHECK_RES(zcclAllReduce(sb, rb, count, t, a.op, comm, NULL), zcclSuccess);
       compare(what, rb, count, t, ref_reduce, &a);
+      input_kept(what, sb, count, t, &a);
     }
     /* ReduceScatter: input count*N, this rank's block out. */
     for (size_t i = 0; i < count * N; i++) put(sb, i, t, input(rank, i, t, a.op));
@@ -235,6 +249,7 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
     } else {
       CHECK_RES(zcclReduceScatter(sb, rb, count, t, a.op, comm, NULL), zcclSuccess);
       compare(what, rb, count, t, ref_reduce_block, &a);
+      input_kept(what, sb, count * N, t, &a);
     }
     /* Reduce to a root that is not always 0. */
     a.root = (op + 1) % nranks;
@@ -243,6 +258,7 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
     snprintf(what, sizeof what, "reduce %s %d n=%zu root %d%s", opn[op], (int)t, count, a.root, inplace ? " inplace" : "");
     CHECK_RES(zcclReduce(sb, inplace ? sb : rb, count, t, a.op, a.root, comm, NULL), zcclSuccess);
     if (rank == a.root) compare(what, inplace ? sb : rb, count, t, ref_reduce, &a);
+    if (!inplace) input_kept(what, sb, count, t, &a);
   }
   refarg_t a = {t, zcclSum, nranks - 1, count};
   /* Broadcast from the last rank. */
@@ -251,6 +267,7 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
   snprintf(what, sizeof what, "broadcast %d n=%zu%s", (int)t, count, inplace ? " inplace" : "");
   CHECK_RES(zcclBroadcast(sb, inplace ? sb : rb, count, t, a.root, comm, NULL), zcclSuccess);
   compare(what, inplace ? sb : rb, count, t, ref_bcast, &a);
+  if (!inplace) input_kept(what, sb, count, t, &a);
   /* AllGather: in place means sendbuff = recvbuff + rank*count. */
   memset(rb, 0xcd, count * N * es);
   snprintf(what, sizeof what, "allgather %d n=%zu%s", (int)t, count, inplace ? " inplace" : "");
@@ -260,6 +277,7 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
   } else {
     fill(sb, count, rank, t, zcclSum);
     CHECK_RES(zcclAllGather(sb, rb, count, t, comm, NULL), zcclSuccess);
+    input_kept(what, sb, count, t, &a);
   }
   compare(what, rb, count * N, t, ref_gather, &a);
   /* Gather to rank 0, or in place (sendbuff = recvbuff + root*count) to
@@ -272,6 +290,7 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
   snprintf(what, sizeof what, "gather %d n=%zu root %d%s", (int)t, count, a.root, inplace ? " inplace" : "");
   CHECK_RES(zcclGather(gsrc, rb, count, t, a.root, comm, NULL), zcclSuccess);
   if (rank == a.root) compare(what, rb, count * N, t, ref_gather, &a);
+  if (gsrc == sb) input_kept(what, sb, count, t, &a);
   a.root = 1 % nranks;
   for (size_t i = 0; i < count * N; i++) put(sb, i, t, input(rank, i, t, zcclSum));
   memset(rb, 0xcd, count * es);
@@ -279,12 +298,14 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
   snprintf(what, sizeof what, "scatter %d n=%zu root %d%s", (int)t, count, a.root, inplace ? " inplace" : "");
   CHECK_RES(zcclScatter(sb, sdst, count, t, a.root, comm, NULL), zcclSuccess);
   compare(what, sdst, count, t, ref_scatter, &a);
+  if (sdst == rb) input_kept(what, sb, count * N, t, &a);
   /* AlltoAll (out of place only). */
   for (size_t i = 0; i < count * N; i++) put(sb, i, t, input(rank, i, t, zcclSum));
   memset(rb, 0xcd, count * N * es);
   snprintf(what, sizeof what, "alltoall %d n=%zu", (int)t, count);
   CHECK_RES(zcclAlltoAll(sb, rb, count, t, comm, NULL), zcclSuccess);
   compare(what, rb, count * N, t, ref_alltoall, &a);
+  input_kept(what, sb, count * N, t, &a);
   free(sb);
   free(rb);
 }
