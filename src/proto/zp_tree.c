@@ -165,39 +165,84 @@ fail:
 }
 
 /* Chain from the last rank (relative) to the root: each receives the
- * partial of the ranks after it, adds its own, passes it on. Pipelined in
- * pieces; the root's result is the same sum order on every call. */
+ * partial of the ranks after it, adds its own, passes it on; the root's
+ * result is the same sum order on every call. Pipelined in pieces, as the
+ * chain broadcast: the receives of the next two pieces are posted before a
+ * piece is reduced, and a partial goes on while the next piece is reduced
+ * (two partials in flight at most), so no rank waits on its neighbour's
+ * handshake between pieces. The last rank sends its input as it is. */
 zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N);
   size_t es = zu_dtype_size(a->datatype), n = a->count;
   zcclRedOp_t op = zp_reduce_op(a->op);
   int from = v < N - 1 ? (ctx->rank + 1) % N : -1, to = v > 0 ? (ctx->rank + N - 1) % N : -1;
-  /* Two temporaries of a piece: no larger than the pool holds. */
-  size_t piece = zp_chain_piece(ctx, n * es), room = zd_buf_largest(ctx->dev) / 3 / 64 * 64;
+  /* Four temporaries of a piece (two received, two partials): no larger
+   * than the pool holds. */
+  size_t piece = zp_chain_piece(ctx, n * es), room = zd_buf_largest(ctx->dev) / 5 / 64 * 64;
   piece = (piece < room ? piece : room) / es;
   if (piece == 0) piece = 1;
-  void *rtmp = NULL, *acc = NULL;
-  zcclResult_t res;
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, piece * es, &rtmp), res, out);
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, piece * es, &acc), res, out);
-  for (size_t lo = 0, k = 0; lo < n; lo += piece, k++) {
-    size_t m = n - lo < piece ? n - lo : piece;
-    const uint8_t* mine = zp_at(a->sendbuff, lo, es);
-    uint8_t* dst = v == 0 ? zp_at(a->recvbuff, lo, es) : acc;
-    if (from >= 0) {
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "chain reduce", -1, NULL, 0, from, rtmp, m * es, (uint32_t)k), res, out);
-      ZU_CHECK_GOTO(zd_reduce(ctx->dev, dst, mine, rtmp, m, a->datatype, op), res, out);
-    } else if (dst != mine) {
-      ZU_CHECK_GOTO(zd_copy(ctx->dev, dst, mine, m * es), res, out);
-    }
-    if (v == 0 && a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, dst, m, a->datatype, N), res, out);
-    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    if (to >= 0) ZU_CHECK_GOTO(zp_sendrecv(ctx, "chain reduce", to, dst, m * es, -1, NULL, 0, (uint32_t)k), res, out);
+  size_t npieces = n ? (n + piece - 1) / piece : 0;
+  void* t[4] = {NULL, NULL, NULL, NULL}; /* rtmp[2], acc[2] */
+  zp_xfer_t rx[2], sx[2];
+  int rposted[2] = {0, 0}, sposted[2] = {0, 0};
+  zcclResult_t res = zcclSuccess;
+  for (int i = 0; i < 4 && from >= 0; i++)
+    if (i < 2 || v > 0) ZU_CHECK_GOTO(zp_tmp_get(ctx, piece * es, &t[i]), res, out);
+#define ZP_LEN(k) ((k) * piece + piece < n ? piece : n - (k) * piece)
+  for (size_t k = 0; k < 2 && k < npieces && from >= 0; k++) {
+    zp_recv_at(ctx, &rx[k], from, (uint32_t)k, t[k], ZP_LEN(k) * es);
+    rposted[k] = 1;
+    ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[k], 1), res, out);
   }
-  res = zcclSuccess;
+  for (size_t k = 0; k < npieces; k++) {
+    size_t lo = k * piece, m = ZP_LEN(k);
+    int j = (int)(k % 2);
+    const uint8_t* mine = zp_at(a->sendbuff, lo, es);
+    const uint8_t* partial = mine; /* what goes on to `to` */
+    if (from >= 0 || v == 0) {
+      uint8_t* dst = v == 0 ? zp_at(a->recvbuff, lo, es) : t[2 + j];
+      if (from >= 0) {
+        rposted[j] = 0; /* a failed wait cancels its own */
+        ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain reduce", &rx[j], 1), res, out);
+        if (sposted[j]) { /* piece k-2's partial left from dst */
+          sposted[j] = 0;
+          ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain reduce", &sx[j], 1), res, out);
+        }
+        ZU_CHECK_GOTO(zd_reduce(ctx->dev, dst, mine, t[j], m, a->datatype, op), res, out);
+      } else if (dst != mine) { /* one rank */
+        ZU_CHECK_GOTO(zd_copy(ctx->dev, dst, mine, m * es), res, out);
+      }
+      if (v == 0 && a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, dst, m, a->datatype, N), res, out);
+      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+      if (from >= 0 && k + 2 < npieces) {
+        zp_recv_at(ctx, &rx[j], from, (uint32_t)(k + 2), t[j], ZP_LEN(k + 2) * es);
+        rposted[j] = 1;
+        ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[j], 1), res, out);
+      }
+      partial = dst;
+    }
+    if (to >= 0) {
+      if (sposted[j]) {
+        sposted[j] = 0;
+        ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain reduce", &sx[j], 1), res, out);
+      }
+      zp_send_at(ctx, &sx[j], to, (uint32_t)k, partial, m * es);
+      sposted[j] = 1;
+      ZU_CHECK_GOTO(zp_xfers_post(ctx, &sx[j], 1), res, out);
+    }
+  }
+#undef ZP_LEN
+  for (int j = 0; j < 2; j++)
+    if (sposted[j]) {
+      sposted[j] = 0;
+      ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain reduce", &sx[j], 1), res, out);
+    }
 out:
-  zp_tmp_put(ctx, rtmp);
-  zp_tmp_put(ctx, acc);
+  for (int j = 0; j < 2; j++) {
+    if (rposted[j]) zp_xfers_cancel(ctx, &rx[j], 1);
+    if (sposted[j]) zp_xfers_cancel(ctx, &sx[j], 1);
+  }
+  for (int i = 0; i < 4; i++) zp_tmp_put(ctx, t[i]);
   return res;
 }
 
