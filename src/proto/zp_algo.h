@@ -32,6 +32,13 @@ static inline size_t zp_ring_blocks(const zp_coll_args_t* a, int N, int allreduc
   zp_whole_blocks(a->count, N, boff, blen);
   return a->count * (size_t)N;
 }
+/* Piece c of a run of n elements cut in pieces of C: its first element
+ * *o and its length (0 past the end). */
+static inline size_t zp_piece(size_t n, size_t C, size_t c, size_t* o) {
+  *o = c * C;
+  if (*o >= n) return *o = 0;
+  return n - *o < C ? n - *o : C;
+}
 static inline uint8_t* zp_at(const void* base, size_t elems, size_t esize) {
   return (uint8_t*)base + elems * esize;
 }

@@ -51,13 +51,6 @@ int zp_ring_block_pieces(const zp_ctx_t* ctx, size_t block_elems, size_t es) {
 /* Pieces of a block of n elements: an empty block is one empty message. */
 static int zp_ring_npieces(size_t n, size_t C) { return n ? (int)((n + C - 1) / C) : 1; }
 
-/* Piece c of a block of n elements: its first element *o and its length. */
-static size_t zp_ring_piece(size_t n, size_t C, int c, size_t* o) {
-  *o = (size_t)c * C;
-  if (*o >= n) return *o = 0;
-  return n - *o < C ? n - *o : C;
-}
-
 /* Reduce-scatter of one slice: elements [lo, hi) of each of the N blocks
  * (block b starts at boff[b]) of `in`, result for this rank's block into
  * out. acc holds two block slices (the partial being sent and the one being
@@ -86,20 +79,20 @@ static zcclResult_t zp_ring_rs_slice(const zp_ctx_t* ctx, const zp_coll_args_t* 
     uint32_t tag = (slice << 8) | (uint32_t)s;
     int kr = zp_ring_npieces(rn, C), ks = zp_ring_npieces(sn, C);
     for (int c = 0; c < kr; c++) {
-      size_t o, m = zp_ring_piece(rn, C, c, &o);
+      size_t o, m = zp_piece(rn, C, c, &o);
       zp_recv_at(ctx, &recvs[c], left, tag, rtmp + o * es, m * es);
       ZU_CHECK_GOTO(zp_xfers_post(ctx, &recvs[c], 1), res, fail);
     }
     if (s == 0) { /* this rank's own input is ready at once */
       for (int c = 0; c < ks; c++) {
-        size_t o, m = zp_ring_piece(sn, C, c, &o);
+        size_t o, m = zp_piece(sn, C, c, &o);
         zp_send_at(ctx, &sends[0][c], right, tag, in + (boff[sb] + lo + o) * es, m * es);
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[0][c], 1), res, fail);
       }
     }
     int last = s == N - 2;
     for (int c = 0; c < kr; c++) {
-      size_t o, m = zp_ring_piece(rn, C, c, &o);
+      size_t o, m = zp_piece(rn, C, c, &o);
       ZU_CHECK_GOTO(zp_xfers_wait(ctx, "ring reduce-scatter", &recvs[c], 1), res, fail);
       /* acc[s%2] was last read by step s-1's sends, complete since the end
        * of step s-1. */
@@ -214,14 +207,14 @@ static zcclResult_t zp_ring_allgather_window(const zp_ctx_t* ctx, uint8_t* buf, 
     for (int t = s == 0 ? 0 : s + 1; t <= s + 1 && t < N - 1; t++) {
       int tb = zp_mod(me - t - 1, N), kt = zp_ring_npieces(blen[tb], C);
       for (int c = 0; c < kt; c++) {
-        size_t o, m = zp_ring_piece(blen[tb], C, c, &o);
+        size_t o, m = zp_piece(blen[tb], C, c, &o);
         zp_recv_at(ctx, &recvs[t % 2][c], left, tagbase + (uint32_t)t, buf + (boff[tb] + o) * es, m * es);
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &recvs[t % 2][c], 1), res, fail);
       }
     }
     if (s == 0) { /* this rank's own block is there at once */
       for (int c = 0; c < ks; c++) {
-        size_t o, m = zp_ring_piece(sn, C, c, &o);
+        size_t o, m = zp_piece(sn, C, c, &o);
         zp_send_at(ctx, &sends[0][c], right, tagbase, buf + (boff[sb] + o) * es, m * es);
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[0][c], 1), res, fail);
       }
@@ -229,7 +222,7 @@ static zcclResult_t zp_ring_allgather_window(const zp_ctx_t* ctx, uint8_t* buf, 
     for (int c = 0; c < kr; c++) {
       ZU_CHECK_GOTO(zp_xfers_wait(ctx, "ring allgather", &recvs[s % 2][c], 1), res, fail);
       if (s < N - 2) { /* on to the right at once: step s+1 sends block rb */
-        size_t o, m = zp_ring_piece(rn, C, c, &o);
+        size_t o, m = zp_piece(rn, C, c, &o);
         zp_send_at(ctx, &sends[(s + 1) % 2][c], right, tagbase + (uint32_t)(s + 1), buf + (boff[rb] + o) * es,
                    m * es);
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[(s + 1) % 2][c], 1), res, fail);

@@ -188,26 +188,27 @@ zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   zcclResult_t res = zcclSuccess;
   for (int i = 0; i < 4 && from >= 0; i++)
     if (i < 2 || v > 0) ZU_CHECK_GOTO(zp_tmp_get(ctx, piece * es, &t[i]), res, out);
-#define ZP_LEN(k) ((k) * piece + piece < n ? piece : n - (k) * piece)
+  size_t lo, m;
   for (size_t k = 0; k < 2 && k < npieces && from >= 0; k++) {
-    zp_recv_at(ctx, &rx[k], from, (uint32_t)k, t[k], ZP_LEN(k) * es);
+    m = zp_piece(n, piece, k, &lo);
+    zp_recv_at(ctx, &rx[k], from, (uint32_t)k, t[k], m * es);
     rposted[k] = 1;
     ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[k], 1), res, out);
   }
   for (size_t k = 0; k < npieces; k++) {
-    size_t lo = k * piece, m = ZP_LEN(k);
     int j = (int)(k % 2);
+    m = zp_piece(n, piece, k, &lo);
+    if (sposted[j]) { /* piece k-2's partial is out before its slot (and acc[j]) is reused */
+      sposted[j] = 0; /* a failed wait cancels its own */
+      ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain reduce", &sx[j], 1), res, out);
+    }
     const uint8_t* mine = zp_at(a->sendbuff, lo, es);
     const uint8_t* partial = mine; /* what goes on to `to` */
     if (from >= 0 || v == 0) {
       uint8_t* dst = v == 0 ? zp_at(a->recvbuff, lo, es) : t[2 + j];
       if (from >= 0) {
-        rposted[j] = 0; /* a failed wait cancels its own */
+        rposted[j] = 0;
         ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain reduce", &rx[j], 1), res, out);
-        if (sposted[j]) { /* piece k-2's partial left from dst */
-          sposted[j] = 0;
-          ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain reduce", &sx[j], 1), res, out);
-        }
         ZU_CHECK_GOTO(zd_reduce(ctx->dev, dst, mine, t[j], m, a->datatype, op), res, out);
       } else if (dst != mine) { /* one rank */
         ZU_CHECK_GOTO(zd_copy(ctx->dev, dst, mine, m * es), res, out);
@@ -215,23 +216,19 @@ zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       if (v == 0 && a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, dst, m, a->datatype, N), res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
       if (from >= 0 && k + 2 < npieces) {
-        zp_recv_at(ctx, &rx[j], from, (uint32_t)(k + 2), t[j], ZP_LEN(k + 2) * es);
+        size_t o2, m2 = zp_piece(n, piece, k + 2, &o2);
+        zp_recv_at(ctx, &rx[j], from, (uint32_t)(k + 2), t[j], m2 * es);
         rposted[j] = 1;
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[j], 1), res, out);
       }
       partial = dst;
     }
     if (to >= 0) {
-      if (sposted[j]) {
-        sposted[j] = 0;
-        ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain reduce", &sx[j], 1), res, out);
-      }
       zp_send_at(ctx, &sx[j], to, (uint32_t)k, partial, m * es);
       sposted[j] = 1;
       ZU_CHECK_GOTO(zp_xfers_post(ctx, &sx[j], 1), res, out);
     }
   }
-#undef ZP_LEN
   for (int j = 0; j < 2; j++)
     if (sposted[j]) {
       sposted[j] = 0;
