@@ -21,11 +21,12 @@ static _Atomic int zc_level = -1;
 
 int zc_simd_best(void) {
   __builtin_cpu_init();
-  int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+  int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+             __builtin_cpu_supports("lzcnt") && __builtin_cpu_supports("popcnt");
   int gfni = avx2 && __builtin_cpu_supports("gfni");
   if (gfni && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("popcnt"))
+      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2"))
     return ZC_SIMD_AVX512;
   if (gfni) return ZC_SIMD_GFNI;
   if (avx2) return ZC_SIMD_AVX2;
