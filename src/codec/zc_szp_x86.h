@@ -733,31 +733,40 @@ int ZC_X86_NAME(zc_chunk_compress)(const void* in, size_t n, zcclDataType_t dtyp
  * k & 1 of register k / 2, planes 0-7 in its low 8 bytes and 8-15 in its
  * high 8 bytes. */
 
-/* Readable bytes a block of the 16-bit form needs at its start: head (7)
- * plus the last sub-group's offset (42) and a 16-byte load. */
+/* Readable bytes a block of the 16-bit form needs at its start: head (at
+ * most 12, with a fill bitmap) plus the last sub-group's offset (42) and a
+ * 16-byte load. */
 #define ZC_X86_READ16 80
 
 /* A block's head at p (p[0 .. ZC_X86_READ16) readable): its bytes, with
- * the sub-group widths (byte k: sw[k]), the planes' offset and the sign
- * bits; 0 when the 16-bit form does not take it (W > 14, an extension
- * byte, or a head zc_block_decode rejects: other paths judge those). */
-static inline __attribute__((always_inline)) int zc_x86_head16(const uint8_t* p, uint32_t* sws, int* po,
-                                                               uint32_t* neg) {
+ * the sub-group widths (byte k: sw[k]), the planes' offset, the sign bits
+ * and (allow_fill, a constant) the fill bitmap; 0 when the 16-bit form does
+ * not take it (W > 14, exceptions, fill without allow_fill, or a head
+ * zc_block_decode rejects: other paths judge those). The extension byte is
+ * read without a branch: coasts and open sea alternate block by block. */
+static inline __attribute__((always_inline)) int zc_x86_head16(const uint8_t* p, int allow_fill, uint32_t* sws,
+                                                               int* po, uint32_t* neg, uint32_t* fb) {
   const uint32_t ones = 0x01010101u;
-  uint32_t W = p[0] & 63, smode = p[0] >> 6, nb;
+  uint32_t W = p[0] & 63, smode = p[0] >> 6, nb, fv, ext = allow_fill && smode == ZC_SMODE_EXT, e = p[1];
+  if (ext) smode = e & 3;
   uint16_t wb;
-  memcpy(&wb, p + 1, 2);
+  memcpy(&wb, p + 1 + ext, 2);
   uint32_t s = W ? _pdep_u32(wb, 0x0f0f0f0fu) : 0;
-  int o = W ? 3 : 1;
+  int o = (int)(1 + ext) + (W ? 2 : 0);
   memcpy(&nb, p + o, 4);
   *neg = smode == ZC_SMODE_PLANE ? nb : (smode == ZC_SMODE_NEG ? 0xffffffffu : 0);
   o += smode == ZC_SMODE_PLANE ? 4 : 0;
+  memcpy(&fv, p + o, 4);
+  *fb = ext ? fv : 0;
+  o += ext ? 4 : 0;
   /* zc_block_decode's checks: no sub-group wider than W (bit 7 of byte k
    * set when sw[k] > W) and one at W (a zero byte in eq); W 0 only with
-   * positive signs. */
+   * positive signs; an extension byte that marks fill (a non-empty bitmap)
+   * and nothing else. */
   uint32_t eq = s ^ (W * ones);
   int bad = W ? ((s + (127 - W) * ones) & 0x80808080u) != 0 || ((eq - ones) & ~eq & 0x80808080u) == 0
               : smode != ZC_SMODE_POS;
+  bad |= ext && ((e & 0xf0) || (e & 3) == ZC_SMODE_EXT || (e & (ZC_EXT_EXC | ZC_EXT_FILL)) != ZC_EXT_FILL || fv == 0);
   if (W > 14 || smode == ZC_SMODE_EXT || bad) return 0;
   *sws = s;
   *po = o;
@@ -885,33 +894,66 @@ static inline int zc_x86_canon16(uint32_t sw, const uint32_t nzp[2], const __m25
 /* The block at in + o (o <= size) as 32 signed 16-bit deltas (positions as
  * zc_x86_planes16 gives them) when the 16-bit form takes it and it fits
  * size: its bytes, else 0 (nothing read past size). With canon, also
- * whether the block is canonical (zc_x86_canon16). */
+ * whether the block is canonical (zc_x86_canon16). With fb (the stream
+ * declares fill), blocks with a fill bitmap are taken too, *fb their fill
+ * positions, provided those hold delta 0 (else 0: zc_block_decode rejects
+ * the block). */
 static inline __attribute__((always_inline)) int zc_x86_parse16(const uint8_t* in, size_t size, size_t o,
-                                                                __m256i d[2], int* canon) {
+                                                                __m256i d[2], int* canon, uint32_t* fb) {
   uint8_t pad[ZC_X86_READ16];
   const uint8_t* p = zc_x86_readable16(in, size, o, pad);
-  uint32_t sw = 0, neg = 0, nzp[2];
+  uint32_t sw = 0, neg = 0, f = 0, nzp[2];
   int po = 0;
-  int used = zc_x86_head16(p, &sw, &po, &neg);
+  int used = zc_x86_head16(p, fb != NULL, &sw, &po, &neg, &f);
   if (used == 0 || (size_t)used > size - o) return 0;
   zc_x86_planes16(p, po, sw, d, canon ? nzp : NULL);
   if (canon) *canon = zc_x86_canon16(sw, nzp, d, p[0] >> 6 == ZC_SMODE_PLANE, neg);
+  if (fb) {
+    __m256i p8 = _mm256_permute4x64_epi64(_mm256_packs_epi16(d[0], d[1]), 0xd8); /* magnitudes < 2^15 */
+    if (~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(p8, _mm256_setzero_si256())) & f) return 0;
+    *fb = f;
+  }
   zc_x86_apply_signs16(d, neg);
   return used;
 }
+
+/* A block's deltas as 4 x 8 32-bit lanes with its fill bitmap (has_fill:
+ * the stream declares fill): the 16-bit form widened when it takes the
+ * block, else zc_x86_parse_clean's. Returns the bytes used, 0 (scalar) or
+ * -1 (malformed) as zc_x86_parse_clean. */
+static inline __attribute__((always_inline)) int zc_x86_parse_wide(const uint8_t* in, size_t size, size_t o,
+                                                                   int has_fill, __m256i d[4], uint32_t* fb) {
+  __m256i x[2];
+  *fb = 0;
+  int used = has_fill ? zc_x86_parse16(in, size, o, x, NULL, fb) : zc_x86_parse16(in, size, o, x, NULL, NULL);
+  if (used == 0) return zc_x86_parse_clean(in + o, size - o, has_fill, d, fb);
+  d[0] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(x[0]));
+  d[1] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(x[0], 1));
+  d[2] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(x[1]));
+  d[3] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(x[1], 1));
+  return used;
+}
+#else
+/* The AVX-512 level has its own 16-bit form (with fill) in decompression. */
+static inline __attribute__((always_inline)) int zc_x86_parse_wide(const uint8_t* in, size_t size, size_t o,
+                                                                   int has_fill, __m256i d[4], uint32_t* fb) {
+  return zc_x86_parse_clean(in + o, size - o, has_fill, d, fb);
+}
 #endif
 
-int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
-                             size_t n, void* out) {
-  if (h->dtype != zcclFloat32) return zc_chunk_decompress_scalar(h, g, chunk, bytes, n, out);
+/* A chunk's float32 values; has_fill (the stream declares fill) is a
+ * constant in each of the two copies, so a stream without fill tests for
+ * none. */
+static inline __attribute__((always_inline)) int zc_x86_decompress_f32(const zc_header_t* h, const zc_grid_t* g,
+                                                                       const uint8_t* chunk, size_t bytes, size_t n,
+                                                                       float* y, const int has_fill) {
   zc_parse_t p;
-  if (zc_parse_begin(&p, chunk, bytes, n, h->dtype, h->has_fill) != 0) return -1;
-  float* y = out;
+  if (zc_parse_begin(&p, chunk, bytes, n, h->dtype, has_fill) != 0) return -1;
   float divisor = (float)h->divisor;
   while (p.left > 0) {
     int used = 0;
     /* |q| < 2^30 and 32 deltas below 2^24: the running sum fits 32 bits. */
-    if (p.left >= ZC_BLOCK && h->has_fill && p.o < p.size && p.in[p.o] == ZC_W_ALLFILL) {
+    if (p.left >= ZC_BLOCK && has_fill && p.o < p.size && p.in[p.o] == ZC_W_ALLFILL) {
       const __m256 fv = _mm256_set1_ps((float)h->fill);
       for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + 8 * k, fv);
       p.o++;
@@ -933,7 +975,7 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
     if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
       __m512i mag;
       uint32_t neg, fb;
-      used = zc_x86_parse16(p.in + p.o, p.size - p.o, h->has_fill, 16, &mag, &neg, &fb, NULL);
+      used = zc_x86_parse16(p.in + p.o, p.size - p.o, has_fill, 16, &mag, &neg, &fb, NULL);
       if (used < 0) return -1;
       if (used > 0) {
         int32_t q = (int32_t)p.q;
@@ -946,34 +988,15 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
       }
     }
 #endif
-#if !ZC_X86_AVX512
     if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
-      /* W <= 14 without fill: the hop's branch-free 16-bit form, widened. */
-      __m256i x[2], d[4];
-      used = zc_x86_parse16(p.in, p.size, p.o, x, NULL);
-      if (used > 0) {
-        d[0] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(x[0]));
-        d[1] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(x[0], 1));
-        d[2] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(x[1]));
-        d[3] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(x[1], 1));
-        int32_t q = (int32_t)p.q;
-        zc_x86_values_f32(d, &q, g, divisor, 0, (float)h->fill, y);
-        p.o += (size_t)used;
-        p.q = q;
-        p.left -= ZC_BLOCK;
-        y += ZC_BLOCK;
-        continue;
-      }
-    }
-#endif
-    if (p.left >= ZC_BLOCK && p.q < (1 << 30) && p.q > -(1 << 30)) {
+      /* AVX2: W <= 14 (fill or not) in the hop's branch-free 16-bit form. */
       __m256i d[4];
       uint32_t fb;
-      used = zc_x86_parse_clean(p.in + p.o, p.size - p.o, h->has_fill, d, &fb);
+      used = zc_x86_parse_wide(p.in, p.size, p.o, has_fill, d, &fb);
       if (used < 0) return -1;
       if (used > 0) {
         int32_t q = (int32_t)p.q;
-        zc_x86_values_f32(d, &q, g, divisor, fb, (float)h->fill, y);
+        zc_x86_values_f32(d, &q, g, divisor, has_fill ? fb : 0, (float)h->fill, y);
         p.o += (size_t)used;
         p.q = q;
         p.left -= ZC_BLOCK;
@@ -986,6 +1009,13 @@ int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, c
     y += nv;
   }
   return p.o == bytes ? 0 : -1;
+}
+
+int ZC_X86_NAME(zc_chunk_decompress)(const zc_header_t* h, const zc_grid_t* g, const uint8_t* chunk, size_t bytes,
+                             size_t n, void* out) {
+  if (h->dtype != zcclFloat32) return zc_chunk_decompress_scalar(h, g, chunk, bytes, n, out);
+  return h->has_fill ? zc_x86_decompress_f32(h, g, chunk, bytes, n, out, 1)
+                     : zc_x86_decompress_f32(h, g, chunk, bytes, n, out, 0);
 }
 
 /* Moves a parser past a block parsed on the vector path: its running value
@@ -1009,7 +1039,7 @@ static inline void zc_x86_advance(zc_parse_t* p, const __m256i d[4], int used) {
 static inline __attribute__((always_inline)) int zc_x86_hop_values_narrow(const __m256i q[4], zc_parse_t* pb,
                                                                           zc_emit_t* e) {
   __m256i db[2], dr[2];
-  int used = zc_x86_parse16(pb->in, pb->size, pb->o, db, NULL);
+  int used = zc_x86_parse16(pb->in, pb->size, pb->o, db, NULL, NULL);
   if (used == 0) return 0;
   int32_t prev = e->have_prev ? (int32_t)(e->prev - pb->q) : _mm256_cvtsi256_si32(q[0]);
   __m256i dq[4], big = _mm256_setzero_si256();
@@ -1066,7 +1096,7 @@ static inline __attribute__((always_inline)) int zc_x86_hop_w16_run(zc_parse_t* 
        * canonical (what the encoder writes for its deltas). */
       const uint8_t* in = za ? pb->in : pa->in;
       size_t size = za ? sb : sa, o = za ? ob : oa;
-      int canon = 0, u = zc_x86_parse16(in, size, o, da, &canon);
+      int canon = 0, u = zc_x86_parse16(in, size, o, da, &canon, NULL);
       if (u > 0 && canon) {
         if (size - o >= 64) {
           _mm256_storeu_si256((__m256i*)(out + eo), _mm256_loadu_si256((const __m256i*)(in + o)));
@@ -1085,8 +1115,8 @@ static inline __attribute__((always_inline)) int zc_x86_hop_w16_run(zc_parse_t* 
         continue;
       }
     }
-    int ua = zc_x86_parse16(pa->in, sa, oa, da, NULL);
-    int ub = ua ? zc_x86_parse16(pb->in, sb, ob, db, NULL) : 0;
+    int ua = zc_x86_parse16(pa->in, sa, oa, da, NULL, NULL);
+    int ub = ua ? zc_x86_parse16(pb->in, sb, ob, db, NULL, NULL) : 0;
     if (ua == 0 || ub == 0) break;
     __m256i dr[2] = {_mm256_add_epi16(da[0], db[0]), _mm256_add_epi16(da[1], db[1])};
     acc_a = _mm256_add_epi32(acc_a, zc_x86_lanesum16(da));
@@ -1261,9 +1291,7 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
       zc_parse_t* other = pa->in[pa->o] == ZC_W_ALLFILL ? pb : pa;
       __m256i d[4];
       uint32_t fb = 0;
-      int used = other->in[other->o] == ZC_W_ALLFILL
-                     ? 1
-                     : zc_x86_parse_clean(other->in + other->o, other->size - other->o, 1, d, &fb);
+      int used = other->in[other->o] == ZC_W_ALLFILL ? 1 : zc_x86_parse_wide(other->in, other->size, other->o, 1, d, &fb);
       if (used < 0) return ZC_RC_MALFORMED;
       if (used > 0) {
         if (e->cap - e->o < ZC_BLOCK_MAX_CODED + ZC_BLOCK * 4) return ZC_RC_SPACE;
@@ -1282,8 +1310,12 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
       /* Read only when parsed (set so the compiler need not prove it). */
       da[0] = da[1] = da[2] = da[3] = db[0] = db[1] = db[2] = db[3] = _mm256_setzero_si256();
       uint32_t fa = 0, fb = 0;
-      int ua = zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, h->has_fill, da, &fa);
-      int ub = ua > 0 ? zc_x86_parse_clean(pb->in + pb->o, pb->size - pb->o, h->has_fill, db, &fb) : 0;
+      /* Without fill, a block the 16-bit run did not take is not 16-bit. */
+      int ua = h->has_fill ? zc_x86_parse_wide(pa->in, pa->size, pa->o, 1, da, &fa)
+                           : zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, 0, da, &fa);
+      int ub = ua <= 0            ? 0
+               : h->has_fill ? zc_x86_parse_wide(pb->in, pb->size, pb->o, 1, db, &fb)
+                             : zc_x86_parse_clean(pb->in + pb->o, pb->size - pb->o, 0, db, &fb);
       if (ua < 0 || ub < 0) return ZC_RC_MALFORMED;
       const int64_t lim = (int64_t)1 << 29;
       if (ua > 0 && ub > 0 && (fa | fb) && pa->q < lim && pa->q > -lim && pb->q < lim && pb->q > -lim &&
@@ -1360,7 +1392,7 @@ int ZC_X86_NAME(zc_chunk_hop_values)(zcclRedOp_t op, const zc_header_t* h, const
     if (hf && avail > 0 && (ib[0] == ZC_W_ALLFILL || zc_x86_all_equal_f32(x + b, fill))) {
       /* Fill in either input is fill in the result; b's track still moves
        * by its deltas. */
-      int used = ib[0] == ZC_W_ALLFILL ? 1 : zc_x86_parse_clean(ib, avail, 1, db, &fb);
+      int used = ib[0] == ZC_W_ALLFILL ? 1 : zc_x86_parse_wide(pb->in, pb->size, pb->o, 1, db, &fb);
       if (used < 0) return ZC_RC_MALFORMED;
       if (used > 0) {
         if (ib[0] != ZC_W_ALLFILL) pb->q += zc_x86_sum(db);
@@ -1379,7 +1411,9 @@ int ZC_X86_NAME(zc_chunk_hop_values)(zcclRedOp_t op, const zc_header_t* h, const
         if (zc_x86_hop_values_narrow(q, pb, e) > 0) continue;
       }
 #endif
-      int used = small == 0xff ? zc_x86_parse_clean(ib, avail, hf, db, &fb) : 0;
+      int used = small != 0xff ? 0
+                 : hf      ? zc_x86_parse_wide(pb->in, pb->size, pb->o, 1, db, &fb)
+                           : zc_x86_parse_clean(ib, avail, 0, db, &fb);
       if (used < 0) return ZC_RC_MALFORMED;
       if (used > 0) {
         __m256i qb[4], qr[4], dr[4];

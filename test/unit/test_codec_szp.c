@@ -629,54 +629,65 @@ static void test_bad_streams(void) {
   free(x); free(y); free(s); free(s2); free(t); free(o);
 }
 
-/* Corrupt narrow streams (widths, sign modes, planes, index): every kernel
- * level's hop and decompression give the same result and bytes as the
- * scalar one, so the branch-free 16-bit blocks of the vector kernels leave
- * every block they do not take to the checked paths (and read within
- * bounds: ASan). */
+/* Corrupt narrow streams (widths, sign modes, planes, fill bitmaps,
+ * index): every kernel level's hop and decompression give the same result
+ * and bytes as the scalar one, so the branch-free 16-bit blocks of the
+ * vector kernels leave every block they do not take to the checked paths
+ * (and read within bounds: ASan). With fill declared, runs of fill values
+ * make all-fill and part-fill blocks (coasts), which the 16-bit form takes
+ * too. */
 static void test_corrupt_levels(void) {
   const size_t n = 6000;
+  const float fv = -1e34f;
   float* x = malloc(n * 4);
   float* y = malloc(n * 4);
-  /* Stretches of zeros (whole zero blocks) at other places in each input:
-   * a corrupted block meets a zero block too (the hop copies a canonical
-   * block opposite a zero one, and must judge a non-canonical one). */
-  for (size_t i = 0; i < n; i++) {
-    x[i] = (i / 448) % 3 == 0 ? 0.0f : 0.5f * sinf(0.01f * (float)i) + (i % 97 == 0 ? 0.3f : 0.0f);
-    y[i] = (i / 640) % 2 ? 0.0f : 0.4f * cosf(0.013f * (float)i);
-  }
-  size_t an, bn, cap = zc_compress_bound(n, zcclFloat32, 0), rn, gn;
-  uint8_t* a = compress_new(x, n, zcclFloat32, 1e-4, 0, 0, &an);
-  uint8_t* b = compress_new(y, n, zcclFloat32, 1e-4, 0, 0, &bn);
-  uint8_t *t = malloc(an), *ref = malloc(cap), *got = malloc(cap);
+  size_t cap = zc_compress_bound(n, zcclFloat32, 0);
+  uint8_t *ref = malloc(cap), *got = malloc(cap);
   float *v0 = malloc(n * 4), *v1 = malloc(n * 4);
-  int level = zc_simd_get(), taken = 0;
-  for (int k = 0; k < 1500; k++) {
-    memcpy(t, a, an);
-    size_t at = ZC_HEADER_BYTES + rnd() % (an - ZC_HEADER_BYTES);
-    t[at] ^= (uint8_t)(1u << (rnd() % 8));
-    if (k % 3 == 0) t[(at + 1) % an] ^= 0x40; /* a sign mode or a width nibble too */
-    zc_simd_set(ZC_SIMD_SCALAR);
-    zcclResult_t r0 = zc_hop(zcclSum, t, an, b, bn, ref, cap, &rn);
-    taken += r0 == zcclSuccess;
-    size_t c0 = 0, c1 = 0;
-    zcclResult_t d0 = zc_decompress(t, an, v0, n, &c0, NULL, NULL);
-    for (int l = ZC_SIMD_SCALAR + 1; l < ZC_SIMD_NUM; l++) {
-      if (zc_simd_set(l) != 0) continue;
-      zcclResult_t d1 = zc_decompress(t, an, v1, n, &c1, NULL, NULL);
-      CHECK(d1 == d0 && (d0 != zcclSuccess || (c1 == c0 && memcmp(v0, v1, c0 * 4) == 0)));
-      zcclResult_t r = zc_hop(zcclSum, k % 2 ? b : t, k % 2 ? bn : an, k % 2 ? t : b, k % 2 ? an : bn, got, cap, &gn);
-      zcclResult_t rs = r0;
-      if (k % 2) { /* the same pair the other way round: compare with scalar's */
-        zc_simd_set(ZC_SIMD_SCALAR);
-        rs = zc_hop(zcclSum, b, bn, t, an, ref, cap, &rn);
-      }
-      CHECK(r == rs && (r != zcclSuccess || (gn == rn && memcmp(got, ref, rn) == 0)));
+  int level = zc_simd_get();
+  for (int fill = 0; fill < 2; fill++) {
+    /* Stretches of zeros (whole zero blocks) at other places in each input:
+     * a corrupted block meets a zero block too (the hop copies a canonical
+     * block opposite a zero one, and must judge a non-canonical one). */
+    for (size_t i = 0; i < n; i++) {
+      x[i] = (i / 448) % 3 == 0 ? 0.0f : 0.5f * sinf(0.01f * (float)i) + (i % 97 == 0 ? 0.3f : 0.0f);
+      y[i] = (i / 640) % 2 ? 0.0f : 0.4f * cosf(0.013f * (float)i);
+      if (fill && (i / 40) % 5 == 1) x[i] = fv;
+      if (fill && (i / 72) % 4 == 2) y[i] = fv;
     }
+    size_t an, bn, rn, gn;
+    uint8_t* a = compress_new(x, n, zcclFloat32, 1e-4, fill, fv, &an);
+    uint8_t* b = compress_new(y, n, zcclFloat32, 1e-4, fill, fv, &bn);
+    uint8_t* t = malloc(an);
+    int taken = 0;
+    for (int k = 0; k < 1500; k++) {
+      memcpy(t, a, an);
+      size_t at = ZC_HEADER_BYTES + rnd() % (an - ZC_HEADER_BYTES);
+      t[at] ^= (uint8_t)(1u << (rnd() % 8));
+      if (k % 3 == 0) t[(at + 1) % an] ^= 0x40; /* a sign mode or a width nibble too */
+      zc_simd_set(ZC_SIMD_SCALAR);
+      zcclResult_t r0 = zc_hop(zcclSum, t, an, b, bn, ref, cap, &rn);
+      taken += r0 == zcclSuccess;
+      size_t c0 = 0, c1 = 0;
+      zcclResult_t d0 = zc_decompress(t, an, v0, n, &c0, NULL, NULL);
+      for (int l = ZC_SIMD_SCALAR + 1; l < ZC_SIMD_NUM; l++) {
+        if (zc_simd_set(l) != 0) continue;
+        zcclResult_t d1 = zc_decompress(t, an, v1, n, &c1, NULL, NULL);
+        CHECK(d1 == d0 && (d0 != zcclSuccess || (c1 == c0 && memcmp(v0, v1, c0 * 4) == 0)));
+        zcclResult_t r = zc_hop(zcclSum, k % 2 ? b : t, k % 2 ? bn : an, k % 2 ? t : b, k % 2 ? an : bn, got, cap, &gn);
+        zcclResult_t rs = r0;
+        if (k % 2) { /* the same pair the other way round: compare with scalar's */
+          zc_simd_set(ZC_SIMD_SCALAR);
+          rs = zc_hop(zcclSum, b, bn, t, an, ref, cap, &rn);
+        }
+        CHECK(r == rs && (r != zcclSuccess || (gn == rn && memcmp(got, ref, rn) == 0)));
+      }
+    }
+    CHECK(taken > 0 && taken < 1500); /* both outcomes met */
+    free(a); free(b); free(t);
   }
-  CHECK(taken > 0 && taken < 1500); /* both outcomes met */
   zc_simd_set(level);
-  free(x); free(y); free(a); free(b); free(t); free(ref); free(got); free(v0); free(v1);
+  free(x); free(y); free(ref); free(got); free(v0); free(v1);
 }
 
 static int progress_calls;
