@@ -1417,7 +1417,8 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
       /* Read only when parsed (set so the compiler need not prove it). */
       da[0] = da[1] = da[2] = da[3] = db[0] = db[1] = db[2] = db[3] = _mm256_setzero_si256();
       uint32_t fa = 0, fb = 0;
-      /* Without fill, a block the 16-bit run did not take is not 16-bit. */
+      /* Without fill what comes here is wide, has exceptions or is out of
+       * step (after one): the 32-bit parser, not a 16-bit try first. */
       int ua = h->has_fill ? zc_x86_parse_wide(pa->in, pa->size, pa->o, 1, da, &fa)
                            : zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, 0, da, &fa);
       int ub = ua <= 0            ? 0
