@@ -945,6 +945,14 @@ static inline __attribute__((always_inline)) int zc_x86_parse_wide(const uint8_t
 }
 #endif
 
+/* The hop's block that its fill-free 16-bit paths did not take: without
+ * fill it is wide, has exceptions or is out of step (after one), so the
+ * 32-bit parser without a 16-bit try first; with fill, zc_x86_parse_wide. */
+static inline __attribute__((always_inline)) int zc_x86_parse_rest(const uint8_t* in, size_t size, size_t o,
+                                                                   int has_fill, __m256i d[4], uint32_t* fb) {
+  return has_fill ? zc_x86_parse_wide(in, size, o, 1, d, fb) : zc_x86_parse_clean(in + o, size - o, 0, d, fb);
+}
+
 /* A chunk's float32 values; has_fill (the stream declares fill) is a
  * constant in each of the two copies, so a stream without fill tests for
  * none. */
@@ -1187,7 +1195,8 @@ static inline void zc_x86_prefix16(__m256i x[2]) {
  * Not inlined: inside zc_chunk_hop it slowed the 16-bit run of streams
  * without fill by 4% (levitus TEMP REL 1e-4 hsum 4.05 -> 3.87 GB/s). */
 static __attribute__((noinline)) int zc_x86_hop_coast16(zc_parse_t* pa, zc_parse_t* pb, zc_emit_t* e) {
-  const int64_t lag = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q - (uint64_t)e->prev);
+  const int64_t before = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q);
+  const int64_t lag = (int64_t)((uint64_t)before - (uint64_t)e->prev);
   if (lag >= (1 << 14) || lag <= -(1 << 14)) return 0;
   __m256i da[2], db[2];
   uint32_t fa = 0, fb = 0;
@@ -1222,7 +1231,6 @@ static __attribute__((noinline)) int zc_x86_hop_coast16(zc_parse_t* pa, zc_parse
   __m256i dr[2] = {_mm256_andnot_si256(fm0, _mm256_sub_epi16(p[0], ZC_X86_UP16(v[0], vin, 1))),
                    _mm256_andnot_si256(fm1, _mm256_sub_epi16(p[1], ZC_X86_UP16(v[1], v[0], 1)))};
   int16_t last = (int16_t)_mm256_extract_epi16(v[1], 15); /* P at the block's last ordinary lane */
-  int64_t before = (int64_t)((uint64_t)pa->q + (uint64_t)pb->q);
   e->o += zc_x86_emit16(dr, f, e->out + e->o);
   e->prev = (int64_t)((uint64_t)before + (uint64_t)(int64_t)last);
   pa->q = (int64_t)((uint64_t)pa->q + (uint64_t)(int64_t)zc_x86_reduce_epi32(zc_x86_lanesum16(da)));
@@ -1417,13 +1425,8 @@ int ZC_X86_NAME(zc_chunk_hop)(zcclRedOp_t op, const zc_header_t* h, const zc_gri
       /* Read only when parsed (set so the compiler need not prove it). */
       da[0] = da[1] = da[2] = da[3] = db[0] = db[1] = db[2] = db[3] = _mm256_setzero_si256();
       uint32_t fa = 0, fb = 0;
-      /* Without fill what comes here is wide, has exceptions or is out of
-       * step (after one): the 32-bit parser, not a 16-bit try first. */
-      int ua = h->has_fill ? zc_x86_parse_wide(pa->in, pa->size, pa->o, 1, da, &fa)
-                           : zc_x86_parse_clean(pa->in + pa->o, pa->size - pa->o, 0, da, &fa);
-      int ub = ua <= 0            ? 0
-               : h->has_fill ? zc_x86_parse_wide(pb->in, pb->size, pb->o, 1, db, &fb)
-                             : zc_x86_parse_clean(pb->in + pb->o, pb->size - pb->o, 0, db, &fb);
+      int ua = zc_x86_parse_rest(pa->in, pa->size, pa->o, h->has_fill, da, &fa);
+      int ub = ua > 0 ? zc_x86_parse_rest(pb->in, pb->size, pb->o, h->has_fill, db, &fb) : 0;
       if (ua < 0 || ub < 0) return ZC_RC_MALFORMED;
       const int64_t lim = (int64_t)1 << 29;
       if (ua > 0 && ub > 0 && (fa | fb) && pa->q < lim && pa->q > -lim && pb->q < lim && pb->q > -lim &&
@@ -1519,9 +1522,7 @@ int ZC_X86_NAME(zc_chunk_hop_values)(zcclRedOp_t op, const zc_header_t* h, const
         if (zc_x86_hop_values_narrow(q, pb, e) > 0) continue;
       }
 #endif
-      int used = small != 0xff ? 0
-                 : hf      ? zc_x86_parse_wide(pb->in, pb->size, pb->o, 1, db, &fb)
-                           : zc_x86_parse_clean(ib, avail, 0, db, &fb);
+      int used = small == 0xff ? zc_x86_parse_rest(pb->in, pb->size, pb->o, hf, db, &fb) : 0;
       if (used < 0) return ZC_RC_MALFORMED;
       if (used > 0) {
         __m256i qb[4], qr[4], dr[4];
