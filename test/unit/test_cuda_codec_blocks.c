@@ -615,6 +615,88 @@ static void test_integer_views(void) {
 }
 
 /* Corrupted and truncated streams: decoded, or rejected, as the CPU does. */
+/* The float32 blocks in registers (zd_lay32, zd_write32, zd_parse32,
+ * zd_dsum32, zd_values32) against the 64-bit functions: the same bytes
+ * written; every block zd_parse32 takes is zd_block_parse's with the same
+ * deltas, bitmaps and raw values, and it takes every block at most 32 bits
+ * wide that zd_block_parse takes (padding neither exception nor fill);
+ * the same values decoded. */
+static void test_regs32(void) {
+  uint8_t buf[ZD_EMIT_MAX(8) + 64], enc[ZD_EMIT_MAX(8) + 64];
+  long taken = 0, wide = 0;
+  for (int t = 0; t < 200000; t++) {
+    int fill = (int)(rnd() & 1), nv = rnd() % 4 ? 32 : 1 + (int)(rnd() % 32), w = (int)(rnd() % 35);
+    uint32_t valid = zd_valid_mask(nv);
+    zc_block_t b;
+    b.xbits = rnd() % 3 == 0 ? (uint32_t)rnd() & valid : 0;
+    b.fbits = fill && rnd() % 3 == 0 ? (uint32_t)rnd() & valid & ~b.xbits : 0;
+    if (fill && rnd() % 16 == 0) { /* all fill */
+      b.xbits = 0;
+      b.fbits = valid;
+    }
+    uint32_t mag[32], neg = 0, pos = 0;
+    for (int i = 0; i < 32; i++) {
+      uint64_t v = w ? rnd() & ((1ull << w) - 1) : 0;
+      if (w == 32 && rnd() % 8 == 0) v = 0xffffffffull;
+      int held = ((b.xbits | b.fbits | ~valid) >> i) & 1u;
+      b.d[i] = held ? 0 : (rnd() & 1 ? -(int64_t)v : (int64_t)v);
+      mag[i] = held ? 0 : (uint32_t)v;
+      neg |= (uint32_t)(b.d[i] < 0) << i;
+      pos |= (uint32_t)(b.d[i] > 0) << i;
+    }
+    int n = zc_block_encode(&b, ~valid, fill, buf);
+    if (w <= 32) { /* the same bytes from the registers' form */
+      zd_lay32_t L;
+      zd_lay32(mag, neg, pos, b.xbits, b.fbits, ~valid, fill, &L);
+      CHECK(L.bytes == n);
+      zd_write32(mag, &L, enc);
+      CHECK(memcmp(enc, buf, (size_t)n) == 0);
+    }
+    int nexc = __builtin_popcount(b.xbits);
+    for (int k = 0; k < nexc; k++) zc_put_u32(buf + n + 4 * k, (uint32_t)rnd());
+    size_t len = (size_t)n + 4 * (size_t)nexc;
+    if (rnd() % 4 == 0) { /* damaged: a byte or the length */
+      if (rnd() % 2)
+        buf[rnd() % len] ^= (uint8_t)(1u << (rnd() % 8));
+      else
+        len = rnd() % (len + 1);
+    }
+    uint32_t m[32], ng, xb, fb;
+    const uint8_t *r32 = NULL, *r64 = NULL;
+    zc_block_t g;
+    int u32 = zd_parse32(buf, len, nv, fill, m, &ng, &xb, &fb, &r32);
+    int u64 = zd_block_parse(buf, len, nv, fill, 4, &g, &r64);
+    if (u32 >= 0) {
+      taken++;
+      CHECK(u64 == u32 && r64 == r32 && g.xbits == xb && g.fbits == fb);
+      int same = 1;
+      for (int i = 0; i < 32; i++) same &= g.d[i] == (((ng >> i) & 1u) ? -(int64_t)m[i] : (int64_t)m[i]);
+      CHECK(same);
+      CHECK(zd_dsum32(m, ng) == zd_block_dsum(&g));
+      /* decoded values, with and without a divisor */
+      zc_grid_t gr;
+      zc_grid_init(rnd() % 2 ? 1e-3 : 0.37, &gr);
+      uint32_t div = rnd() % 3 ? 1 : 1 + (uint32_t)(rnd() % 7);
+      uint64_t fill_bits = zc_f64_bits(rnd() % 2 ? -9.96921e36 : 0.5);
+      int64_t q = (int64_t)(rnd() % 2 ? rnd() : rnd() % 100000) >> (rnd() % 40);
+      zd_bview_t v;
+      uint64_t y[32];
+      uint32_t y32[32];
+      zd_block_track(&g, r64, nv, 4, q, &v);
+      zd_block_values(&v, nv, 0, &gr, div, fill_bits, y);
+      zd_values32(m, ng, xb, fb, r32, nv, &gr, div, fill_bits, q, y32);
+      for (int i = 0; i < nv; i++) same &= (uint32_t)y[i] == y32[i];
+      CHECK(same);
+    } else if (u64 >= 0) {
+      int fits = 1;
+      for (int i = 0; i < 32; i++) fits &= g.d[i] > -((int64_t)1 << 32) && g.d[i] < ((int64_t)1 << 32);
+      if (((g.xbits | g.fbits) & ~valid) == 0 || (buf[0] & 63) == ZC_W_ALLFILL) CHECK(!fits);
+      wide++;
+    }
+  }
+  CHECK(taken > 100000 && wide > 1000);
+}
+
 static void test_corrupt(void) {
   for (int f64 = 0; f64 < 2; f64++) {
     const size_t n = 2000;
@@ -684,6 +766,7 @@ static void test_real(void) {
 int main(void) {
   test_header_parse();
   test_span();
+  test_regs32();
   test_special_pairs();
   test_integer_views();
   test_synthetic();

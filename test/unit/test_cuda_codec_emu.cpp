@@ -33,6 +33,9 @@
 #define zd_cuda_persist_done_word zemu_persist_done_word
 #define zd_cuda_persist_launches zemu_persist_launches
 #define zd_cuda_persist_ctas zemu_persist_ctas
+#include <atomic>
+static std::atomic<long> zemu_path[8]; /* the kernels' ways, counted (ZD_PATH) */
+#define ZD_PATH(k) ((void)zemu_path[k]++)
 #include "zd_cuda_codec.cu"
 
 #include "test_util.h"
@@ -419,6 +422,122 @@ static void test_levitus(void) {
   zccl_data_free(&d);
 }
 
+/* ---- float32 blocks in registers, and the general way beside them -------------------- */
+
+static long path_count(int k) { return zemu_path[k].load(); }
+
+/* A one-chunk float32 stream (64 values, 2 blocks, no fill) made of given
+ * deltas: x[i] set marks an exception at i (raw value 1.5f), else d[i] is
+ * the delta there (0 at the first ordinary position: the base is 0). */
+static uint8_t* craft_f32(const int64_t* d, const uint8_t* x, size_t* size) {
+  const size_t n = 64;
+  uint8_t* s = (uint8_t*)calloc(1, 4096);
+  zd_header_write(s, 0, n, 1e-3, 0, 0.0, 6, 1);
+  size_t o = ZC_HEADER_BYTES + 4 + 8; /* index entry, base 0 */
+  for (int blk = 0; blk < 2; blk++) {
+    zc_block_t b;
+    b.xbits = 0;
+    b.fbits = 0;
+    for (int i = 0; i < 32; i++) {
+      b.d[i] = x[blk * 32 + i] ? 0 : d[blk * 32 + i];
+      if (x[blk * 32 + i]) b.xbits |= 1u << i;
+    }
+    o += (size_t)zc_block_encode(&b, 0, 0, s + o);
+    for (int i = 0; i < 32; i++) {
+      if (!x[blk * 32 + i]) continue;
+      zc_put_u32(s + o, 0x3fc00000u);
+      o += 4;
+    }
+  }
+  zc_put_u32(s + ZC_HEADER_BYTES, (uint32_t)(o - ZC_HEADER_BYTES - 4));
+  *size = o;
+  return s;
+}
+
+static void test_paths(void) {
+  zccl_data_t d;
+  char err[600];
+  if (zccl_data_load("levitus_climatology.cdf:TEMP", 0, &d, err, sizeof err) != 0) {
+    fprintf(stderr, "%s\n", err);
+    CHECK(0);
+    return;
+  }
+  /* Real data: a stream summed with itself (fill and exception positions
+   * agree) goes in registers all the way; with another part of the field
+   * (coast blocks whose fill differs) some blocks go the general way. */
+  const size_t n = 20000;
+  zc_params_t p = {zcclFloat32, 1e-3, 1, d.fill, 12};
+  size_t an, bn, cap = zc_compress_bound(n, zcclFloat32, 12);
+  long c32 = path_count(ZD_PATH_C32), d32 = path_count(ZD_PATH_D32), dgen = path_count(ZD_PATH_DGEN);
+  uint8_t* a = check_compress(&p, (float*)d.values + 250000, n, 0, &an);
+  uint8_t* b = check_compress(&p, (float*)d.values + 150007, n, 0, &bn);
+  CHECK(path_count(ZD_PATH_C32) - c32 == 2 * (long)((n + 31) / 32));
+  CHECK(check_decompress(a, an, n, 4, 0));
+  CHECK(path_count(ZD_PATH_D32) - d32 == (long)((n + 31) / 32) && path_count(ZD_PATH_DGEN) == dgen);
+  long h32 = path_count(ZD_PATH_H32), hgen = path_count(ZD_PATH_HGEN);
+  CHECK(check_hop(zcclSum, a, an, a, an, cap, 0x1));
+  CHECK(path_count(ZD_PATH_H32) - h32 == (long)((n + 31) / 32) && path_count(ZD_PATH_HGEN) == hgen);
+  h32 = path_count(ZD_PATH_H32);
+  CHECK(check_hop(zcclSum, a, an, b, bn, cap, 0x3));
+  CHECK(path_count(ZD_PATH_H32) > h32 && path_count(ZD_PATH_HGEN) > hgen);
+  free(a);
+  free(b);
+  zccl_data_free(&d);
+
+  /* Deltas that grow past 31 bits: a chain of sums of wide noise (|q| up to
+   * 2^29), compared step by step; the blocks leave the registers for the
+   * general way as they widen, in the hop first, then in decompression. */
+  const size_t m = 3000;
+  float* x = (float*)malloc(m * 4);
+  for (size_t i = 0; i < m; i++) x[i] = (float)(2.0 * urand() - 1.0);
+  zc_params_t pw = {zcclFloat32, 1e-9, 0, 0, 8};
+  size_t sn, accn;
+  uint8_t* s = check_compress(&pw, x, m, 0, &sn);
+  size_t capw = zc_compress_bound(m, zcclFloat32, 8) * 2;
+  uint8_t* acc = (uint8_t*)malloc(capw);
+  memcpy(acc, s, sn);
+  accn = sn;
+  hgen = path_count(ZD_PATH_HGEN);
+  dgen = path_count(ZD_PATH_DGEN);
+  for (int step = 0; step < 6; step++) {
+    CHECK(check_hop(zcclSum, acc, accn, s, sn, capw, step % 2 ? 0x3 : 0x5));
+    uint8_t* next = (uint8_t*)malloc(capw);
+    size_t nn = 0;
+    CHECK_RES(zc_hop(zcclSum, acc, accn, s, sn, next, capw, &nn), zcclSuccess);
+    free(acc);
+    acc = next;
+    accn = nn;
+    CHECK(check_decompress(acc, accn, m, 4, step % 2 ? 4 : 0));
+  }
+  CHECK(path_count(ZD_PATH_HGEN) > hgen && path_count(ZD_PATH_DGEN) > dgen);
+  free(acc);
+  free(s);
+  free(x);
+
+  /* The result's first ordinary integer of a block in registers moves from
+   * an integer far behind: a climbs by 2^30 a position while b has
+   * exceptions there (the result has none ordinary), so the move is wider
+   * than 32 bits and the block goes the general way late. */
+  int64_t da[64] = {0}, db[64] = {0};
+  uint8_t xa[64] = {0}, xb[64] = {0};
+  for (int i = 1; i < 32; i++) {
+    da[i] = (int64_t)1 << 30;
+    xb[i] = 1;
+  }
+  da[32] = 1;
+  db[33] = -5;
+  size_t can, cbn;
+  uint8_t* ca = craft_f32(da, xa, &can);
+  uint8_t* cb = craft_f32(db, xb, &cbn);
+  long late = path_count(ZD_PATH_HLATE);
+  CHECK(check_decompress(ca, can, 64, 4, 0) && check_decompress(cb, cbn, 64, 4, 4));
+  CHECK(check_hop(zcclSum, ca, can, cb, cbn, 4096, 0x7));
+  CHECK(check_hop(zcclSum, cb, cbn, ca, can, 4096, 0x1));
+  CHECK(path_count(ZD_PATH_HLATE) - late == 4);
+  free(ca);
+  free(cb);
+}
+
 /* ---- the persistent kernel ---------------------------------------------------------- */
 
 static uint32_t gate_word;
@@ -574,6 +693,7 @@ int main(void) {
   test_bad();
   test_big_chunks();
   test_levitus();
+  test_paths();
   test_matrix();
   printf("emulated kernels: %ld compressions, %ld decompressions, %ld hops compared with the CPU codec\n",
          n_compress, n_decompress, n_hop);

@@ -29,12 +29,21 @@
  *   sizes: a CTA publishes its chunk's size (aggregate), sums the
  *   predecessors' aggregates backwards until one has published its inclusive
  *   prefix, then publishes its own inclusive prefix. A chunk's bytes are
- *   written only after its size is known, so compression and the hop run
- *   their rounds twice: once for the sizes, once writing (a chunk of one
- *   round keeps its encoded blocks in thread-local memory instead). The hop
+ *   written to the output only after its size is known: compression and
+ *   the hop stage them in shared memory meanwhile (each thread writes its
+ *   block there as soon as the scan of the round's sizes has placed it;
+ *   the CTA then copies the chunk out in consecutive bytes); a chunk too
+ *   large for that runs its rounds again once placed. The hop
  *   places its input chunks the same way (their sizes are in the indexes,
  *   available at once). Decompression writes values at fixed places; it has
  *   no scratch, so each CTA sums the index in front of its range of chunks.
+ * - Registers. A thread holds its float32 block as 32 32-bit words
+ *   (zd_cuda_codec_blocks.h, "float32 blocks in 32-bit registers"): no
+ *   index into them is left unknown at compile time, so they never go to
+ *   local memory. Blocks that do not fit that form (float64, deltas wider
+ *   than 32 bits, a hop's MAX/MIN or inputs whose exception or fill
+ *   positions differ, malformed blocks) take the general 64-bit views, in
+ *   local memory, by out-of-line functions.
  * - Scratch: 64 control bytes (the ticket counter and the grid barrier's
  *   count, zeroed by the launcher before each launch: that memset is the
  *   only other work enqueued) and a 64-byte slot per chunk for the look-back.
@@ -97,6 +106,14 @@
 #define ZD_AGG 1ull /* a slot holds the chunk's aggregate */
 #define ZD_INC 2ull /* ... and its inclusive prefix */
 #define ZD_FULL 0xffffffffu
+
+/* Which way blocks went (float32 in registers, or general), counted by the
+ * host emulation's tests (test/unit/test_cuda_codec_emu.cpp) so that they
+ * can tell that both ways ran; nothing on a GPU. */
+enum { ZD_PATH_C32, ZD_PATH_CGEN, ZD_PATH_D32, ZD_PATH_DGEN, ZD_PATH_H32, ZD_PATH_HGEN, ZD_PATH_HLATE, ZD_PATH_NUM };
+#ifndef ZD_PATH
+#define ZD_PATH(k) ((void)0)
+#endif
 
 typedef struct {
   unsigned long long ticket;   /* next chunk to take */
@@ -293,13 +310,6 @@ __device__ static int zd_walk(const uint8_t* chunk, uint32_t bytes, uint32_t nb,
   return o == bytes ? 0 : -1;
 }
 
-/* A thread's encoded block of the current round, and where it goes. */
-typedef struct {
-  uint8_t enc[ZD_EMIT_MAX(8)];
-  int n;        /* bytes (0: no block) */
-  uint32_t off; /* offset in the chunk */
-} zd_round_t;
-
 /* The scans' carries from one round of blocks to the next (the same in
  * every thread). */
 typedef struct {
@@ -309,40 +319,98 @@ typedef struct {
   uint64_t bytes;  /* the chunk's bytes before the round */
 } zd_carry_t;
 
-/* Scans a round's result blocks (view v, has/fst/lst from zd_block_ends)
- * into deltas and bytes: the block's encoding in rd, the chunk's base in
- * *s_base (the one thread holding the chunk's first ordinary integer), the
- * last block's offset in *s_last. */
-__device__ static void zd_emit_round(const zd_bview_t* v, int act, int has, int64_t fst, int64_t lst, uint32_t blk,
-                                     uint32_t nb, int fill, int esize, zd_carry_t* cy, int64_t* s_base,
-                                     uint32_t* s_last, zd_round_t* rd, int* err) {
+/* A round's "last valid" scan of its result blocks' ends (has/fst/lst from
+ * zd_block_ends): whether an ordinary integer comes before this thread's
+ * block (*hp) and the last one (*pv); the chunk's base in *s_base (the one
+ * thread holding the chunk's first ordinary integer); the carry moves on. */
+__device__ static void zd_round_prev(int act, int has, int64_t fst, int64_t lst, zd_carry_t* cy, int* hp, int64_t* pv,
+                                     int64_t* s_base) {
   int64_t ev, tv;
   int tf;
   int ef = zd_scan_last(has, lst, &ev, &tf, &tv);
-  int hp = ef || cy->have_prev;
-  int64_t pv = ef ? ev : cy->prev;
-  if (act && has && !hp) *s_base = fst;
-  int bytes = 0;
-  if (act) {
-    zc_block_t b;
-    uint32_t pad;
-    if (zd_block_deltas(v, hp, pv, &b, &pad) != 0) *err = 1;
-    bytes = zd_block_emit(&b, pad, fill, v, esize, rd->enc);
-  }
-  uint64_t total;
-  uint64_t off = cy->bytes + zd_scan_add((uint64_t)bytes, &total);
-  if (act && blk == nb - 1) *s_last = (uint32_t)off;
-  rd->n = bytes;
-  rd->off = (uint32_t)off;
-  cy->bytes += total;
+  *hp = ef || cy->have_prev;
+  *pv = ef ? ev : cy->prev;
+  if (act && has && !*hp) *s_base = fst;
   if (tf) {
     cy->have_prev = 1;
     cy->prev = tv;
   }
 }
 
-__device__ static void zd_write_block(uint8_t* chunk_out, const zd_round_t* rd) {
-  for (int k = 0; k < rd->n; k++) chunk_out[rd->off + k] = rd->enc[k];
+/* A round's scan of its blocks' coded sizes: *off the thread's block's
+ * offset in the chunk, the last block's in *s_last; 1 when the round ends
+ * within room (the same in every thread). */
+__device__ static int zd_round_place(int bytes, int act, uint32_t blk, uint32_t nb, zd_carry_t* cy, uint64_t room,
+                                     uint32_t* s_last, uint32_t* off) {
+  uint64_t total;
+  uint64_t o = cy->bytes + zd_scan_add((uint64_t)bytes, &total);
+  if (act && blk == nb - 1) *s_last = (uint32_t)o;
+  *off = (uint32_t)o;
+  cy->bytes += total;
+  return cy->bytes <= room;
+}
+
+/* The general way of a block (or of a hop's pair of blocks): 64-bit views
+ * in local memory, by functions kept out of line, so that neither their
+ * arrays nor their registers weigh on the float32 paths beside them, which
+ * stay in registers. They take what the callers also use (the grid, header
+ * fields, input places) by value, so that it does not go to local memory
+ * in the callers either. */
+typedef struct {
+  zc_block_t b[2];       /* parsed inputs */
+  const uint8_t* raw[2]; /* their raw values */
+  uint64_t sum[2];       /* their delta sums */
+  zd_bview_t v;          /* the block to code (compression's, the hop's result) */
+  int has, err;          /* v's ends (zd_block_ends); a delta out of range */
+  int64_t fst, lst;
+  uint8_t enc[ZD_EMIT_MAX(8)];
+} zd_gen_t;
+
+/* Block k parsed (zd_block_parse), ending span bytes after its start. */
+__device__ static __noinline__ int zd_gen_parse(zd_gen_t* s, int k, const uint8_t* in, size_t avail, uint32_t span,
+                                                int nv, int fill, int esize) {
+  int used = zd_block_parse(in, avail, nv, fill, esize, &s->b[k], &s->raw[k]);
+  if (used < 0 || (uint32_t)used != span) return 0;
+  s->sum[k] = zd_block_dsum(&s->b[k]);
+  return 1;
+}
+
+/* v's deltas and bytes (zc_emit_block's) into enc; the bytes. */
+__device__ static __noinline__ int zd_gen_emit(zd_gen_t* s, int hp, int64_t pv, int fill, int esize) {
+  zc_block_t b;
+  uint32_t pad;
+  if (zd_block_deltas(&s->v, hp, pv, &b, &pad) != 0) s->err = 1;
+  return zd_block_emit(&b, pad, fill, &s->v, esize, s->enc);
+}
+
+/* 32 float32 words at p, n of them valid (the rest 0), into registers:
+ * 16-byte loads when p is 16-byte aligned and the block full. */
+__device__ static void zd_load32(const uint32_t* p, int n, uint32_t* w) {
+  if (n == ZC_BLOCK && ((uintptr_t)p & 15u) == 0) {
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i += 4) {
+      uint4 t = __ldg((const uint4*)(p + i));
+      w[i] = t.x;
+      w[i + 1] = t.y;
+      w[i + 2] = t.z;
+      w[i + 3] = t.w;
+    }
+  } else {
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) w[i] = i < n ? __ldg(p + i) : 0u;
+  }
+}
+
+__device__ static void zd_store32(uint32_t* p, int n, const uint32_t* w) {
+  if (n == ZC_BLOCK && ((uintptr_t)p & 15u) == 0) {
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i += 4) *(uint4*)(p + i) = make_uint4(w[i], w[i + 1], w[i + 2], w[i + 3]);
+  } else {
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) if (i < n) p[i] = w[i];
+  }
+}
+
+/* The CTA copies a chunk's staged bytes [8, n) to out (the base, bytes
+ * 0..8, is written by thread 0 directly). */
+__device__ static void zd_copy_out(uint8_t* out, const uint8_t* staged, uint64_t n) {
+  for (uint64_t k = 8 + threadIdx.x; k < n; k += ZD_T) out[k] = staged[k];
 }
 
 /* Thread 0 of the CTA holding the stream's last chunk: *out_size, or 0 and
@@ -372,34 +440,115 @@ typedef struct {
   uint32_t nchunks;
 } zd_cargs_t;
 
-__device__ static void zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g, uint64_t first, uint32_t n,
-                                         uint32_t nb, uint32_t r, zd_carry_t* cy, int64_t* s_base, uint32_t* s_last,
-                                         zd_round_t* rd, int* err) {
+/* Shared memory of a compression or hop: a chunk's result bytes, staged
+ * until its place in the output is known (ZD_OBUF: a float32 chunk of 4096
+ * values compressed at least 4 : 3, a float64 one 8 : 3). */
+#define ZD_OBUF 12288u
+typedef struct __align__(16) {
+  uint8_t out[ZD_OBUF];
+} zd_csmem_t;
+
+/* A float64 block's view and ends. */
+__device__ static __noinline__ void zd_gen_quant64(zd_gen_t* s, const uint8_t* src, int nv, zc_grid_t g, int has_fill,
+                                                   double fill) {
+  uint32_t w[2 * ZC_BLOCK];
+  zd_load_words((const uint32_t*)src, nv * 2, w);
+  zd_quant_f64((const double*)w, nv, &g, has_fill, fill, &s->v);
+  s->has = zd_block_ends(&s->v, &s->fst, &s->lst);
+}
+
+/* One round of a chunk's blocks: quantized, their deltas coded; the bytes
+ * go to dst (the chunk's bytes, room of them) when the round ends within
+ * room. Float32 blocks are held in registers (zd_lay32), float64 ones as
+ * general views. Returns 1 when written (the same in every thread). */
+__device__ static int zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g, uint64_t first, uint32_t n,
+                                        uint32_t nb, uint32_t r, zd_carry_t* cy, int64_t* s_base, uint32_t* s_last,
+                                        uint8_t* dst, uint64_t room, int* err) {
   const int esize = A->f64 ? 8 : 4;
-  uint32_t blk = r * ZD_T + threadIdx.x;
-  int act = blk < nb, has = 0;
+  const uint32_t blk = r * ZD_T + threadIdx.x;
+  const int act = blk < nb;
+  const int nv = !act ? 0 : n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
+  const uint32_t valid = zd_valid_mask(nv);
+  const uint8_t* src = A->in + (first + (uint64_t)blk * ZC_BLOCK) * esize;
+  int has = 0;
   int64_t fst = 0, lst = 0;
-  zd_bview_t v;
-  if (act) {
-    int nv = n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
-    union {
-      uint32_t w[2 * ZC_BLOCK];
-      float f[ZC_BLOCK];
-      double d[ZC_BLOCK];
-    } x;
-    zd_load_words((const uint32_t*)(A->in + (first + (uint64_t)blk * ZC_BLOCK) * esize), nv * esize / 4, x.w);
-    if (A->f64)
-      zd_quant_f64(x.d, nv, g, A->has_fill, A->fill, &v);
-    else
-      zd_quant_f32(x.f, nv, g, A->has_fill, (float)A->fill, &v);
-    has = zd_block_ends(&v, &fst, &lst);
+  uint32_t m[ZC_BLOCK]; /* float32: the integers, then the deltas' magnitudes */
+  uint32_t xb = 0, fb = 0;
+  zd_gen_t gs; /* float64 */
+  if (act) ZD_PATH(A->f64 ? ZD_PATH_CGEN : ZD_PATH_C32);
+  if (act && !A->f64) {
+    zd_load32((const uint32_t*)src, nv, m);
+    const float fill = (float)A->fill;
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
+      float f = zc_bits_f32(m[i]);
+      int64_t q = 0;
+      m[i] = 0;
+      if (i >= nv) continue;
+      if (A->has_fill && f == fill)
+        fb |= 1u << i;
+      else if (zc_quant_f32(f, g, &q))
+        xb |= 1u << i;
+      else
+        m[i] = (uint32_t)q; /* |q| <= 2^30 */
+    }
+    const uint32_t ord = valid & ~(xb | fb);
+    has = ord != 0;
+    ZD_UNROLL for (int i = ZC_BLOCK - 1; i >= 0; i--) if ((ord >> i) & 1u) fst = (int32_t)m[i];
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) if ((ord >> i) & 1u) lst = (int32_t)m[i];
+  } else if (act) {
+    zd_gen_quant64(&gs, src, nv, *g, A->has_fill, A->fill);
+    has = gs.has;
+    fst = gs.fst;
+    lst = gs.lst;
   }
-  zd_emit_round(&v, act, has, fst, lst, blk, nb, A->has_fill, esize, cy, s_base, s_last, rd, err);
+  int hp;
+  int64_t pv;
+  zd_round_prev(act, has, fst, lst, cy, &hp, &pv, s_base);
+  int bytes = 0;
+  zd_lay32_t L;
+  if (act && !A->f64) {
+    /* The deltas along the chunk's track; every |q| <= 2^30, so every
+     * delta's magnitude fits 32 bits. */
+    const uint32_t ord = valid & ~(xb | fb);
+    uint32_t ng = 0, ps = 0;
+    int64_t prev = pv;
+    int h = hp;
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
+      if (!((ord >> i) & 1u)) continue;
+      int64_t q = (int32_t)m[i], d = h ? q - prev : 0;
+      h = 1;
+      prev = q;
+      m[i] = (uint32_t)(d < 0 ? -d : d);
+      ng |= (uint32_t)(d < 0) << i;
+      ps |= (uint32_t)(d > 0) << i;
+    }
+    zd_lay32(m, ng, ps, xb, fb, ~valid, A->has_fill, &L);
+    bytes = L.bytes + 4 * ZC_POPC32(xb);
+  } else if (act) {
+    gs.err = 0;
+    bytes = zd_gen_emit(&gs, hp, pv, A->has_fill, esize);
+    if (gs.err) *err = 1;
+  }
+  uint32_t off;
+  if (!zd_round_place(bytes, act, blk, nb, cy, room, s_last, &off)) return 0;
+  if (act && !A->f64) {
+    zd_write32(m, &L, dst + off);
+    /* the exceptions' raw values, read again (quieted: the CPU keeps them
+     * as doubles) */
+    uint8_t* o = dst + off + L.bytes;
+    for (uint32_t x = xb; x; x &= x - 1, o += 4) zc_put_u32(o, zc_quiet32(__ldg((const uint32_t*)src + __ffs(x) - 1)));
+  } else if (act) {
+    for (int k = 0; k < bytes; k++) dst[off + k] = gs.enc[k];
+  }
+  return 1;
 }
 
 /* A CTA's part of a compression: chunks from *ticket until they run out;
- * vb is the CTA's number (0 writes the header). */
-__device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsigned long long* ticket) {
+ * vb is the CTA's number (0 writes the header). A chunk's bytes are staged
+ * in shared memory while the look-back places it; a chunk too large for
+ * that is coded again once placed, straight into the output. */
+__device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsigned long long* ticket,
+                                        zd_csmem_t* sm) {
   __shared__ unsigned long long s_c, s_excl;
   __shared__ int64_t s_base;
   __shared__ uint32_t s_last;
@@ -427,9 +576,9 @@ __device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsign
     const uint32_t n = A.count - first < (1ull << A.lg) ? (uint32_t)(A.count - first) : 1u << A.lg;
     const uint32_t nb = (n + ZC_BLOCK - 1) / ZC_BLOCK, R = (nb + ZD_T - 1) / ZD_T;
     zd_carry_t cy = {0, 0, 0, 0, 8};
-    zd_round_t rd;
-    int err = 0;
-    for (uint32_t r = 0; r < R; r++) zd_compress_round(&A, &g, first, n, nb, r, &cy, &s_base, &s_last, &rd, &err);
+    int err = 0, staged = 1;
+    for (uint32_t r = 0; r < R; r++)
+      staged &= zd_compress_round(&A, &g, first, n, nb, r, &cy, &s_base, &s_last, sm->out, ZD_OBUF, &err);
     err = __syncthreads_or(err);
     const uint64_t bytes = cy.bytes;
     if (threadIdx.x == 0) s_excl = zd_place_out(slots, c, bytes | (err ? ZD_ERR : 0), A.epoch);
@@ -443,16 +592,14 @@ __device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsign
         zc_put_u32(A.out + ZC_HEADER_BYTES + 4 * c, (uint32_t)bytes);
         zd_put_u64(A.out + at, (uint64_t)base);
       }
-      if (R == 1) {
-        zd_write_block(A.out + at, &rd);
+      if (staged) {
+        zd_copy_out(A.out + at, sm->out, bytes);
       } else { /* the rounds again, now that the chunk's place is known */
         zd_carry_t cy2 = {0, 0, 0, 0, 8};
         int64_t base2;
         uint32_t last2;
-        for (uint32_t r = 0; r < R; r++) {
-          zd_compress_round(&A, &g, first, n, nb, r, &cy2, &base2, &last2, &rd, &err);
-          zd_write_block(A.out + at, &rd);
-        }
+        for (uint32_t r = 0; r < R; r++)
+          zd_compress_round(&A, &g, first, n, nb, r, &cy2, &base2, &last2, A.out + at, ~0ull, &err);
       }
     }
     if (threadIdx.x == 0) {
@@ -464,7 +611,8 @@ __device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsign
 }
 
 __global__ static void __launch_bounds__(ZD_T) zd_compress_kernel(zd_cargs_t A) {
-  zd_compress_body(A, blockIdx.x, &((zd_ctl_t*)A.scratch)->ticket);
+  __shared__ zd_csmem_t s_cm;
+  zd_compress_body(A, blockIdx.x, &((zd_ctl_t*)A.scratch)->ticket, &s_cm);
 }
 
 /* ---- decompression ------------------------------------------------------- */
@@ -482,6 +630,26 @@ typedef struct __align__(16) {
   uint8_t buf[ZD_DBUF]; /* a chunk's bytes when they fit */
   uint32_t off[ZD_MAX_NB + 1];
 } zd_dsmem_t;
+
+/* Block 0's values, its track entering at q, to dst. */
+__device__ static __noinline__ void zd_gen_values(const zd_gen_t* s, int f64, uint32_t divisor, uint64_t fill_bits,
+                                                  zc_grid_t g, int nv, uint64_t q, uint8_t* dst) {
+  const int esize = f64 ? 8 : 4;
+  zd_bview_t v;
+  uint64_t y[ZC_BLOCK];
+  uint32_t w[2 * ZC_BLOCK];
+  zd_block_track(&s->b[0], s->raw[0], nv, esize, (int64_t)q, &v);
+  zd_block_values(&v, nv, f64, &g, divisor, fill_bits, y);
+  for (int i = 0; i < nv; i++) {
+    if (esize == 4) {
+      w[i] = (uint32_t)y[i];
+    } else {
+      w[2 * i] = (uint32_t)y[i];
+      w[2 * i + 1] = (uint32_t)(y[i] >> 32);
+    }
+  }
+  zd_store_words((uint32_t*)dst, nv * esize / 4, w);
+}
 
 /* CTA vb of vg's part of a decompression: a fixed range of the chunks. */
 __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsigned vg, zd_dsmem_t* sm) {
@@ -535,36 +703,37 @@ __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsi
     uint64_t q = zd_get_u64(chunk); /* the base */
     for (uint32_t r = 0; r < R && !err; r++) {
       uint32_t blk = r * ZD_T + threadIdx.x;
-      int nv = 0, okb = 0;
+      int nv = 0, okb = 0, fast = 0;
       uint64_t sum = 0;
-      zc_block_t b;
+      uint32_t m[ZC_BLOCK], ng = 0, xb = 0, fb = 0; /* a float32 block in registers */
       const uint8_t* raw = NULL;
+      zd_gen_t gs; /* any other */
+      uint8_t* dst = A.out + (first + (uint64_t)blk * ZC_BLOCK) * esize;
       if (blk < nb) {
         nv = n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
         uint32_t o = s_off[blk];
-        int used = zd_block_parse(chunk + o, bytes - o, nv, h.has_fill, esize, &b, &raw);
-        okb = used >= 0 && o + (uint32_t)used == s_off[blk + 1];
-        if (okb)
-          sum = zd_block_dsum(&b);
-        else
-          err = 1;
-      }
-      uint64_t total, ex = zd_scan_add(sum, &total);
-      if (okb) {
-        zd_bview_t v;
-        uint64_t y[ZC_BLOCK];
-        uint32_t w[2 * ZC_BLOCK];
-        zd_block_track(&b, raw, nv, esize, (int64_t)(q + ex), &v);
-        zd_block_values(&v, nv, h.f64, &g, h.divisor, h.fill_bits, y);
-        for (int i = 0; i < nv; i++) {
-          if (esize == 4) {
-            w[i] = (uint32_t)y[i];
-          } else {
-            w[2 * i] = (uint32_t)y[i];
-            w[2 * i + 1] = (uint32_t)(y[i] >> 32);
-          }
+        if (!h.f64) {
+          int used = zd_parse32(chunk + o, bytes - o, nv, h.has_fill, m, &ng, &xb, &fb, &raw);
+          fast = used >= 0 && o + (uint32_t)used == s_off[blk + 1];
         }
-        zd_store_words((uint32_t*)(A.out + (first + (uint64_t)blk * ZC_BLOCK) * esize), nv * esize / 4, w);
+        if (fast) {
+          okb = 1;
+          sum = zd_dsum32(m, ng);
+        } else {
+          okb = zd_gen_parse(&gs, 0, chunk + o, bytes - o, s_off[blk + 1] - o, nv, h.has_fill, esize);
+          if (okb)
+            sum = gs.sum[0];
+          else
+            err = 1;
+        }
+      }
+      if (blk < nb) ZD_PATH(fast ? ZD_PATH_D32 : ZD_PATH_DGEN);
+      uint64_t total, ex = zd_scan_add(sum, &total);
+      if (fast) {
+        zd_values32(m, ng, xb, fb, raw, nv, &g, h.divisor, h.fill_bits, (int64_t)(q + ex), m);
+        zd_store32((uint32_t*)dst, nv, m);
+      } else if (okb) {
+        zd_gen_values(&gs, h.f64, h.divisor, h.fill_bits, g, nv, q + ex, dst);
       }
       q += total;
       err = __syncthreads_or(err);
@@ -608,42 +777,150 @@ typedef struct {
   const uint32_t* off; /* its blocks' offsets (zd_walk) */
 } zd_in_t;
 
-__device__ static void zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const zc_grid_t* g, const zd_in_t* ia,
-                                    const zd_in_t* ib, uint32_t n, uint32_t nb, uint32_t r, zd_carry_t* cy,
-                                    int64_t* s_base, uint32_t* s_last, zd_round_t* rd, int* err) {
+/* The result block the general way: both inputs' views (tracks entering
+ * at qa and qb) combined, and its ends. */
+__device__ static __noinline__ void zd_gen_hop(zd_gen_t* s, zcclRedOp_t op, int f64, zc_grid_t g, int nv, uint64_t qa,
+                                               uint64_t qb) {
+  const int esize = f64 ? 8 : 4;
+  zd_bview_t va, vb;
+  zd_block_track(&s->b[0], s->raw[0], nv, esize, (int64_t)qa, &va);
+  zd_block_track(&s->b[1], s->raw[1], nv, esize, (int64_t)qb, &vb);
+  zd_block_hop(op, f64, &g, &va, &vb, &s->v);
+  s->has = zd_block_ends(&s->v, &s->fst, &s->lst);
+}
+
+/* Block blk of both inputs parsed the general way; 1 when both are well
+ * formed and end where the walks say. */
+__device__ static int zd_gen_parse2(zd_gen_t* s, int fill, int esize, const zd_in_t& ia, const zd_in_t& ib,
+                                    uint32_t blk, int nv) {
+  uint32_t oa = ia.off[blk], ob = ib.off[blk];
+  int ok = zd_gen_parse(s, 0, ia.p + oa, ia.bytes - oa, ia.off[blk + 1] - oa, nv, fill, esize);
+  return zd_gen_parse(s, 1, ib.p + ob, ib.bytes - ob, ib.off[blk + 1] - ob, nv, fill, esize) && ok;
+}
+
+/* One round of a chunk's block pairs, coded as compression's rounds are.
+ * A float32 SUM of two blocks whose exception and fill positions agree
+ * (the common case, fill or not) is done in registers: at every position
+ * where both move, the result moves by the sum of their deltas, except at
+ * its first ordinary position, which moves from the result's previous
+ * ordinary integer (the scans give it) to the sum of the inputs' integers
+ * there; the exceptions' raw values are summed as the general way does.
+ * Anything else (float64, MAX/MIN, exception or fill positions that
+ * differ, deltas too wide) takes the general views. */
+__device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const zc_grid_t* g, const zd_in_t& ia,
+                                   const zd_in_t& ib, uint32_t n, uint32_t nb, uint32_t r, zd_carry_t* cy,
+                                   int64_t* s_base, uint32_t* s_last, uint8_t* dst, uint64_t room, int* err) {
   const int esize = h->f64 ? 8 : 4;
-  uint32_t blk = r * ZD_T + threadIdx.x;
-  int act = blk < nb, nv = 0, okb = 0, has = 0;
+  const uint32_t blk = r * ZD_T + threadIdx.x;
+  const int act = blk < nb;
+  const int nv = !act ? 0 : n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
+  const uint32_t valid = zd_valid_mask(nv);
+  int okb = 0, fast = 0, has = 0;
   uint64_t sa = 0, sb = 0;
-  zc_block_t ba, bb;
-  const uint8_t *ra = NULL, *rb = NULL;
-  if (act) {
-    nv = n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
-    uint32_t oa = ia->off[blk], ob = ib->off[blk];
-    int ua = zd_block_parse(ia->p + oa, ia->bytes - oa, nv, h->has_fill, esize, &ba, &ra);
-    int ub = zd_block_parse(ib->p + ob, ib->bytes - ob, nv, h->has_fill, esize, &bb, &rb);
-    okb = ua >= 0 && oa + (uint32_t)ua == ia->off[blk + 1] && ub >= 0 && ob + (uint32_t)ub == ib->off[blk + 1];
+  uint32_t ma[ZC_BLOCK], mb[ZC_BLOCK], na = 0, nbn = 0, fa = 0, xa = 0; /* fast: magnitudes, signs, bitmaps */
+  const uint8_t *ra = NULL, *rb = NULL;                                /* and raw values */
+  zd_gen_t gs;                                                         /* general */
+  if (act && !h->f64 && A->op == zcclSum) {
+    uint32_t oa = ia.off[blk], ob = ib.off[blk], xb, fb;
+    int ua = zd_parse32(ia.p + oa, ia.bytes - oa, nv, h->has_fill, ma, &na, &xa, &fa, &ra);
+    int ub = zd_parse32(ib.p + ob, ib.bytes - ob, nv, h->has_fill, mb, &nbn, &xb, &fb, &rb);
+    uint32_t wide = 0;
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) wide |= ma[i] | mb[i];
+    /* (deltas below 2^31 in both: their sums' magnitudes fit 32 bits) */
+    fast = ua >= 0 && oa + (uint32_t)ua == ia.off[blk + 1] && ub >= 0 && ob + (uint32_t)ub == ib.off[blk + 1] &&
+           ((xa ^ xb) & valid) == 0 && ((fa ^ fb) & valid) == 0 && !(wide >> 31);
+    if (fast) {
+      okb = 1;
+      sa = zd_dsum32(ma, na);
+      sb = zd_dsum32(mb, nbn);
+      /* ma, na: the sums of the deltas */
+      uint32_t neg = 0;
+      ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
+        int64_t d = (((na >> i) & 1u) ? -(int64_t)ma[i] : (int64_t)ma[i]) +
+                    (((nbn >> i) & 1u) ? -(int64_t)mb[i] : (int64_t)mb[i]);
+        ma[i] = (uint32_t)(d < 0 ? -d : d);
+        neg |= (uint32_t)(d < 0) << i;
+      }
+      na = neg;
+    }
+  }
+  if (act) ZD_PATH(fast ? ZD_PATH_H32 : ZD_PATH_HGEN);
+  if (act && !fast) {
+    okb = zd_gen_parse2(&gs, h->has_fill, esize, ia, ib, blk, nv);
     if (okb) {
-      sa = zd_block_dsum(&ba);
-      sb = zd_block_dsum(&bb);
+      sa = gs.sum[0];
+      sb = gs.sum[1];
     } else {
       *err = 1;
     }
   }
   uint64_t ta, tb;
-  uint64_t ea = zd_scan_add(sa, &ta), eb = zd_scan_add(sb, &tb);
-  zd_bview_t vr;
-  int64_t fst = 0, lst = 0;
-  if (okb) {
-    zd_bview_t va, vb;
-    zd_block_track(&ba, ra, nv, esize, (int64_t)(cy->qa + ea), &va);
-    zd_block_track(&bb, rb, nv, esize, (int64_t)(cy->qb + eb), &vb);
-    zd_block_hop(A->op, h->f64, g, &va, &vb, &vr);
-    has = zd_block_ends(&vr, &fst, &lst);
-  }
+  const uint64_t qa = cy->qa + zd_scan_add(sa, &ta), qb = cy->qb + zd_scan_add(sb, &tb);
   cy->qa += ta;
   cy->qb += tb;
-  zd_emit_round(&vr, okb, has, fst, lst, blk, nb, h->has_fill, esize, cy, s_base, s_last, rd, err);
+  int64_t fst = 0, lst = 0;
+  uint32_t first = 0;
+  if (fast) {
+    fa &= valid;
+    xa &= valid;
+    const uint32_t ord = valid & ~(fa | xa);
+    first = ord & (0u - ord);
+    has = ord != 0;
+    /* Held and padding positions move neither track, so the first ordinary
+     * integer is where the tracks enter plus the deltas there, the last
+     * where they enter plus all of them. */
+    int64_t d0 = 0;
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) if ((first >> i) & 1u) d0 = ((na >> i) & 1u) ? -(int64_t)ma[i] : ma[i];
+    fst = (int64_t)(qa + qb + (uint64_t)d0);
+    lst = (int64_t)(qa + qb + sa + sb);
+  } else if (okb) {
+    zd_gen_hop(&gs, A->op, h->f64, *g, nv, qa, qb);
+    has = gs.has;
+    fst = gs.fst;
+    lst = gs.lst;
+  }
+  int hp;
+  int64_t pv;
+  zd_round_prev(okb, has, fst, lst, cy, &hp, &pv, s_base);
+  if (fast && has) {
+    /* The first ordinary position moves from pv (none: it is the base,
+     * delta 0); a move wider than 32 bits goes the general way. */
+    int64_t d = hp ? (int64_t)((uint64_t)fst - (uint64_t)pv) : 0;
+    uint64_t md = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
+    if (md >> 32) {
+      ZD_PATH(ZD_PATH_HLATE);
+      fast = 0;
+      zd_gen_parse2(&gs, h->has_fill, esize, ia, ib, blk, nv);
+      zd_gen_hop(&gs, A->op, h->f64, *g, nv, qa, qb);
+    } else {
+      ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) if ((first >> i) & 1u) ma[i] = (uint32_t)md;
+      na = (na & ~first) | (d < 0 ? first : 0u);
+    }
+  }
+  int bytes = 0;
+  zd_lay32_t L;
+  if (fast) {
+    uint32_t nz = 0;
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) nz |= (uint32_t)(ma[i] != 0) << i;
+    zd_lay32(ma, na & nz, nz & ~na, xa, fa, ~valid, h->has_fill, &L);
+    bytes = L.bytes + 4 * ZC_POPC32(xa);
+  } else if (okb) {
+    gs.err = 0;
+    bytes = zd_gen_emit(&gs, hp, pv, h->has_fill, esize);
+    if (gs.err) *err = 1;
+  }
+  uint32_t off;
+  if (!zd_round_place(bytes, okb, blk, nb, cy, room, s_last, &off)) return 0;
+  if (fast) {
+    zd_write32(ma, &L, dst + off);
+    uint8_t* o = dst + off + L.bytes;
+    for (int k = 0; k < ZC_POPC32(xa); k++, o += 4) /* the same positions: the k-th raw value of each */
+      zc_put_u32(o, zc_exc_op_f32(zcclSum, zc_bits_f32(zc_quiet32(zc_get_u32(ra + 4 * k))),
+                                  zc_bits_f32(zc_quiet32(zc_get_u32(rb + 4 * k)))));
+  } else if (okb) {
+    for (int k = 0; k < bytes; k++) dst[off + k] = gs.enc[k];
+  }
+  return 1;
 }
 
 /* [p, p + n) and [q, q + m) share a byte. */
@@ -733,6 +1010,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_stage_kernel(zd_hargs_t A)
 typedef struct __align__(16) {
   uint8_t bufa[ZD_HBUF], bufb[ZD_HBUF];
   uint32_t offa[ZD_MAX_NB + 1], offb[ZD_MAX_NB + 1];
+  zd_csmem_t res; /* the result chunk, staged */
 } zd_hsmem_t;
 
 /* A CTA's part of a hop: chunks from *ticket until they run out; vb 0
@@ -825,12 +1103,12 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
       ok = s_ok;
     }
     zd_carry_t cy = {0, 0, 0, 0, 8};
-    zd_round_t rd;
-    int err = !ok;
+    int err = !ok, staged = 1;
     if (ok) {
       cy.qa = zd_get_u64(ia.p);
       cy.qb = zd_get_u64(ib.p);
-      for (uint32_t r = 0; r < R; r++) zd_hop_round(&A, &h, &g, &ia, &ib, n, nb, r, &cy, &s_base, &s_last, &rd, &err);
+      for (uint32_t r = 0; r < R; r++)
+        staged &= zd_hop_round(&A, &h, &g, ia, ib, n, nb, r, &cy, &s_base, &s_last, sm->res.out, ZD_OBUF, &err);
     }
     err = __syncthreads_or(err);
     const uint64_t bytes = cy.bytes;
@@ -845,16 +1123,14 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
         zc_put_u32(A.out + ZC_HEADER_BYTES + 4 * c, (uint32_t)bytes);
         zd_put_u64(A.out + at, (uint64_t)base);
       }
-      if (R == 1) {
-        zd_write_block(A.out + at, &rd);
+      if (staged) {
+        zd_copy_out(A.out + at, sm->res.out, bytes);
       } else { /* the rounds again, now that the chunk's place is known */
         zd_carry_t cy2 = {zd_get_u64(ia.p), zd_get_u64(ib.p), 0, 0, 8};
         int64_t base2;
         uint32_t last2;
-        for (uint32_t r = 0; r < R; r++) {
-          zd_hop_round(&A, &h, &g, &ia, &ib, n, nb, r, &cy2, &base2, &last2, &rd, &err);
-          zd_write_block(A.out + at, &rd);
-        }
+        for (uint32_t r = 0; r < R; r++)
+          zd_hop_round(&A, &h, &g, ia, ib, n, nb, r, &cy2, &base2, &last2, A.out + at, ~0ull, &err);
       }
     }
     if (threadIdx.x == 0) {
@@ -1043,6 +1319,7 @@ __device__ static void zd_persist_finish(const zd_pargs_t* P, unsigned long long
 
 __global__ static void __launch_bounds__(ZD_T) zd_persist_kernel(zd_pargs_t P) {
   __shared__ union {
+    zd_csmem_t c;
     zd_dsmem_t d;
     zd_hsmem_t h;
   } s_u;
@@ -1067,7 +1344,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_persist_kernel(zd_pargs_t P) {
     __syncthreads();
     if (!s_go) return;
     switch (s_it.kind) {
-      case ZD_P_COMPRESS: zd_compress_body(s_it.a.c, s_vb, &P.ctl->chunk); break;
+      case ZD_P_COMPRESS: zd_compress_body(s_it.a.c, s_vb, &P.ctl->chunk, &s_u.c); break;
       case ZD_P_DECOMPRESS: zd_decompress_body(s_it.a.d, s_vb, P.vg, &s_u.d); break;
       case ZD_P_HOP_STAGE: zd_hop_stage_body(s_it.a.h, s_vb, P.vg); break;
       case ZD_P_HOP: zd_hop_body(s_it.a.h, s_vb, &P.ctl->chunk, &s_u.h); break;

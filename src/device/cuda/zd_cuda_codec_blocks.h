@@ -325,4 +325,218 @@ ZC_HD_INLINE void zd_block_hop(zcclRedOp_t op, int f64, const zc_grid_t* g, cons
   }
 }
 
+/* ---- float32 blocks in 32-bit registers ----------------------------------
+ * The functions above hold a block as 32 64-bit integers (and raw values)
+ * per view, which a GPU thread can only keep in local memory: the kernels
+ * spent most of their time there. A float32 block whose deltas are at most
+ * 32 bits wide (every compression's: |q| <= 2^30; most hops') is held
+ * instead as 32 magnitudes and sign bitmaps, which stay in registers when
+ * every index into them is a constant after unrolling (so: no loop over a
+ * runtime count indexes them). These write and accept exactly the bytes of
+ * zc_block_encode / zc_block_decode; whatever they do not take (wider
+ * deltas, malformed blocks) goes to the functions above, which decide. */
+
+#if defined(__CUDA_ARCH__)
+#define ZD_UNROLL _Pragma("unroll")
+#else
+#define ZD_UNROLL
+#endif
+
+/* A block's coded form: signs, bitmaps, stored sub-group widths. */
+typedef struct {
+  uint32_t neg, pos, xbits, fbits;
+  int sw[ZC_NSUB], W, allfill;
+  int bytes; /* header, bitmaps and planes (raw values not included) */
+} zd_lay32_t;
+
+/* zc_block_encode's layout of deltas with magnitudes mag (< 2^32) and signs
+ * neg (negative) / pos (positive). */
+ZC_HD_INLINE void zd_lay32(const uint32_t* mag, uint32_t neg, uint32_t pos, uint32_t xbits, uint32_t fbits,
+                           uint32_t pad, int fill, zd_lay32_t* L) {
+  uint32_t so[ZC_NSUB] = {0, 0, 0, 0};
+  ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) so[i / ZC_SUB] |= mag[i];
+  int W = 0;
+  ZD_UNROLL for (int k = 0; k < ZC_NSUB; k++) {
+    L->sw[k] = zc_width64(so[k]);
+    if (L->sw[k] > W) W = L->sw[k];
+  }
+  L->neg = neg;
+  L->pos = pos;
+  L->xbits = xbits;
+  L->fbits = fbits;
+  L->W = W;
+  L->allfill = W == 0 && fill && xbits == 0 && (fbits | pad) == 0xffffffffu && fbits != 0;
+  if (L->allfill) {
+    L->bytes = 1;
+    return;
+  }
+  int o = (xbits | fbits) ? 2 : 1;
+  if (W > 0) {
+    int base = W > 15 ? W - 15 : 0;
+    ZD_UNROLL for (int k = 0; k < ZC_NSUB; k++) if (L->sw[k] < base) L->sw[k] = base;
+    o += 2 + L->sw[0] + L->sw[1] + L->sw[2] + L->sw[3];
+  }
+  if (neg != 0 && pos != 0) o += 4;
+  if (xbits) o += 4;
+  if (fbits) o += 4;
+  L->bytes = o;
+}
+
+/* Writes the layout's bytes (L->bytes of them); the caller appends the raw
+ * values. */
+ZC_HD_INLINE void zd_write32(const uint32_t* mag, const zd_lay32_t* L, uint8_t* out) {
+  if (L->allfill) {
+    out[0] = ZC_W_ALLFILL;
+    return;
+  }
+  int W = L->W, smode = L->neg == 0 ? ZC_SMODE_POS : (L->pos == 0 ? ZC_SMODE_NEG : ZC_SMODE_PLANE), o = 0;
+  if (L->xbits | L->fbits) {
+    out[o++] = (uint8_t)(W | (ZC_SMODE_EXT << 6));
+    out[o++] = (uint8_t)(smode | (L->xbits ? ZC_EXT_EXC : 0) | (L->fbits ? ZC_EXT_FILL : 0));
+  } else {
+    out[o++] = (uint8_t)(W | (smode << 6));
+  }
+  if (W > 0) {
+    int base = W > 15 ? W - 15 : 0;
+    out[o++] = (uint8_t)((L->sw[0] - base) | (L->sw[1] - base) << 4);
+    out[o++] = (uint8_t)((L->sw[2] - base) | (L->sw[3] - base) << 4);
+  }
+  if (smode == ZC_SMODE_PLANE) {
+    zc_put_u32(out + o, L->neg);
+    o += 4;
+  }
+  if (L->xbits) {
+    zc_put_u32(out + o, L->xbits);
+    o += 4;
+  }
+  if (L->fbits) {
+    zc_put_u32(out + o, L->fbits);
+    o += 4;
+  }
+  ZD_UNROLL for (int k = 0; k < ZC_NSUB; k++) {
+    for (int p = 0; p < L->sw[k]; p++) {
+      uint32_t byte = 0;
+      ZD_UNROLL for (int j = 0; j < ZC_SUB; j++) byte |= ((mag[k * ZC_SUB + j] >> p) & 1u) << j;
+      out[o++] = (uint8_t)byte;
+    }
+  }
+}
+
+/* zd_block_parse for a block whose deltas are at most 32 bits wide: the
+ * magnitudes in mag, the signs in *neg (a set bit with magnitude 0 is delta
+ * 0), the bitmaps, the raw values at *raw; the bytes with raw values (esize
+ * 4). -1 when the block is wider or malformed: zd_block_parse decides
+ * then. */
+ZC_HD_INLINE int zd_parse32(const uint8_t* in, size_t avail, int nv, int fill, uint32_t* mag, uint32_t* neg,
+                            uint32_t* xbits, uint32_t* fbits, const uint8_t** raw) {
+  ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) mag[i] = 0;
+  *neg = 0;
+  *xbits = 0;
+  *fbits = 0;
+  if (avail < 1) return -1;
+  int W = in[0] & 63, smode = in[0] >> 6, o = 1;
+  if (W == ZC_W_ALLFILL) {
+    if (smode != 0 || !fill) return -1;
+    *fbits = 0xffffffffu;
+    *raw = in + 1;
+    return 1;
+  }
+  if (W > 32) return -1;
+  int has_x = 0, has_f = 0;
+  if (smode == ZC_SMODE_EXT) {
+    if (avail < 2) return -1;
+    int e = in[1];
+    o = 2;
+    if ((e & 0xf0) || (e & 3) == ZC_SMODE_EXT || !(e & (ZC_EXT_EXC | ZC_EXT_FILL))) return -1;
+    smode = e & 3;
+    has_x = (e & ZC_EXT_EXC) != 0;
+    has_f = (e & ZC_EXT_FILL) != 0;
+    if (has_f && !fill) return -1;
+  }
+  int sw[ZC_NSUB] = {0, 0, 0, 0};
+  if (W == 0) {
+    if (smode != ZC_SMODE_POS) return -1;
+  } else {
+    if (avail < (size_t)o + 2) return -1;
+    int base = W > 15 ? W - 15 : 0, top = 0;
+    ZD_UNROLL for (int k = 0; k < ZC_NSUB; k++) {
+      sw[k] = base + ((in[o + k / 2] >> (4 * (k & 1))) & 15);
+      if (sw[k] > top) top = sw[k];
+    }
+    if (top != W) return -1; /* also when a sub-group is wider than W */
+    o += 2;
+  }
+  uint32_t ng = smode == ZC_SMODE_NEG ? 0xffffffffu : 0, xb = 0, fb = 0;
+  if (smode == ZC_SMODE_PLANE) {
+    if (avail < (size_t)o + 4) return -1;
+    ng = zc_get_u32(in + o);
+    o += 4;
+  }
+  if (has_x) {
+    if (avail < (size_t)o + 4) return -1;
+    xb = zc_get_u32(in + o);
+    o += 4;
+  }
+  if (has_f) {
+    if (avail < (size_t)o + 4) return -1;
+    fb = zc_get_u32(in + o);
+    o += 4;
+  }
+  if ((has_x && xb == 0) || (has_f && fb == 0) || (xb & fb)) return -1;
+  if (avail < (size_t)o + (size_t)(sw[0] + sw[1] + sw[2] + sw[3])) return -1;
+  ZD_UNROLL for (int k = 0; k < ZC_NSUB; k++) {
+    for (int p = 0; p < sw[k]; p++) {
+      uint32_t byte = in[o++];
+      ZD_UNROLL for (int j = 0; j < ZC_SUB; j++) mag[k * ZC_SUB + j] |= ((byte >> j) & 1u) << p;
+    }
+  }
+  uint32_t nz = 0; /* positions with a non-zero delta */
+  ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) nz |= (uint32_t)(mag[i] != 0) << i;
+  uint32_t valid = zd_valid_mask(nv);
+  int nexc = ZC_POPC32(xb);
+  /* held and padding positions have delta 0; padding is neither exception
+   * nor fill (an all-fill block has its own form); the raw values fit */
+  if ((nz & (xb | fb | ~valid)) || ((xb | fb) & ~valid) || (size_t)nexc * 4 > avail - (size_t)o) return -1;
+  *neg = ng;
+  *xbits = xb;
+  *fbits = fb;
+  *raw = in + o;
+  return o + nexc * 4;
+}
+
+/* The sum of a parsed block's deltas (wrapping), as zd_block_dsum. */
+ZC_HD_INLINE uint64_t zd_dsum32(const uint32_t* mag, uint32_t neg) {
+  uint64_t s = 0;
+  ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) s += ((neg >> i) & 1u) ? (uint64_t)0 - mag[i] : (uint64_t)mag[i];
+  return s;
+}
+
+/* zd_block_track and zd_block_values (float32) of a block parsed by
+ * zd_parse32 whose track enters at q: the values' bits in y[0 .. nv). */
+ZC_HD_INLINE void zd_values32(const uint32_t* mag, uint32_t neg, uint32_t xbits, uint32_t fbits, const uint8_t* raw,
+                              int nv, const zc_grid_t* g, uint32_t divisor, uint64_t fill_bits, int64_t q,
+                              uint32_t* y) {
+  uint32_t valid = zd_valid_mask(nv);
+  xbits &= valid;
+  fbits &= valid;
+  uint64_t t = (uint64_t)q;
+  const float div = (float)divisor;
+  const uint32_t fill = zc_f32_bits((float)zc_bits_f64(fill_bits));
+  ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
+    t += ((neg >> i) & 1u) ? (uint64_t)0 - mag[i] : (uint64_t)mag[i];
+    uint32_t r = 0;
+    if ((fbits >> i) & 1u) {
+      r = fill;
+    } else if ((xbits >> i) & 1u) {
+      r = zc_quiet32(zc_get_u32(raw));
+      raw += 4;
+      if (divisor > 1 && !zc_isnan32(r)) r = zc_f32_bits(zc_bits_f32(r) / div);
+    } else if ((valid >> i) & 1u) {
+      float f = zc_dequant_f32((int64_t)t, g);
+      r = zc_f32_bits(divisor > 1 ? f / div : f);
+    }
+    y[i] = r;
+  }
+}
+
 #endif /* ZD_CUDA_CODEC_BLOCKS_H_ */

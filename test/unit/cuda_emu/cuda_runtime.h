@@ -69,6 +69,7 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __shared__ static thread_local
 #define __align__(n) __attribute__((aligned(n)))
@@ -364,6 +365,7 @@ static inline uint32_t __ldg(const uint32_t* p) {
   }
   return *p;
 }
+static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 static inline uint4 __ldg(const uint4* p) {
   if ((uintptr_t)p & 15) {
     fprintf(stderr, "emulated: misaligned 16-byte load at %p\n", (const void*)p);
