@@ -615,8 +615,8 @@ static void test_integer_views(void) {
 }
 
 /* Corrupted and truncated streams: decoded, or rejected, as the CPU does. */
-/* The float32 blocks in registers (zd_lay32, zd_write32, zd_parse32,
- * zd_dsum32, zd_values32) against the 64-bit functions: the same bytes
+/* The blocks in registers (zd_lay32, zd_write32, zd_parse32, zd_dsum32,
+ * zd_values32, zd_values64) against the 64-bit functions: the same bytes
  * written; every block zd_parse32 takes is zd_block_parse's with the same
  * deltas, bitmaps and raw values, and it takes every block at most 32 bits
  * wide that zd_block_parse takes (padding neither exception nor fill);
@@ -652,9 +652,9 @@ static void test_regs32(void) {
       zd_write32(mag, &L, enc);
       CHECK(memcmp(enc, buf, (size_t)n) == 0);
     }
-    int nexc = __builtin_popcount(b.xbits);
-    for (int k = 0; k < nexc; k++) zc_put_u32(buf + n + 4 * k, (uint32_t)rnd());
-    size_t len = (size_t)n + 4 * (size_t)nexc;
+    int nexc = __builtin_popcount(b.xbits), esize = rnd() % 2 ? 4 : 8;
+    for (int k = 0; k < nexc * esize / 4; k++) zc_put_u32(buf + n + 4 * k, (uint32_t)rnd());
+    size_t len = (size_t)n + (size_t)esize * (size_t)nexc;
     if (rnd() % 4 == 0) { /* damaged: a byte or the length */
       if (rnd() % 2)
         buf[rnd() % len] ^= (uint8_t)(1u << (rnd() % 8));
@@ -664,8 +664,8 @@ static void test_regs32(void) {
     uint32_t m[32], ng, xb, fb;
     const uint8_t *r32 = NULL, *r64 = NULL;
     zc_block_t g;
-    int u32 = zd_parse32(buf, len, nv, fill, m, &ng, &xb, &fb, &r32);
-    int u64 = zd_block_parse(buf, len, nv, fill, 4, &g, &r64);
+    int u32 = zd_parse32(buf, len, nv, fill, esize, m, &ng, &xb, &fb, &r32);
+    int u64 = zd_block_parse(buf, len, nv, fill, esize, &g, &r64);
     if (u32 >= 0) {
       taken++;
       CHECK(u64 == u32 && r64 == r32 && g.xbits == xb && g.fbits == fb);
@@ -681,11 +681,16 @@ static void test_regs32(void) {
       int64_t q = (int64_t)(rnd() % 2 ? rnd() : rnd() % 100000) >> (rnd() % 40);
       zd_bview_t v;
       uint64_t y[32];
-      uint32_t y32[32];
-      zd_block_track(&g, r64, nv, 4, q, &v);
-      zd_block_values(&v, nv, 0, &gr, div, fill_bits, y);
-      zd_values32(m, ng, xb, fb, r32, nv, &gr, div, fill_bits, q, y32);
-      for (int i = 0; i < nv; i++) same &= (uint32_t)y[i] == y32[i];
+      uint32_t lo[32], hi[32];
+      zd_block_track(&g, r64, nv, esize, q, &v);
+      zd_block_values(&v, nv, esize == 8, &gr, div, fill_bits, y);
+      if (esize == 4) {
+        zd_values32(m, ng, xb, fb, r32, nv, &gr, div, fill_bits, q, lo);
+        for (int i = 0; i < nv; i++) same &= (uint32_t)y[i] == lo[i];
+      } else {
+        zd_values64(m, ng, xb, fb, r32, nv, &gr, div, fill_bits, q, lo, hi);
+        for (int i = 0; i < nv; i++) same &= y[i] == ((uint64_t)hi[i] << 32 | lo[i]);
+      }
       CHECK(same);
     } else if (u64 >= 0) {
       int fits = 1;

@@ -482,6 +482,24 @@ static void test_paths(void) {
   CHECK(path_count(ZD_PATH_H32) > h32 && path_count(ZD_PATH_HGEN) > hgen);
   free(a);
   free(b);
+
+  /* Float64: decompression and the hop in registers too (compression goes
+   * the general way: its integers take 64 bits). */
+  double* x64 = (double*)malloc(n * 8);
+  for (size_t i = 0; i < n; i++) x64[i] = ((float*)d.values)[250000 + i];
+  zc_params_t p64 = {zcclFloat64, 1e-6, 1, (double)d.fill, 12};
+  long cgen = path_count(ZD_PATH_CGEN);
+  d32 = path_count(ZD_PATH_D32);
+  h32 = path_count(ZD_PATH_H32);
+  hgen = path_count(ZD_PATH_HGEN);
+  a = check_compress(&p64, x64, n, 4, &an);
+  CHECK(path_count(ZD_PATH_CGEN) - cgen == (long)((n + 31) / 32));
+  CHECK(check_decompress(a, an, n, 8, 4));
+  CHECK(check_hop(zcclSum, a, an, a, an, zc_compress_bound(n, zcclFloat64, 12), 0x9));
+  CHECK(path_count(ZD_PATH_D32) - d32 == (long)((n + 31) / 32));
+  CHECK(path_count(ZD_PATH_H32) - h32 == 2 * (long)((n + 31) / 32) && path_count(ZD_PATH_HGEN) == hgen);
+  free(a);
+  free(x64);
   zccl_data_free(&d);
 
   /* Deltas that grow past 31 bits: a chain of sums of wide noise (|q| up to

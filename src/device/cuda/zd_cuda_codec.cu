@@ -37,13 +37,13 @@
  *   places its input chunks the same way (their sizes are in the indexes,
  *   available at once). Decompression writes values at fixed places; it has
  *   no scratch, so each CTA sums the index in front of its range of chunks.
- * - Registers. A thread holds its float32 block as 32 32-bit words
- *   (zd_cuda_codec_blocks.h, "float32 blocks in 32-bit registers"): no
- *   index into them is left unknown at compile time, so they never go to
- *   local memory. Blocks that do not fit that form (float64, deltas wider
- *   than 32 bits, a hop's MAX/MIN or inputs whose exception or fill
- *   positions differ, malformed blocks) take the general 64-bit views, in
- *   local memory, by out-of-line functions.
+ * - Registers. A thread holds its block as 32 32-bit words
+ *   (zd_cuda_codec_blocks.h, "blocks in 32-bit registers"): no index into
+ *   them is left unknown at compile time, so they never go to local
+ *   memory. Blocks that do not fit that form (a float64 compression's,
+ *   deltas wider than 32 bits, a hop's MAX/MIN or inputs whose exception
+ *   or fill positions differ, malformed blocks) take the general 64-bit
+ *   views, in local memory, by out-of-line functions.
  * - Scratch: 64 control bytes (the ticket counter and the grid barrier's
  *   count, zeroed by the launcher before each launch: that memset is the
  *   only other work enqueued) and a 64-byte slot per chunk for the look-back.
@@ -407,6 +407,20 @@ __device__ static void zd_store32(uint32_t* p, int n, const uint32_t* w) {
   }
 }
 
+/* 32 float64 values from their low and high words (p 4-byte aligned). */
+__device__ static void zd_store64(uint32_t* p, int n, const uint32_t* lo, const uint32_t* hi) {
+  if (n == ZC_BLOCK && ((uintptr_t)p & 15u) == 0) {
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i += 2)
+      *(uint4*)(p + 2 * i) = make_uint4(lo[i], hi[i], lo[i + 1], hi[i + 1]);
+  } else {
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
+      if (i >= n) continue;
+      p[2 * i] = lo[i];
+      p[2 * i + 1] = hi[i];
+    }
+  }
+}
+
 /* The CTA copies a chunk's staged bytes [8, n) to out (the base, bytes
  * 0..8, is written by thread 0 directly). */
 __device__ static void zd_copy_out(uint8_t* out, const uint8_t* staged, uint64_t n) {
@@ -705,17 +719,15 @@ __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsi
       uint32_t blk = r * ZD_T + threadIdx.x;
       int nv = 0, okb = 0, fast = 0;
       uint64_t sum = 0;
-      uint32_t m[ZC_BLOCK], ng = 0, xb = 0, fb = 0; /* a float32 block in registers */
+      uint32_t m[ZC_BLOCK], ng = 0, xb = 0, fb = 0; /* a block in registers */
       const uint8_t* raw = NULL;
       zd_gen_t gs; /* any other */
       uint8_t* dst = A.out + (first + (uint64_t)blk * ZC_BLOCK) * esize;
       if (blk < nb) {
         nv = n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
         uint32_t o = s_off[blk];
-        if (!h.f64) {
-          int used = zd_parse32(chunk + o, bytes - o, nv, h.has_fill, m, &ng, &xb, &fb, &raw);
-          fast = used >= 0 && o + (uint32_t)used == s_off[blk + 1];
-        }
+        int used = zd_parse32(chunk + o, bytes - o, nv, h.has_fill, esize, m, &ng, &xb, &fb, &raw);
+        fast = used >= 0 && o + (uint32_t)used == s_off[blk + 1];
         if (fast) {
           okb = 1;
           sum = zd_dsum32(m, ng);
@@ -729,9 +741,13 @@ __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsi
       }
       if (blk < nb) ZD_PATH(fast ? ZD_PATH_D32 : ZD_PATH_DGEN);
       uint64_t total, ex = zd_scan_add(sum, &total);
-      if (fast) {
+      if (fast && !h.f64) {
         zd_values32(m, ng, xb, fb, raw, nv, &g, h.divisor, h.fill_bits, (int64_t)(q + ex), m);
         zd_store32((uint32_t*)dst, nv, m);
+      } else if (fast) {
+        uint32_t hi[ZC_BLOCK];
+        zd_values64(m, ng, xb, fb, raw, nv, &g, h.divisor, h.fill_bits, (int64_t)(q + ex), m, hi);
+        zd_store64((uint32_t*)dst, nv, m, hi);
       } else if (okb) {
         zd_gen_values(&gs, h.f64, h.divisor, h.fill_bits, g, nv, q + ex, dst);
       }
@@ -799,14 +815,14 @@ __device__ static int zd_gen_parse2(zd_gen_t* s, int fill, int esize, const zd_i
 }
 
 /* One round of a chunk's block pairs, coded as compression's rounds are.
- * A float32 SUM of two blocks whose exception and fill positions agree
+ * A SUM of two blocks whose exception and fill positions agree
  * (the common case, fill or not) is done in registers: at every position
  * where both move, the result moves by the sum of their deltas, except at
  * its first ordinary position, which moves from the result's previous
  * ordinary integer (the scans give it) to the sum of the inputs' integers
  * there; the exceptions' raw values are summed as the general way does.
- * Anything else (float64, MAX/MIN, exception or fill positions that
- * differ, deltas too wide) takes the general views. */
+ * Anything else (MAX/MIN, exception or fill positions that differ,
+ * deltas too wide) takes the general views. */
 __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const zc_grid_t* g, const zd_in_t& ia,
                                    const zd_in_t& ib, uint32_t n, uint32_t nb, uint32_t r, zd_carry_t* cy,
                                    int64_t* s_base, uint32_t* s_last, uint8_t* dst, uint64_t room, int* err) {
@@ -820,10 +836,10 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
   uint32_t ma[ZC_BLOCK], mb[ZC_BLOCK], na = 0, nbn = 0, fa = 0, xa = 0; /* fast: magnitudes, signs, bitmaps */
   const uint8_t *ra = NULL, *rb = NULL;                                /* and raw values */
   zd_gen_t gs;                                                         /* general */
-  if (act && !h->f64 && A->op == zcclSum) {
+  if (act && A->op == zcclSum) {
     uint32_t oa = ia.off[blk], ob = ib.off[blk], xb, fb;
-    int ua = zd_parse32(ia.p + oa, ia.bytes - oa, nv, h->has_fill, ma, &na, &xa, &fa, &ra);
-    int ub = zd_parse32(ib.p + ob, ib.bytes - ob, nv, h->has_fill, mb, &nbn, &xb, &fb, &rb);
+    int ua = zd_parse32(ia.p + oa, ia.bytes - oa, nv, h->has_fill, esize, ma, &na, &xa, &fa, &ra);
+    int ub = zd_parse32(ib.p + ob, ib.bytes - ob, nv, h->has_fill, esize, mb, &nbn, &xb, &fb, &rb);
     uint32_t wide = 0;
     ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) wide |= ma[i] | mb[i];
     /* (deltas below 2^31 in both: their sums' magnitudes fit 32 bits) */
@@ -903,7 +919,7 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
     uint32_t nz = 0;
     ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) nz |= (uint32_t)(ma[i] != 0) << i;
     zd_lay32(ma, na & nz, nz & ~na, xa, fa, ~valid, h->has_fill, &L);
-    bytes = L.bytes + 4 * ZC_POPC32(xa);
+    bytes = L.bytes + esize * ZC_POPC32(xa);
   } else if (okb) {
     gs.err = 0;
     bytes = zd_gen_emit(&gs, hp, pv, h->has_fill, esize);
@@ -913,10 +929,16 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
   if (!zd_round_place(bytes, okb, blk, nb, cy, room, s_last, &off)) return 0;
   if (fast) {
     zd_write32(ma, &L, dst + off);
+    /* the same positions: the k-th raw value of each (float32 quieted, as
+     * the general views hold them) */
     uint8_t* o = dst + off + L.bytes;
-    for (int k = 0; k < ZC_POPC32(xa); k++, o += 4) /* the same positions: the k-th raw value of each */
-      zc_put_u32(o, zc_exc_op_f32(zcclSum, zc_bits_f32(zc_quiet32(zc_get_u32(ra + 4 * k))),
-                                  zc_bits_f32(zc_quiet32(zc_get_u32(rb + 4 * k)))));
+    for (int k = 0; k < ZC_POPC32(xa); k++, o += esize) {
+      if (!h->f64)
+        zc_put_u32(o, zc_exc_op_f32(zcclSum, zc_bits_f32(zc_quiet32(zc_get_u32(ra + 4 * k))),
+                                    zc_bits_f32(zc_quiet32(zc_get_u32(rb + 4 * k)))));
+      else
+        zd_put_u64(o, zc_exc_op_f64(zcclSum, zc_bits_f64(zd_get_u64(ra + 8 * k)), zc_bits_f64(zd_get_u64(rb + 8 * k))));
+    }
   } else if (okb) {
     for (int k = 0; k < bytes; k++) dst[off + k] = gs.enc[k];
   }

@@ -325,16 +325,17 @@ ZC_HD_INLINE void zd_block_hop(zcclRedOp_t op, int f64, const zc_grid_t* g, cons
   }
 }
 
-/* ---- float32 blocks in 32-bit registers ----------------------------------
+/* ---- blocks in 32-bit registers ------------------------------------------
  * The functions above hold a block as 32 64-bit integers (and raw values)
  * per view, which a GPU thread can only keep in local memory: the kernels
- * spent most of their time there. A float32 block whose deltas are at most
- * 32 bits wide (every compression's: |q| <= 2^30; most hops') is held
- * instead as 32 magnitudes and sign bitmaps, which stay in registers when
- * every index into them is a constant after unrolling (so: no loop over a
- * runtime count indexes them). These write and accept exactly the bytes of
- * zc_block_encode / zc_block_decode; whatever they do not take (wider
- * deltas, malformed blocks) goes to the functions above, which decide. */
+ * spent most of their time there. A block whose deltas are at most 32 bits
+ * wide (every float32 compression's: |q| <= 2^30; most hops' and float64
+ * streams') is held instead as 32 magnitudes and sign bitmaps, which stay
+ * in registers when every index into them is a constant after unrolling
+ * (so: no loop over a runtime count indexes them). These write and accept
+ * exactly the bytes of zc_block_encode / zc_block_decode; whatever they do
+ * not take (wider deltas, malformed blocks) goes to the functions above,
+ * which decide. */
 
 #if defined(__CUDA_ARCH__)
 #define ZD_UNROLL _Pragma("unroll")
@@ -424,11 +425,11 @@ ZC_HD_INLINE void zd_write32(const uint32_t* mag, const zd_lay32_t* L, uint8_t* 
 
 /* zd_block_parse for a block whose deltas are at most 32 bits wide: the
  * magnitudes in mag, the signs in *neg (a set bit with magnitude 0 is delta
- * 0), the bitmaps, the raw values at *raw; the bytes with raw values (esize
- * 4). -1 when the block is wider or malformed: zd_block_parse decides
- * then. */
-ZC_HD_INLINE int zd_parse32(const uint8_t* in, size_t avail, int nv, int fill, uint32_t* mag, uint32_t* neg,
-                            uint32_t* xbits, uint32_t* fbits, const uint8_t** raw) {
+ * 0), the bitmaps, the raw values (esize bytes each) at *raw; the bytes
+ * with raw values. -1 when the block is wider or malformed: zd_block_parse
+ * decides then. */
+ZC_HD_INLINE int zd_parse32(const uint8_t* in, size_t avail, int nv, int fill, int esize, uint32_t* mag,
+                            uint32_t* neg, uint32_t* xbits, uint32_t* fbits, const uint8_t** raw) {
   ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) mag[i] = 0;
   *neg = 0;
   *xbits = 0;
@@ -496,12 +497,13 @@ ZC_HD_INLINE int zd_parse32(const uint8_t* in, size_t avail, int nv, int fill, u
   int nexc = ZC_POPC32(xb);
   /* held and padding positions have delta 0; padding is neither exception
    * nor fill (an all-fill block has its own form); the raw values fit */
-  if ((nz & (xb | fb | ~valid)) || ((xb | fb) & ~valid) || (size_t)nexc * 4 > avail - (size_t)o) return -1;
+  if ((nz & (xb | fb | ~valid)) || ((xb | fb) & ~valid) || (size_t)nexc * (size_t)esize > avail - (size_t)o)
+    return -1;
   *neg = ng;
   *xbits = xb;
   *fbits = fb;
   *raw = in + o;
-  return o + nexc * 4;
+  return o + nexc * esize;
 }
 
 /* The sum of a parsed block's deltas (wrapping), as zd_block_dsum. */
@@ -536,6 +538,34 @@ ZC_HD_INLINE void zd_values32(const uint32_t* mag, uint32_t neg, uint32_t xbits,
       r = zc_f32_bits(divisor > 1 ? f / div : f);
     }
     y[i] = r;
+  }
+}
+
+/* The same for float64: the values' low and high words in lo and hi (lo
+ * may be mag itself). */
+ZC_HD_INLINE void zd_values64(const uint32_t* mag, uint32_t neg, uint32_t xbits, uint32_t fbits, const uint8_t* raw,
+                              int nv, const zc_grid_t* g, uint32_t divisor, uint64_t fill_bits, int64_t q,
+                              uint32_t* lo, uint32_t* hi) {
+  uint32_t valid = zd_valid_mask(nv);
+  xbits &= valid;
+  fbits &= valid;
+  uint64_t t = (uint64_t)q;
+  const double div = (double)divisor;
+  ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
+    t += ((neg >> i) & 1u) ? (uint64_t)0 - mag[i] : (uint64_t)mag[i];
+    uint64_t r = 0;
+    if ((fbits >> i) & 1u) {
+      r = fill_bits;
+    } else if ((xbits >> i) & 1u) {
+      r = zd_get_u64(raw); /* copied exactly, a signalling NaN too, unless divided */
+      raw += 8;
+      if (divisor > 1) r = zc_isnan64(r) ? zc_quiet64(r) : zc_f64_bits(zc_bits_f64(r) / div);
+    } else if ((valid >> i) & 1u) {
+      double f = zc_dequant_f64((int64_t)t, g);
+      r = zc_f64_bits(divisor > 1 ? f / div : f);
+    }
+    lo[i] = (uint32_t)r;
+    hi[i] = (uint32_t)(r >> 32);
   }
 }
 
