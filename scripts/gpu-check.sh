@@ -7,6 +7,10 @@
 # benchmark rows to OUT/*.json.
 #   scripts/gpu-check.sh [BUILD=build] [OUT=gpu-check]
 #   GPU_CHECK_QUICK=1   the tests and the probe only (about a minute)
+#   GPU_CHECK_CODEC=1   the codec kernels only: gpu_codec (every stream
+#                       byte for byte the CPU codec's) and their figures,
+#                       float32 and float64, with each kernel's registers
+#                       and CTAs per SM (a few minutes)
 # Run it from the repository root (the codec benchmark and test read
 # levitus_climatology.cdf, found there or in the ferret data directory).
 set -uo pipefail
@@ -24,6 +28,21 @@ step() { # step <seconds> <command...>
   echo "=== rc=$rc $(date +%T)"
   return $rc
 }
+
+codec_figures() {
+  step 150 env ZCCL_DEBUG=INFO ZCCL_DEBUG_SUBSYS=DEVICE "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 \
+    --json "$OUT/codec_f32.json"
+  step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --f64 --json "$OUT/codec_f64.json"
+}
+
+if [ -n "${GPU_CHECK_CODEC:-}" ]; then
+  {
+    nvidia-smi -L 2>/dev/null || echo "nvidia-smi: not found"
+    step 300 "$B/test/gpu_codec"
+    codec_figures
+  } 2>&1 | tee "$OUT/log.txt" | grep --line-buffered -v "zccl WARN"
+  exit 0
+fi
 
 {
   nvidia-smi -L 2>/dev/null || echo "nvidia-smi: not found"
@@ -46,8 +65,7 @@ step() { # step <seconds> <command...>
   step 120 env ZCCL_PERSISTENT_KERNEL=1 "$B/test/gpu_device"
   step 150 env ZCCL_PERSISTENT_KERNEL=1 "$B/test/gpu_coll" 2
   if [ -z "${GPU_CHECK_QUICK:-}" ]; then
-    step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --json "$OUT/codec_f32.json"
-    step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --f64 --json "$OUT/codec_f64.json"
+    codec_figures
     step 150 "$B/test/gpu_coll" 4
     # Collectives on device buffers beside host buffers and NCCL (2 ranks
     # on the GPU; NCCL rows when libnccl.so.2 loads).

@@ -1422,6 +1422,13 @@ static zcclResult_t zd_grid(int kind, const void* kernel, int* grid) {
   ZD_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, ZD_T, 0));
   if (per < 1) return ZU_ERROR(zcclInternalError, "codec kernel: no CTA fits on an SM");
   *grid = sms * per;
+  /* What sets the grid, for reading kernel figures against (once per
+   * kind and device: the grid is cached below). */
+  static const char* const names[ZD_K_NUM] = {"compress", "decompress", "hop"};
+  cudaFuncAttributes fa;
+  if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess)
+    ZU_INFO(ZU_LOG_DEVICE, "codec kernel %s on GPU %d: %d registers, %zu B local and %zu B shared a thread/CTA, %d CTAs of %d threads per SM, grid %d",
+            names[kind], dev, fa.numRegs, fa.localSizeBytes, fa.sharedSizeBytes, per, ZD_T, *grid);
   if (dev >= 0 && dev < ZD_MAX_DEVICES) __atomic_store_n(&zd_grid_cache[kind][dev], *grid, __ATOMIC_RELAXED);
   return zcclSuccess;
 }

@@ -813,7 +813,8 @@ ZEMU_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const
   return cudaSuccess;
 }
 typedef struct {
-  int maxThreadsPerBlock;
+  int maxThreadsPerBlock, numRegs;
+  size_t localSizeBytes, sharedSizeBytes;
 } cudaFuncAttributes;
 /* Kernels loaded (cudaFuncGetAttributes, or a first launch, which takes
  * the driver's lock). */
@@ -831,6 +832,9 @@ static inline void zemu_load(const void* k, int launch) {
 ZEMU_API cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, const void* k) {
   zemu_load(k, 0);
   a->maxThreadsPerBlock = 1024;
+  a->numRegs = 0; /* (not known on the host) */
+  a->localSizeBytes = 0;
+  a->sharedSizeBytes = 0;
   return cudaSuccess;
 }
 
