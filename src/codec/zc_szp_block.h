@@ -184,22 +184,20 @@ ZC_HD_INLINE int zc_block_encode(const zc_block_t* b, uint32_t pad, int fill, ui
   return o;
 }
 
-/* Parses one block from in[0 .. avail). Fills b, *nexc (raw values that
- * follow, in position order) and returns the bytes of header, bitmaps and
- * planes (the raw values start there), or -1 when the block is malformed or
- * does not fit. `fill`: the stream declares a fill value. */
-ZC_HD_INLINE int zc_block_decode(const uint8_t* in, size_t avail, int fill, zc_block_t* b, int* nexc) {
+/* A block's head (all but the all-fill form, which the caller tells by
+ * byte 0): its width, which bitmaps it has and their words, the
+ * sub-groups' stored widths. */
+typedef struct {
+  int W, sw[ZC_NSUB];
+  uint32_t neg, xbits, fbits;
+} zc_head_t;
+
+/* Parses the head of the block at in[0 .. avail) with every check of the
+ * format, down to its planes fitting; returns where the planes start, or
+ * -1. `fill`: the stream declares a fill value. */
+ZC_HD_INLINE int zc_block_head(const uint8_t* in, size_t avail, int fill, zc_head_t* h) {
   if (avail < 1) return -1;
   int W = in[0] & 63, smode = in[0] >> 6, o = 1;
-  b->xbits = 0;
-  b->fbits = 0;
-  *nexc = 0;
-  if (W == ZC_W_ALLFILL) {
-    if (smode != 0 || !fill) return -1;
-    for (int i = 0; i < ZC_BLOCK; i++) b->d[i] = 0;
-    b->fbits = 0xffffffffu;
-    return 1;
-  }
   int has_x = 0, has_f = 0;
   if (smode == ZC_SMODE_EXT) {
     if (avail < 2) return -1;
@@ -211,43 +209,68 @@ ZC_HD_INLINE int zc_block_decode(const uint8_t* in, size_t avail, int fill, zc_b
     has_f = (e & ZC_EXT_FILL) != 0;
     if (has_f && !fill) return -1;
   }
-  int sw[ZC_NSUB] = {0, 0, 0, 0};
+  h->W = W;
+  for (int k = 0; k < ZC_NSUB; k++) h->sw[k] = 0;
   if (W == 0) {
     if (smode != ZC_SMODE_POS) return -1;
   } else {
     if (avail < (size_t)o + 2) return -1;
     int base = W > 15 ? W - 15 : 0, top = 0;
     for (int k = 0; k < ZC_NSUB; k++) {
-      sw[k] = base + ((in[o + k / 2] >> (4 * (k & 1))) & 15);
-      if (sw[k] > W) return -1;
-      if (sw[k] > top) top = sw[k];
+      h->sw[k] = base + ((in[o + k / 2] >> (4 * (k & 1))) & 15);
+      if (h->sw[k] > top) top = h->sw[k];
     }
-    if (top != W) return -1;
+    if (top != W) return -1; /* also when a sub-group is wider than W */
     o += 2;
   }
-  uint32_t neg = smode == ZC_SMODE_NEG ? 0xffffffffu : 0;
+  h->neg = smode == ZC_SMODE_NEG ? 0xffffffffu : 0;
+  h->xbits = 0;
+  h->fbits = 0;
   if (smode == ZC_SMODE_PLANE) {
     if (avail < (size_t)o + 4) return -1;
-    neg = zc_get_u32(in + o);
+    h->neg = zc_get_u32(in + o);
     o += 4;
   }
   if (has_x) {
     if (avail < (size_t)o + 4) return -1;
-    b->xbits = zc_get_u32(in + o);
+    h->xbits = zc_get_u32(in + o);
     o += 4;
   }
   if (has_f) {
     if (avail < (size_t)o + 4) return -1;
-    b->fbits = zc_get_u32(in + o);
+    h->fbits = zc_get_u32(in + o);
     o += 4;
   }
-  if ((has_x && b->xbits == 0) || (has_f && b->fbits == 0) || (b->xbits & b->fbits)) return -1;
-  if (avail < (size_t)o + (size_t)(sw[0] + sw[1] + sw[2] + sw[3])) return -1;
+  if ((has_x && h->xbits == 0) || (has_f && h->fbits == 0) || (h->xbits & h->fbits)) return -1;
+  if (avail < (size_t)o + (size_t)(h->sw[0] + h->sw[1] + h->sw[2] + h->sw[3])) return -1;
+  return o;
+}
+
+/* Parses one block from in[0 .. avail). Fills b, *nexc (raw values that
+ * follow, in position order) and returns the bytes of header, bitmaps and
+ * planes (the raw values start there), or -1 when the block is malformed or
+ * does not fit. `fill`: the stream declares a fill value. */
+ZC_HD_INLINE int zc_block_decode(const uint8_t* in, size_t avail, int fill, zc_block_t* b, int* nexc) {
+  b->xbits = 0;
+  b->fbits = 0;
+  *nexc = 0;
+  if (avail < 1) return -1;
+  if ((in[0] & 63) == ZC_W_ALLFILL) {
+    if ((in[0] >> 6) != 0 || !fill) return -1;
+    for (int i = 0; i < ZC_BLOCK; i++) b->d[i] = 0;
+    b->fbits = 0xffffffffu;
+    return 1;
+  }
+  zc_head_t h;
+  int o = zc_block_head(in, avail, fill, &h);
+  if (o < 0) return -1;
+  b->xbits = h.xbits;
+  b->fbits = h.fbits;
   uint64_t mag[ZC_BLOCK];
   for (int i = 0; i < ZC_BLOCK; i++) mag[i] = 0;
   for (int k = 0; k < ZC_NSUB; k++) {
     for (int p = 0; p < ZC_W_MAX; p++) {
-      if (p >= sw[k]) break;
+      if (p >= h.sw[k]) break;
       uint32_t byte = in[o++];
       for (int j = 0; j < ZC_SUB; j++) mag[k * ZC_SUB + j] |= (uint64_t)((byte >> j) & 1u) << p;
     }
@@ -255,7 +278,7 @@ ZC_HD_INLINE int zc_block_decode(const uint8_t* in, size_t avail, int fill, zc_b
   uint32_t held = b->xbits | b->fbits;
   for (int i = 0; i < ZC_BLOCK; i++) {
     if (((held >> i) & 1u) && mag[i] != 0) return -1; /* held positions have delta 0 */
-    b->d[i] = ((neg >> i) & 1u) ? (int64_t)((uint64_t)0 - mag[i]) : (int64_t)mag[i];
+    b->d[i] = ((h.neg >> i) & 1u) ? (int64_t)((uint64_t)0 - mag[i]) : (int64_t)mag[i];
   }
   *nexc = ZC_POPC32(b->xbits);
   return o;

@@ -435,56 +435,17 @@ ZC_HD_INLINE int zd_parse32(const uint8_t* in, size_t avail, int nv, int fill, i
   *xbits = 0;
   *fbits = 0;
   if (avail < 1) return -1;
-  int W = in[0] & 63, smode = in[0] >> 6, o = 1;
-  if (W == ZC_W_ALLFILL) {
-    if (smode != 0 || !fill) return -1;
+  if ((in[0] & 63) == ZC_W_ALLFILL) {
+    if ((in[0] >> 6) != 0 || !fill) return -1;
     *fbits = 0xffffffffu;
     *raw = in + 1;
     return 1;
   }
-  if (W > 32) return -1;
-  int has_x = 0, has_f = 0;
-  if (smode == ZC_SMODE_EXT) {
-    if (avail < 2) return -1;
-    int e = in[1];
-    o = 2;
-    if ((e & 0xf0) || (e & 3) == ZC_SMODE_EXT || !(e & (ZC_EXT_EXC | ZC_EXT_FILL))) return -1;
-    smode = e & 3;
-    has_x = (e & ZC_EXT_EXC) != 0;
-    has_f = (e & ZC_EXT_FILL) != 0;
-    if (has_f && !fill) return -1;
-  }
-  int sw[ZC_NSUB] = {0, 0, 0, 0};
-  if (W == 0) {
-    if (smode != ZC_SMODE_POS) return -1;
-  } else {
-    if (avail < (size_t)o + 2) return -1;
-    int base = W > 15 ? W - 15 : 0, top = 0;
-    ZD_UNROLL for (int k = 0; k < ZC_NSUB; k++) {
-      sw[k] = base + ((in[o + k / 2] >> (4 * (k & 1))) & 15);
-      if (sw[k] > top) top = sw[k];
-    }
-    if (top != W) return -1; /* also when a sub-group is wider than W */
-    o += 2;
-  }
-  uint32_t ng = smode == ZC_SMODE_NEG ? 0xffffffffu : 0, xb = 0, fb = 0;
-  if (smode == ZC_SMODE_PLANE) {
-    if (avail < (size_t)o + 4) return -1;
-    ng = zc_get_u32(in + o);
-    o += 4;
-  }
-  if (has_x) {
-    if (avail < (size_t)o + 4) return -1;
-    xb = zc_get_u32(in + o);
-    o += 4;
-  }
-  if (has_f) {
-    if (avail < (size_t)o + 4) return -1;
-    fb = zc_get_u32(in + o);
-    o += 4;
-  }
-  if ((has_x && xb == 0) || (has_f && fb == 0) || (xb & fb)) return -1;
-  if (avail < (size_t)o + (size_t)(sw[0] + sw[1] + sw[2] + sw[3])) return -1;
+  zc_head_t hd;
+  int o = zc_block_head(in, avail, fill, &hd);
+  if (o < 0 || hd.W > 32) return -1;
+  const int* sw = hd.sw;
+  const uint32_t ng = hd.neg, xb = hd.xbits, fb = hd.fbits;
   ZD_UNROLL for (int k = 0; k < ZC_NSUB; k++) {
     for (int p = 0; p < sw[k]; p++) {
       uint32_t byte = in[o++];
