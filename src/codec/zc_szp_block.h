@@ -117,6 +117,40 @@ ZC_HD_INLINE uint32_t zc_get_u32(const uint8_t* p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* Writes a block's head: width W, the sign mode that neg (negative) and
+ * pos (positive positions) call for, the extension byte, the sub-groups'
+ * stored widths sw (none below W - 15), the bitmaps. Returns its bytes;
+ * the planes follow. */
+ZC_HD_INLINE int zc_block_put_head(uint8_t* out, int W, const int* sw, uint32_t neg, uint32_t pos, uint32_t xbits,
+                                   uint32_t fbits) {
+  int smode = neg == 0 ? ZC_SMODE_POS : (pos == 0 ? ZC_SMODE_NEG : ZC_SMODE_PLANE);
+  int o = 0;
+  if (xbits | fbits) {
+    out[o++] = (uint8_t)(W | (ZC_SMODE_EXT << 6));
+    out[o++] = (uint8_t)(smode | (xbits ? ZC_EXT_EXC : 0) | (fbits ? ZC_EXT_FILL : 0));
+  } else {
+    out[o++] = (uint8_t)(W | (smode << 6));
+  }
+  if (W > 0) {
+    int base = W > 15 ? W - 15 : 0;
+    out[o++] = (uint8_t)((sw[0] - base) | (sw[1] - base) << 4);
+    out[o++] = (uint8_t)((sw[2] - base) | (sw[3] - base) << 4);
+  }
+  if (smode == ZC_SMODE_PLANE) {
+    zc_put_u32(out + o, neg);
+    o += 4;
+  }
+  if (xbits) {
+    zc_put_u32(out + o, xbits);
+    o += 4;
+  }
+  if (fbits) {
+    zc_put_u32(out + o, fbits);
+    o += 4;
+  }
+  return o;
+}
+
 /* Writes the block's header, bitmaps and planes (not the raw exception
  * values: the caller appends popcount(xbits) of them). `pad` marks positions
  * past the end of the data (delta 0, not exceptions). `fill` is 1 when the
@@ -143,36 +177,12 @@ ZC_HD_INLINE int zc_block_encode(const zc_block_t* b, uint32_t pad, int fill, ui
     out[0] = ZC_W_ALLFILL;
     return 1;
   }
-  int smode = neg == 0 ? ZC_SMODE_POS : (pos == 0 ? ZC_SMODE_NEG : ZC_SMODE_PLANE);
-  int o = 0;
-  if (b->xbits | b->fbits) {
-    out[o++] = (uint8_t)(W | (ZC_SMODE_EXT << 6));
-    out[o++] = (uint8_t)(smode | (b->xbits ? ZC_EXT_EXC : 0) | (b->fbits ? ZC_EXT_FILL : 0));
-  } else {
-    out[o++] = (uint8_t)(W | (smode << 6));
-  }
   if (W > 0) {
     int base = W > 15 ? W - 15 : 0;
-    int n[ZC_NSUB];
-    for (int k = 0; k < ZC_NSUB; k++) {
+    for (int k = 0; k < ZC_NSUB; k++)
       if (sw[k] < base) sw[k] = base; /* a narrow sub-group below base is stored at base */
-      n[k] = sw[k] - base;
-    }
-    out[o++] = (uint8_t)(n[0] | n[1] << 4);
-    out[o++] = (uint8_t)(n[2] | n[3] << 4);
   }
-  if (smode == ZC_SMODE_PLANE) {
-    zc_put_u32(out + o, neg);
-    o += 4;
-  }
-  if (b->xbits) {
-    zc_put_u32(out + o, b->xbits);
-    o += 4;
-  }
-  if (b->fbits) {
-    zc_put_u32(out + o, b->fbits);
-    o += 4;
-  }
+  int o = zc_block_put_head(out, W, sw, neg, pos, b->xbits, b->fbits);
   for (int k = 0; k < ZC_NSUB; k++) {
     for (int p = 0; p < ZC_W_MAX; p++) {
       if (p >= sw[k]) break;

@@ -400,14 +400,18 @@ static void test_bad(void) {
   free(a);
 }
 
+/* levitus TEMP, or 0 with a failed check. */
+static int load_temp(zccl_data_t* d) {
+  char err[600];
+  if (zccl_data_load("levitus_climatology.cdf:TEMP", 0, d, err, sizeof err) == 0) return 1;
+  fprintf(stderr, "%s\n", err);
+  CHECK(0);
+  return 0;
+}
+
 static void test_levitus(void) {
   zccl_data_t d;
-  char err[600];
-  if (zccl_data_load("levitus_climatology.cdf:TEMP", 0, &d, err, sizeof err) != 0) {
-    fprintf(stderr, "%s\n", err);
-    CHECK(0);
-    return;
-  }
+  if (!load_temp(&d)) return;
   const size_t n = 40000;
   for (double eb = 1e-1; eb > 1e-6; eb /= 100) {
     zc_params_t p = {zcclFloat32, eb, 1, d.fill, 12};
@@ -456,12 +460,7 @@ static uint8_t* craft_f32(const int64_t* d, const uint8_t* x, size_t* size) {
 
 static void test_paths(void) {
   zccl_data_t d;
-  char err[600];
-  if (zccl_data_load("levitus_climatology.cdf:TEMP", 0, &d, err, sizeof err) != 0) {
-    fprintf(stderr, "%s\n", err);
-    CHECK(0);
-    return;
-  }
+  if (!load_temp(&d)) return;
   /* Real data: a stream summed with itself (fill and exception positions
    * agree) goes in registers all the way; with another part of the field
    * (coast blocks whose fill differs) some blocks go the general way. */

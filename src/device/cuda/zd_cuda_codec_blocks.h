@@ -390,30 +390,7 @@ ZC_HD_INLINE void zd_write32(const uint32_t* mag, const zd_lay32_t* L, uint8_t* 
     out[0] = ZC_W_ALLFILL;
     return;
   }
-  int W = L->W, smode = L->neg == 0 ? ZC_SMODE_POS : (L->pos == 0 ? ZC_SMODE_NEG : ZC_SMODE_PLANE), o = 0;
-  if (L->xbits | L->fbits) {
-    out[o++] = (uint8_t)(W | (ZC_SMODE_EXT << 6));
-    out[o++] = (uint8_t)(smode | (L->xbits ? ZC_EXT_EXC : 0) | (L->fbits ? ZC_EXT_FILL : 0));
-  } else {
-    out[o++] = (uint8_t)(W | (smode << 6));
-  }
-  if (W > 0) {
-    int base = W > 15 ? W - 15 : 0;
-    out[o++] = (uint8_t)((L->sw[0] - base) | (L->sw[1] - base) << 4);
-    out[o++] = (uint8_t)((L->sw[2] - base) | (L->sw[3] - base) << 4);
-  }
-  if (smode == ZC_SMODE_PLANE) {
-    zc_put_u32(out + o, L->neg);
-    o += 4;
-  }
-  if (L->xbits) {
-    zc_put_u32(out + o, L->xbits);
-    o += 4;
-  }
-  if (L->fbits) {
-    zc_put_u32(out + o, L->fbits);
-    o += 4;
-  }
+  int o = zc_block_put_head(out, L->W, L->sw, L->neg, L->pos, L->xbits, L->fbits);
   ZD_UNROLL for (int k = 0; k < ZC_NSUB; k++) {
     for (int p = 0; p < L->sw[k]; p++) {
       uint32_t byte = 0;
