@@ -463,7 +463,8 @@ static void test_paths(void) {
   if (!load_temp(&d)) return;
   /* Real data: a stream summed with itself (fill and exception positions
    * agree) goes in registers all the way; with another part of the field
-   * (coast blocks whose fill differs) some blocks go the general way. */
+   * (coast blocks whose fill differs) some blocks go the general way. The
+   * same for MAX and MIN. */
   const size_t n = 20000;
   zc_params_t p = {zcclFloat32, 1e-3, 1, d.fill, 12};
   size_t an, bn, cap = zc_compress_bound(n, zcclFloat32, 12);
@@ -478,6 +479,16 @@ static void test_paths(void) {
   CHECK(path_count(ZD_PATH_H32) - h32 == (long)((n + 31) / 32) && path_count(ZD_PATH_HGEN) == hgen);
   h32 = path_count(ZD_PATH_H32);
   CHECK(check_hop(zcclSum, a, an, b, bn, cap, 0x3));
+  CHECK(path_count(ZD_PATH_H32) > h32 && path_count(ZD_PATH_HGEN) > hgen);
+  /* MAX and MIN the same way */
+  h32 = path_count(ZD_PATH_H32);
+  hgen = path_count(ZD_PATH_HGEN);
+  CHECK(check_hop(zcclMax, a, an, a, an, cap, 0x1));
+  CHECK(check_hop(zcclMin, b, bn, b, bn, cap, 0x8));
+  CHECK(path_count(ZD_PATH_H32) - h32 == 2 * (long)((n + 31) / 32) && path_count(ZD_PATH_HGEN) == hgen);
+  h32 = path_count(ZD_PATH_H32);
+  CHECK(check_hop(zcclMax, a, an, b, bn, cap, 0x1));
+  CHECK(check_hop(zcclMin, b, bn, a, an, cap, 0x4));
   CHECK(path_count(ZD_PATH_H32) > h32 && path_count(ZD_PATH_HGEN) > hgen);
   free(a);
   free(b);

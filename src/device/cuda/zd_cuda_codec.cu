@@ -41,9 +41,9 @@
  *   (zd_cuda_codec_blocks.h, "blocks in 32-bit registers"): no index into
  *   them is left unknown at compile time, so they never go to local
  *   memory. Blocks that do not fit that form (a float64 compression's,
- *   deltas wider than 32 bits, a hop's MAX/MIN or inputs whose exception
- *   or fill positions differ, malformed blocks) take the general 64-bit
- *   views, in local memory, by out-of-line functions.
+ *   deltas wider than 32 bits, a hop's inputs whose exception or fill
+ *   positions differ, malformed blocks) take the general 64-bit views, in
+ *   local memory, by out-of-line functions.
  * - Scratch: 64 control bytes (the ticket counter and the grid barrier's
  *   count, zeroed by the launcher before each launch: that memset is the
  *   only other work enqueued) and a 64-byte slot per chunk for the look-back.
@@ -815,14 +815,15 @@ __device__ static int zd_gen_parse2(zd_gen_t* s, int fill, int esize, const zd_i
 }
 
 /* One round of a chunk's block pairs, coded as compression's rounds are.
- * A SUM of two blocks whose exception and fill positions agree
- * (the common case, fill or not) is done in registers: at every position
- * where both move, the result moves by the sum of their deltas, except at
- * its first ordinary position, which moves from the result's previous
- * ordinary integer (the scans give it) to the sum of the inputs' integers
- * there; the exceptions' raw values are summed as the general way does.
- * Anything else (MAX/MIN, exception or fill positions that differ,
- * deltas too wide) takes the general views. */
+ * Two blocks whose exception and fill positions agree (the common case,
+ * fill or not) are combined in registers: both inputs' integers follow
+ * from where their tracks enter the block (the scans of the delta sums),
+ * the result's are their SUM, MAX or MIN at its ordinary positions, and it
+ * moves by their differences, except at its first ordinary position, which
+ * moves from the result's previous ordinary integer (the "last valid" scan
+ * gives it). The exceptions' raw values are combined as the general way
+ * does. Anything else (exception or fill positions that differ, deltas or
+ * moves wider than 32 bits, malformed blocks) takes the general views. */
 __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const zc_grid_t* g, const zd_in_t& ia,
                                    const zd_in_t& ib, uint32_t n, uint32_t nb, uint32_t r, zd_carry_t* cy,
                                    int64_t* s_base, uint32_t* s_last, uint8_t* dst, uint64_t room, int* err) {
@@ -836,28 +837,16 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
   uint32_t ma[ZC_BLOCK], mb[ZC_BLOCK], na = 0, nbn = 0, fa = 0, xa = 0; /* fast: magnitudes, signs, bitmaps */
   const uint8_t *ra = NULL, *rb = NULL;                                /* and raw values */
   zd_gen_t gs;                                                         /* general */
-  if (act && A->op == zcclSum) {
+  if (act) {
     uint32_t oa = ia.off[blk], ob = ib.off[blk], xb, fb;
     int ua = zd_parse32(ia.p + oa, ia.bytes - oa, nv, h->has_fill, esize, ma, &na, &xa, &fa, &ra);
     int ub = zd_parse32(ib.p + ob, ib.bytes - ob, nv, h->has_fill, esize, mb, &nbn, &xb, &fb, &rb);
-    uint32_t wide = 0;
-    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) wide |= ma[i] | mb[i];
-    /* (deltas below 2^31 in both: their sums' magnitudes fit 32 bits) */
     fast = ua >= 0 && oa + (uint32_t)ua == ia.off[blk + 1] && ub >= 0 && ob + (uint32_t)ub == ib.off[blk + 1] &&
-           ((xa ^ xb) & valid) == 0 && ((fa ^ fb) & valid) == 0 && !(wide >> 31);
+           ((xa ^ xb) & valid) == 0 && ((fa ^ fb) & valid) == 0;
     if (fast) {
       okb = 1;
       sa = zd_dsum32(ma, na);
       sb = zd_dsum32(mb, nbn);
-      /* ma, na: the sums of the deltas */
-      uint32_t neg = 0;
-      ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
-        int64_t d = (((na >> i) & 1u) ? -(int64_t)ma[i] : (int64_t)ma[i]) +
-                    (((nbn >> i) & 1u) ? -(int64_t)mb[i] : (int64_t)mb[i]);
-        ma[i] = (uint32_t)(d < 0 ? -d : d);
-        neg |= (uint32_t)(d < 0) << i;
-      }
-      na = neg;
     }
   }
   if (act) ZD_PATH(fast ? ZD_PATH_H32 : ZD_PATH_HGEN);
@@ -877,18 +866,44 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
   int64_t fst = 0, lst = 0;
   uint32_t first = 0;
   if (fast) {
+    /* Both tracks along the block; where the result has an ordinary
+     * position, its integer (the op of the tracks') and its move from the
+     * one before in the block, into ma and na. */
     fa &= valid;
     xa &= valid;
     const uint32_t ord = valid & ~(fa | xa);
     first = ord & (0u - ord);
     has = ord != 0;
-    /* Held and padding positions move neither track, so the first ordinary
-     * integer is where the tracks enter plus the deltas there, the last
-     * where they enter plus all of them. */
-    int64_t d0 = 0;
-    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) if ((first >> i) & 1u) d0 = ((na >> i) & 1u) ? -(int64_t)ma[i] : ma[i];
-    fst = (int64_t)(qa + qb + (uint64_t)d0);
-    lst = (int64_t)(qa + qb + sa + sb);
+    uint64_t tra = qa, trb = qb, rp = 0, wide = 0;
+    uint32_t neg = 0;
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
+      tra += ((na >> i) & 1u) ? (uint64_t)0 - ma[i] : (uint64_t)ma[i];
+      trb += ((nbn >> i) & 1u) ? (uint64_t)0 - mb[i] : (uint64_t)mb[i];
+      uint32_t mg = 0;
+      if ((ord >> i) & 1u) {
+        const int64_t x = (int64_t)tra, y = (int64_t)trb;
+        const uint64_t rq = A->op == zcclSum ? tra + trb : (uint64_t)(A->op == zcclMax ? (x > y ? x : y) : (x < y ? x : y));
+        if ((first >> i) & 1u) {
+          fst = (int64_t)rq;
+        } else {
+          const int64_t d = (int64_t)(rq - rp);
+          const uint64_t m = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
+          wide |= m >> 32;
+          mg = (uint32_t)m;
+          neg |= (uint32_t)(d < 0) << i;
+        }
+        rp = rq;
+      }
+      ma[i] = mg;
+    }
+    na = neg;
+    lst = (int64_t)rp;
+    if (wide) { /* a move wider than 32 bits: the general way */
+      ZD_PATH(ZD_PATH_HLATE);
+      fast = 0;
+      zd_gen_parse2(&gs, h->has_fill, esize, ia, ib, blk, nv);
+      zd_gen_hop(&gs, A->op, h->f64, *g, nv, qa, qb);
+    }
   } else if (okb) {
     zd_gen_hop(&gs, A->op, h->f64, *g, nv, qa, qb);
     has = gs.has;
@@ -934,10 +949,10 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
     uint8_t* o = dst + off + L.bytes;
     for (int k = 0; k < ZC_POPC32(xa); k++, o += esize) {
       if (!h->f64)
-        zc_put_u32(o, zc_exc_op_f32(zcclSum, zc_bits_f32(zc_quiet32(zc_get_u32(ra + 4 * k))),
+        zc_put_u32(o, zc_exc_op_f32(A->op, zc_bits_f32(zc_quiet32(zc_get_u32(ra + 4 * k))),
                                     zc_bits_f32(zc_quiet32(zc_get_u32(rb + 4 * k)))));
       else
-        zd_put_u64(o, zc_exc_op_f64(zcclSum, zc_bits_f64(zd_get_u64(ra + 8 * k)), zc_bits_f64(zd_get_u64(rb + 8 * k))));
+        zd_put_u64(o, zc_exc_op_f64(A->op, zc_bits_f64(zd_get_u64(ra + 8 * k)), zc_bits_f64(zd_get_u64(rb + 8 * k))));
     }
   } else if (okb) {
     for (int k = 0; k < bytes; k++) dst[off + k] = gs.enc[k];
