@@ -220,9 +220,9 @@ ZC_HD_INLINE int zc_block_head(const uint8_t* in, size_t avail, int fill, zc_hea
     if (has_f && !fill) return -1;
   }
   h->W = W;
-  for (int k = 0; k < ZC_NSUB; k++) h->sw[k] = 0;
   if (W == 0) {
     if (smode != ZC_SMODE_POS) return -1;
+    for (int k = 0; k < ZC_NSUB; k++) h->sw[k] = 0;
   } else {
     if (avail < (size_t)o + 2) return -1;
     int base = W > 15 ? W - 15 : 0, top = 0;
