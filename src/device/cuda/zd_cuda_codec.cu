@@ -107,7 +107,7 @@
 #define ZD_INC 2ull /* ... and its inclusive prefix */
 #define ZD_FULL 0xffffffffu
 
-/* Which way blocks went (float32 in registers, or general), counted by the
+/* Which way blocks went (in registers, or general), counted by the
  * host emulation's tests (test/unit/test_cuda_codec_emu.cpp) so that they
  * can tell that both ways ran; nothing on a GPU. */
 enum { ZD_PATH_C32, ZD_PATH_CGEN, ZD_PATH_D32, ZD_PATH_DGEN, ZD_PATH_H32, ZD_PATH_HGEN, ZD_PATH_HLATE, ZD_PATH_NUM };
@@ -352,8 +352,7 @@ __device__ static int zd_round_place(int bytes, int act, uint32_t blk, uint32_t 
 
 /* The general way of a block (or of a hop's pair of blocks): 64-bit views
  * in local memory, by functions kept out of line, so that neither their
- * arrays nor their registers weigh on the float32 paths beside them, which
- * stay in registers. They take what the callers also use (the grid, header
+ * arrays nor their registers weigh on the register paths beside them. They take what the callers also use (the grid, header
  * fields, input places) by value, so that it does not go to local memory
  * in the callers either. */
 typedef struct {
