@@ -723,7 +723,8 @@ int main(void) {
   test_levitus();
   test_paths();
   test_matrix();
-  printf("emulated kernels: %ld compressions, %ld decompressions, %ld hops compared with the CPU codec\n",
-         n_compress, n_decompress, n_hop);
+  printf("emulated kernels (CTAs of %d threads): %ld compressions, %ld decompressions, %ld hops compared with the "
+         "CPU codec\n",
+         ZD_T, n_compress, n_decompress, n_hop);
   TEST_DONE();
 }

@@ -94,7 +94,16 @@
 #include "zd_cuda_util.h"
 #include "zu_error.h"
 
-#define ZD_T 128 /* threads per CTA */
+/* Threads per CTA, one per block of a round (the build's
+ * ZCCL_CUDA_CODEC_CTA): a chunk of 4096 values takes one round at 128,
+ * four at 32, where a CTA is one warp and an SM holds more CTAs, so more
+ * chunks' heads are walked at once (zd_walk is one thread's). */
+#ifndef ZD_T
+#define ZD_T 128
+#endif
+#if ZD_T < 32 || ZD_T > 1024 || ZD_T % 32 != 0
+#error "ZD_T (ZCCL_CUDA_CODEC_CTA): threads per CTA, a multiple of 32 from 32 to 1024"
+#endif
 #define ZD_WARPS (ZD_T / 32)
 #define ZD_MAX_NB (1u << (ZC_CHUNK_LOG2_MAX - 5)) /* blocks in a chunk, at most */
 #define ZD_CTL_BYTES 64ull
@@ -1134,7 +1143,8 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
       }
       __syncthreads();
       if (threadIdx.x == 0 && zd_walk(ia.p, ia.bytes, nb, esize, s_offa) != 0) s_ok = 0;
-      if (threadIdx.x == 32 && zd_walk(ib.p, ib.bytes, nb, esize, s_offb) != 0) s_ok = 0;
+      /* (the second warp's first thread, so both walks run at once) */
+      if (threadIdx.x == (ZD_T > 32 ? 32 : 0) && zd_walk(ib.p, ib.bytes, nb, esize, s_offb) != 0) s_ok = 0;
       __syncthreads();
       ok = s_ok;
     }
