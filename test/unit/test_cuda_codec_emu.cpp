@@ -247,10 +247,13 @@ static void test_matrix(void) {
         gen(kind, f64, n, fill, x, 0);
         gen(kind == G_CONST ? G_NOISY : kind, f64, n, fill, y, 999);
         zc_params_t p = {dt, eb, has_fill, fill, lgs[li]};
-        size_t mis = (ci & 1) ? 4 : 0, an, bn;
+        /* inputs and outputs at each of the four 4-byte offsets from a
+         * 16-byte boundary */
+        size_t mis = 4 * ((ci + li) % 4), an, bn;
         uint8_t* a = check_compress(&p, x, n, mis, &an);
-        uint8_t* b = check_compress(&p, y, n, 4 - mis, &bn);
+        uint8_t* b = check_compress(&p, y, n, 12 - mis, &bn);
         CHECK(check_decompress(a, an, n, esize, mis));
+        CHECK(check_decompress(b, bn, n, esize, (mis + 8) % 16));
         size_t cap = zc_compress_bound(n, dt, lgs[li]);
         CHECK(check_hop(zcclSum, a, an, b, bn, cap, ci % 2 ? 0xf : 0x1));
         CHECK(check_hop(zcclMax, a, an, b, bn, cap, ci % 3 == 0 ? 0x4 : 0x1));

@@ -275,6 +275,15 @@ __device__ static int zd_scan_last(int f, int64_t v, int64_t* ev, int* tf, int64
   return pf || wf;
 }
 
+/* A 16-byte store (p 16-byte aligned: a GPU faults otherwise, and the host
+ * emulation aborts, as its __ldg does for loads). */
+__device__ static void zd_st16(uint32_t* p, uint4 v) {
+#ifdef ZD_EMULATED
+  zemu_check_aligned16(p);
+#endif
+  *(uint4*)p = v;
+}
+
 /* n 4-byte words at p (4-byte aligned) to w and back: 16-byte accesses where
  * p is 16-byte aligned, single words for the head and the tail. */
 __device__ static void zd_load_words(const uint32_t* p, int n, uint32_t* w) {
@@ -295,7 +304,7 @@ __device__ static void zd_store_words(uint32_t* p, int n, const uint32_t* w) {
   int i = 0, head = (int)(((16u - ((uintptr_t)p & 15u)) & 15u) >> 2);
   if (head > n) head = n;
   for (; i < head; i++) p[i] = w[i];
-  for (; i + 4 <= n; i += 4) *(uint4*)(p + i) = make_uint4(w[i], w[i + 1], w[i + 2], w[i + 3]);
+  for (; i + 4 <= n; i += 4) zd_st16(p + i, make_uint4(w[i], w[i + 1], w[i + 2], w[i + 3]));
   for (; i < n; i++) p[i] = w[i];
 }
 
@@ -391,35 +400,81 @@ __device__ static __noinline__ int zd_gen_emit(zd_gen_t* s, int hp, int64_t pv, 
   return zd_block_emit(&b, pad, fill, &s->v, esize, s->enc);
 }
 
-/* 32 float32 words at p, n of them valid (the rest 0), into registers:
- * 16-byte loads when p is 16-byte aligned and the block full. */
+/* A block's words between registers and memory (p 4-byte aligned): H
+ * single words up to the first 16-byte boundary, then 16-byte accesses,
+ * then single words to the end (ghZCCL's adaptive vectorized access). H is
+ * a template argument, one instance for each of the four alignments, so
+ * that every index into the registers stays a compile-time constant. */
+template <int H>
+__device__ static void zd_load32_at(const uint32_t* p, uint32_t* w) {
+  ZD_UNROLL for (int i = 0; i < H; i++) w[i] = __ldg(p + i);
+  ZD_UNROLL for (int i = H; i + 4 <= ZC_BLOCK; i += 4) {
+    uint4 t = __ldg((const uint4*)(p + i));
+    w[i] = t.x;
+    w[i + 1] = t.y;
+    w[i + 2] = t.z;
+    w[i + 3] = t.w;
+  }
+  ZD_UNROLL for (int i = H + (ZC_BLOCK - H) / 4 * 4; i < ZC_BLOCK; i++) w[i] = __ldg(p + i);
+}
+
+/* Word j of 32 float64 values held as low and high words. */
+#define ZD_W64(lo, hi, j) (((j) & 1) ? (hi)[(j) >> 1] : (lo)[(j) >> 1])
+
+/* NW words to p: w's (NW 32), or lo/hi's interleaved (NW 64). */
+template <int H, int NW>
+__device__ static void zd_store_at(uint32_t* p, const uint32_t* lo, const uint32_t* hi) {
+  ZD_UNROLL for (int j = 0; j < H; j++) p[j] = NW == 32 ? lo[j] : ZD_W64(lo, hi, j);
+  ZD_UNROLL for (int j = H; j + 4 <= NW; j += 4) {
+    if (NW == 32)
+      zd_st16(p + j, make_uint4(lo[j], lo[j + 1], lo[j + 2], lo[j + 3]));
+    else
+      zd_st16(p + j, make_uint4(ZD_W64(lo, hi, j), ZD_W64(lo, hi, j + 1), ZD_W64(lo, hi, j + 2),
+                                ZD_W64(lo, hi, j + 3)));
+  }
+  ZD_UNROLL for (int j = H + (NW - H) / 4 * 4; j < NW; j++) p[j] = NW == 32 ? lo[j] : ZD_W64(lo, hi, j);
+}
+
+/* Single words from p to the first 16-byte boundary. */
+__device__ static unsigned zd_head_words(const void* p) { return ((16u - ((uintptr_t)p & 15u)) & 15u) >> 2; }
+
+/* 32 float32 words at p, n of them valid (the rest 0), into registers. */
 __device__ static void zd_load32(const uint32_t* p, int n, uint32_t* w) {
-  if (n == ZC_BLOCK && ((uintptr_t)p & 15u) == 0) {
-    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i += 4) {
-      uint4 t = __ldg((const uint4*)(p + i));
-      w[i] = t.x;
-      w[i + 1] = t.y;
-      w[i + 2] = t.z;
-      w[i + 3] = t.w;
+  if (n == ZC_BLOCK) {
+    switch (zd_head_words(p)) {
+      case 0: zd_load32_at<0>(p, w); break;
+      case 1: zd_load32_at<1>(p, w); break;
+      case 2: zd_load32_at<2>(p, w); break;
+      default: zd_load32_at<3>(p, w); break;
     }
   } else {
     ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) w[i] = i < n ? __ldg(p + i) : 0u;
   }
 }
 
+/* n float32 values' words to p. */
 __device__ static void zd_store32(uint32_t* p, int n, const uint32_t* w) {
-  if (n == ZC_BLOCK && ((uintptr_t)p & 15u) == 0) {
-    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i += 4) *(uint4*)(p + i) = make_uint4(w[i], w[i + 1], w[i + 2], w[i + 3]);
+  if (n == ZC_BLOCK) {
+    switch (zd_head_words(p)) {
+      case 0: zd_store_at<0, 32>(p, w, w); break;
+      case 1: zd_store_at<1, 32>(p, w, w); break;
+      case 2: zd_store_at<2, 32>(p, w, w); break;
+      default: zd_store_at<3, 32>(p, w, w); break;
+    }
   } else {
     ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) if (i < n) p[i] = w[i];
   }
 }
 
-/* 32 float64 values from their low and high words (p 4-byte aligned). */
+/* n float64 values from their low and high words to p. */
 __device__ static void zd_store64(uint32_t* p, int n, const uint32_t* lo, const uint32_t* hi) {
-  if (n == ZC_BLOCK && ((uintptr_t)p & 15u) == 0) {
-    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i += 2)
-      *(uint4*)(p + 2 * i) = make_uint4(lo[i], hi[i], lo[i + 1], hi[i + 1]);
+  if (n == ZC_BLOCK) {
+    switch (zd_head_words(p)) {
+      case 0: zd_store_at<0, 64>(p, lo, hi); break;
+      case 1: zd_store_at<1, 64>(p, lo, hi); break;
+      case 2: zd_store_at<2, 64>(p, lo, hi); break;
+      default: zd_store_at<3, 64>(p, lo, hi); break;
+    }
   } else {
     ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
       if (i >= n) continue;

@@ -366,6 +366,12 @@ static inline uint32_t __ldg(const uint32_t* p) {
   return *p;
 }
 static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+static inline void zemu_check_aligned16(const void* p) {
+  if ((uintptr_t)p & 15) {
+    fprintf(stderr, "emulated: misaligned 16-byte store at %p\n", p);
+    abort();
+  }
+}
 static inline uint4 __ldg(const uint4* p) {
   if ((uintptr_t)p & 15) {
     fprintf(stderr, "emulated: misaligned 16-byte load at %p\n", (const void*)p);
