@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Packs what scripts/gpu-check.sh needs into one archive, for a machine
+# that has a GPU but not this one's libraries (the tool library's device
+# machine, which gets the working tree and the paths it is told to carry):
+# the GPU tests, tools and benchmarks of a CUDA build, the shared libraries
+# they load (all but the C library's and the CUDA driver's), UCX's
+# transport modules, the levitus field and gpu-check.sh itself.
+#   scripts/gpu-bundle.sh [BUILD=build] [OUT=.gpu]
+# writes OUT/bundle.tar.xz. On the GPU machine, from the repository root:
+#   tar -xJf .gpu/bundle.tar.xz -C /tmp && /tmp/zccl-gpu/run.sh OUTDIR
+# runs gpu-check.sh there (GPU_CHECK_QUICK / GPU_CHECK_CODEC pass through)
+# with the bundle's libraries, its results in OUTDIR.
+set -euo pipefail
+B=$(cd "${1:-build}" && pwd)
+OUT=${2:-.gpu}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BINS="tools/zccl-info tools/zccl-cuda-probe test/gpu_selftest test/cuda_runtime test/gpu_device test/device
+      test/gpu_coll test/gpu_codec perf/zccl-gpu-codec perf/zccl-gpu-coll"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+S=$tmp/zccl-gpu
+mkdir -p "$S/build/tools" "$S/build/test" "$S/build/perf" "$S/lib/ucx"
+for b in $BINS; do
+  [ -x "$B/$b" ] || { echo "gpu-bundle: $B/$b missing (a build with CUDA and perf?)" >&2; exit 1; }
+  cp "$B/$b" "$S/build/$b"
+done
+UCXMOD=$(find /usr/lib /usr/lib64 -maxdepth 3 -type d -name ucx 2>/dev/null | head -n 1 || true)
+[ -n "$UCXMOD" ] && cp -L "$UCXMOD"/*.so* "$S/lib/ucx/" 2>/dev/null || true
+# The libraries every binary and UCX module loads, but glibc's (the GPU
+# machine has its own, and mixing them breaks) and the driver's.
+for f in "$S"/build/*/* "$S"/lib/ucx/*; do
+  ldd "$f" 2>/dev/null | awk '/=> \// {print $3}'
+done | sort -u | grep -Ev '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*|libcuda|libnvidia[^/]*)\.so' |
+  while read -r l; do cp -L "$l" "$S/lib/"; done
+data=$(ls "$ROOT/levitus_climatology.cdf" /usr/share/ferret-vis/data/levitus_climatology.cdf 2>/dev/null | head -n 1 || true)
+[ -n "$data" ] && cp -L "$data" "$S/"
+cp "$ROOT/scripts/gpu-check.sh" "$S/"
+cat > "$S/run.sh" <<'EOF'
+#!/usr/bin/env bash
+# Runs gpu-check.sh on the bundled build (see scripts/gpu-bundle.sh).
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(mkdir -p "${1:-$here/out}" && cd "${1:-$here/out}" && pwd)
+cd "$here"
+export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export UCX_MODULE_DIR="$here/lib/ucx" UCX_MEM_MMAP_HOOK_MODE=none
+exec bash "$here/gpu-check.sh" "$here/build" "$out"
+EOF
+chmod +x "$S/run.sh"
+mkdir -p "$OUT"
+tar -cJf "$OUT/bundle.tar.xz" -C "$tmp" zccl-gpu
+echo "gpu-bundle: $OUT/bundle.tar.xz ($(du -h "$OUT/bundle.tar.xz" | cut -f1)): $(ls "$S/build"/*/* | wc -l) programs, $(ls "$S/lib" | wc -l) libraries"
