@@ -429,7 +429,7 @@ static void test_levitus(void) {
   zccl_data_free(&d);
 }
 
-/* ---- float32 blocks in registers, and the general way beside them -------------------- */
+/* ---- blocks in registers, and the general way beside them ---------------------------- */
 
 static long path_count(int k) { return zemu_path[k].load(); }
 

@@ -370,9 +370,9 @@ __device__ static int zd_round_place(int bytes, int act, uint32_t blk, uint32_t 
 
 /* The general way of a block (or of a hop's pair of blocks): 64-bit views
  * in local memory, by functions kept out of line, so that neither their
- * arrays nor their registers weigh on the register paths beside them. They take what the callers also use (the grid, header
- * fields, input places) by value, so that it does not go to local memory
- * in the callers either. */
+ * arrays nor their registers weigh on the register paths beside them. They
+ * take what the callers also use (the grid, header fields, input places)
+ * by value, so that it does not go to local memory in the callers either. */
 typedef struct {
   zc_block_t b[2];       /* parsed inputs */
   const uint8_t* raw[2]; /* their raw values */
@@ -392,11 +392,12 @@ __device__ static __noinline__ int zd_gen_parse(zd_gen_t* s, int k, const uint8_
   return 1;
 }
 
-/* v's deltas and bytes (zc_emit_block's) into enc; the bytes. */
+/* v's deltas and bytes (zc_emit_block's) into enc; the bytes, and in
+ * s->err whether a delta was out of range. */
 __device__ static __noinline__ int zd_gen_emit(zd_gen_t* s, int hp, int64_t pv, int fill, int esize) {
   zc_block_t b;
   uint32_t pad;
-  if (zd_block_deltas(&s->v, hp, pv, &b, &pad) != 0) s->err = 1;
+  s->err = zd_block_deltas(&s->v, hp, pv, &b, &pad) != 0;
   return zd_block_emit(&b, pad, fill, &s->v, esize, s->enc);
 }
 
@@ -452,35 +453,18 @@ __device__ static void zd_load32(const uint32_t* p, int n, uint32_t* w) {
   }
 }
 
-/* n float32 values' words to p. */
-__device__ static void zd_store32(uint32_t* p, int n, const uint32_t* w) {
+/* n values' NW / 32 words each to p (see zd_store_at). */
+template <int NW>
+__device__ static void zd_store_block(uint32_t* p, int n, const uint32_t* lo, const uint32_t* hi) {
   if (n == ZC_BLOCK) {
     switch (zd_head_words(p)) {
-      case 0: zd_store_at<0, 32>(p, w, w); break;
-      case 1: zd_store_at<1, 32>(p, w, w); break;
-      case 2: zd_store_at<2, 32>(p, w, w); break;
-      default: zd_store_at<3, 32>(p, w, w); break;
+      case 0: zd_store_at<0, NW>(p, lo, hi); break;
+      case 1: zd_store_at<1, NW>(p, lo, hi); break;
+      case 2: zd_store_at<2, NW>(p, lo, hi); break;
+      default: zd_store_at<3, NW>(p, lo, hi); break;
     }
   } else {
-    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) if (i < n) p[i] = w[i];
-  }
-}
-
-/* n float64 values from their low and high words to p. */
-__device__ static void zd_store64(uint32_t* p, int n, const uint32_t* lo, const uint32_t* hi) {
-  if (n == ZC_BLOCK) {
-    switch (zd_head_words(p)) {
-      case 0: zd_store_at<0, 64>(p, lo, hi); break;
-      case 1: zd_store_at<1, 64>(p, lo, hi); break;
-      case 2: zd_store_at<2, 64>(p, lo, hi); break;
-      default: zd_store_at<3, 64>(p, lo, hi); break;
-    }
-  } else {
-    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
-      if (i >= n) continue;
-      p[2 * i] = lo[i];
-      p[2 * i + 1] = hi[i];
-    }
+    ZD_UNROLL for (int j = 0; j < NW; j++) if (j < n * (NW / 32)) p[j] = NW == 32 ? lo[j] : ZD_W64(lo, hi, j);
   }
 }
 
@@ -550,7 +534,7 @@ __device__ static int zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g,
   int has = 0;
   int64_t fst = 0, lst = 0;
   uint32_t m[ZC_BLOCK]; /* float32: the integers, then the deltas' magnitudes */
-  uint32_t xb = 0, fb = 0;
+  uint32_t xb = 0, fb = 0, ord = 0;
   zd_gen_t gs; /* float64 */
   if (act) ZD_PATH(A->f64 ? ZD_PATH_CGEN : ZD_PATH_C32);
   if (act && !A->f64) {
@@ -568,7 +552,7 @@ __device__ static int zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g,
       else
         m[i] = (uint32_t)q; /* |q| <= 2^30 */
     }
-    const uint32_t ord = valid & ~(xb | fb);
+    ord = valid & ~(xb | fb);
     has = ord != 0;
     ZD_UNROLL for (int i = ZC_BLOCK - 1; i >= 0; i--) if ((ord >> i) & 1u) fst = (int32_t)m[i];
     ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) if ((ord >> i) & 1u) lst = (int32_t)m[i];
@@ -586,7 +570,6 @@ __device__ static int zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g,
   if (act && !A->f64) {
     /* The deltas along the chunk's track; every |q| <= 2^30, so every
      * delta's magnitude fits 32 bits. */
-    const uint32_t ord = valid & ~(xb | fb);
     uint32_t ng = 0, ps = 0;
     int64_t prev = pv;
     int h = hp;
@@ -602,7 +585,6 @@ __device__ static int zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g,
     zd_lay32(m, ng, ps, xb, fb, ~valid, A->has_fill, &L);
     bytes = L.bytes + 4 * ZC_POPC32(xb);
   } else if (act) {
-    gs.err = 0;
     bytes = zd_gen_emit(&gs, hp, pv, A->has_fill, esize);
     if (gs.err) *err = 1;
   }
@@ -806,11 +788,11 @@ __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsi
       uint64_t total, ex = zd_scan_add(sum, &total);
       if (fast && !h.f64) {
         zd_values32(m, ng, xb, fb, raw, nv, &g, h.divisor, h.fill_bits, (int64_t)(q + ex), m);
-        zd_store32((uint32_t*)dst, nv, m);
+        zd_store_block<32>((uint32_t*)dst, nv, m, m);
       } else if (fast) {
         uint32_t hi[ZC_BLOCK];
         zd_values64(m, ng, xb, fb, raw, nv, &g, h.divisor, h.fill_bits, (int64_t)(q + ex), m, hi);
-        zd_store64((uint32_t*)dst, nv, m, hi);
+        zd_store_block<64>((uint32_t*)dst, nv, m, hi);
       } else if (okb) {
         zd_gen_values(&gs, h.f64, h.divisor, h.fill_bits, g, nv, q + ex, dst);
       }
@@ -877,6 +859,16 @@ __device__ static int zd_gen_parse2(zd_gen_t* s, int fill, int esize, const zd_i
   return zd_gen_parse(s, 1, ib.p + ob, ib.bytes - ob, ib.off[blk + 1] - ob, nv, fill, esize) && ok;
 }
 
+/* A block pair the register form took but cannot finish (a move wider
+ * than 32 bits): parsed again and combined the general way. */
+__device__ static void zd_hop_late(zd_gen_t* s, const zd_hargs_t* A, const zd_hdr_t* h, const zc_grid_t* g,
+                                   const zd_in_t& ia, const zd_in_t& ib, uint32_t blk, int nv, uint64_t qa,
+                                   uint64_t qb) {
+  ZD_PATH(ZD_PATH_HLATE);
+  zd_gen_parse2(s, h->has_fill, h->f64 ? 8 : 4, ia, ib, blk, nv);
+  zd_gen_hop(s, A->op, h->f64, *g, nv, qa, qb);
+}
+
 /* One round of a chunk's block pairs, coded as compression's rounds are.
  * Two blocks whose exception and fill positions agree (the common case,
  * fill or not) are combined in registers: both inputs' integers follow
@@ -937,21 +929,21 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
     const uint32_t ord = valid & ~(fa | xa);
     first = ord & (0u - ord);
     has = ord != 0;
-    uint64_t tra = qa, trb = qb, rp = 0, wide = 0;
+    uint64_t tra = qa, trb = qb, rp = 0;
+    int wide = 0; /* a move wider than 32 bits */
     uint32_t neg = 0;
     ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
       tra += ((na >> i) & 1u) ? (uint64_t)0 - ma[i] : (uint64_t)ma[i];
       trb += ((nbn >> i) & 1u) ? (uint64_t)0 - mb[i] : (uint64_t)mb[i];
       uint32_t mg = 0;
       if ((ord >> i) & 1u) {
-        const int64_t x = (int64_t)tra, y = (int64_t)trb;
-        const uint64_t rq = A->op == zcclSum ? tra + trb : (uint64_t)(A->op == zcclMax ? (x > y ? x : y) : (x < y ? x : y));
+        const uint64_t rq = (uint64_t)zd_int_op(A->op, (int64_t)tra, (int64_t)trb);
         if ((first >> i) & 1u) {
           fst = (int64_t)rq;
         } else {
           const int64_t d = (int64_t)(rq - rp);
           const uint64_t m = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
-          wide |= m >> 32;
+          wide |= (m >> 32) != 0;
           mg = (uint32_t)m;
           neg |= (uint32_t)(d < 0) << i;
         }
@@ -961,11 +953,9 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
     }
     na = neg;
     lst = (int64_t)rp;
-    if (wide) { /* a move wider than 32 bits: the general way */
-      ZD_PATH(ZD_PATH_HLATE);
+    if (wide) { /* (has, fst and lst stand: the general way finds the same) */
       fast = 0;
-      zd_gen_parse2(&gs, h->has_fill, esize, ia, ib, blk, nv);
-      zd_gen_hop(&gs, A->op, h->f64, *g, nv, qa, qb);
+      zd_hop_late(&gs, A, h, g, ia, ib, blk, nv, qa, qb);
     }
   } else if (okb) {
     zd_gen_hop(&gs, A->op, h->f64, *g, nv, qa, qb);
@@ -982,10 +972,8 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
     int64_t d = hp ? (int64_t)((uint64_t)fst - (uint64_t)pv) : 0;
     uint64_t md = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
     if (md >> 32) {
-      ZD_PATH(ZD_PATH_HLATE);
       fast = 0;
-      zd_gen_parse2(&gs, h->has_fill, esize, ia, ib, blk, nv);
-      zd_gen_hop(&gs, A->op, h->f64, *g, nv, qa, qb);
+      zd_hop_late(&gs, A, h, g, ia, ib, blk, nv, qa, qb);
     } else {
       ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) if ((first >> i) & 1u) ma[i] = (uint32_t)md;
       na = (na & ~first) | (d < 0 ? first : 0u);
@@ -999,7 +987,6 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
     zd_lay32(ma, na & nz, nz & ~na, xa, fa, ~valid, h->has_fill, &L);
     bytes = L.bytes + esize * ZC_POPC32(xa);
   } else if (okb) {
-    gs.err = 0;
     bytes = zd_gen_emit(&gs, hp, pv, h->has_fill, esize);
     if (gs.err) *err = 1;
   }
@@ -1011,11 +998,11 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
      * the general views hold them) */
     uint8_t* o = dst + off + L.bytes;
     for (int k = 0; k < ZC_POPC32(xa); k++, o += esize) {
+      const uint64_t x = zd_raw_get(ra + esize * k, esize), y = zd_raw_get(rb + esize * k, esize);
       if (!h->f64)
-        zc_put_u32(o, zc_exc_op_f32(A->op, zc_bits_f32(zc_quiet32(zc_get_u32(ra + 4 * k))),
-                                    zc_bits_f32(zc_quiet32(zc_get_u32(rb + 4 * k)))));
+        zc_put_u32(o, zc_exc_op_f32(A->op, zc_bits_f32((uint32_t)x), zc_bits_f32((uint32_t)y)));
       else
-        zd_put_u64(o, zc_exc_op_f64(A->op, zc_bits_f64(zd_get_u64(ra + 8 * k)), zc_bits_f64(zd_get_u64(rb + 8 * k))));
+        zd_put_u64(o, zc_exc_op_f64(A->op, zc_bits_f64(x), zc_bits_f64(y)));
     }
   } else if (okb) {
     for (int k = 0; k < bytes; k++) dst[off + k] = gs.enc[k];
@@ -1506,7 +1493,9 @@ static zcclResult_t zd_grid(int kind, const void* kernel, int* grid) {
   static const char* const names[ZD_K_NUM] = {"compress", "decompress", "hop"};
   cudaFuncAttributes fa;
   if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess)
-    ZU_INFO(ZU_LOG_DEVICE, "codec kernel %s on GPU %d: %d registers, %zu B local and %zu B shared a thread/CTA, %d CTAs of %d threads per SM, grid %d",
+    ZU_INFO(ZU_LOG_DEVICE,
+            "codec kernel %s on GPU %d: %d registers, %zu B local and %zu B shared a thread/CTA, %d CTAs of %d "
+            "threads per SM, grid %d",
             names[kind], dev, fa.numRegs, fa.localSizeBytes, fa.sharedSizeBytes, per, ZD_T, *grid);
   if (dev >= 0 && dev < ZD_MAX_DEVICES) __atomic_store_n(&zd_grid_cache[kind][dev], *grid, __ATOMIC_RELAXED);
   return zcclSuccess;

@@ -232,6 +232,13 @@ ZC_HD_INLINE uint64_t zd_block_dsum(const zc_block_t* b) {
   return s;
 }
 
+/* An exception's raw value as the views hold it (esize bytes at raw):
+ * float32 quieted, as the CPU's conversion to double does; float64 as it
+ * is, a signalling NaN too. */
+ZC_HD_INLINE uint64_t zd_raw_get(const uint8_t* raw, int esize) {
+  return esize == 4 ? zc_quiet32(zc_get_u32(raw)) : zd_get_u64(raw);
+}
+
 /* The integer view of a parsed block whose track enters at q (the integer
  * before its first position). Float32 raw values are quieted, as the CPU's
  * conversion to double does. */
@@ -246,11 +253,7 @@ ZC_HD_INLINE void zd_block_track(const zc_block_t* b, const uint8_t* raw, int nv
     v->q[i] = (int64_t)t;
     v->raw[i] = 0;
     if (!((v->xbits >> i) & 1u)) continue;
-    if (esize == 4) {
-      v->raw[i] = zc_quiet32(zc_get_u32(raw));
-    } else {
-      v->raw[i] = zd_get_u64(raw);
-    }
+    v->raw[i] = zd_raw_get(raw, esize);
     raw += esize;
   }
 }
@@ -294,6 +297,11 @@ ZC_HD_INLINE void zd_block_values(const zd_bview_t* v, int nv, int f64, const zc
 
 /* ---- homomorphic operations ----------------------------------------------- */
 
+/* The op of two integers (SUM wraps). */
+ZC_HD_INLINE int64_t zd_int_op(zcclRedOp_t op, int64_t x, int64_t y) {
+  return op == zcclSum ? (int64_t)((uint64_t)x + (uint64_t)y) : op == zcclMax ? (x > y ? x : y) : (x < y ? x : y);
+}
+
 /* zc_hop_block_scalar's result view of two blocks' views (same positions):
  * fill where either is fill, else an exception where either is one (its
  * value the op of the two decoded values), else the op of the integers. */
@@ -318,9 +326,7 @@ ZC_HD_INLINE void zd_block_hop(zcclRedOp_t op, int f64, const zc_grid_t* g, cons
         r->raw[i] = zc_exc_op_f64(op, x, y);
       }
     } else {
-      int64_t x = a->q[i], y = b->q[i];
-      r->q[i] = op == zcclSum ? (int64_t)((uint64_t)x + (uint64_t)y) : op == zcclMax ? (x > y ? x : y)
-                                                                                     : (x < y ? x : y);
+      r->q[i] = zd_int_op(op, a->q[i], b->q[i]);
     }
   }
 }
@@ -468,7 +474,7 @@ ZC_HD_INLINE void zd_values32(const uint32_t* mag, uint32_t neg, uint32_t xbits,
     if ((fbits >> i) & 1u) {
       r = fill;
     } else if ((xbits >> i) & 1u) {
-      r = zc_quiet32(zc_get_u32(raw));
+      r = (uint32_t)zd_raw_get(raw, 4);
       raw += 4;
       if (divisor > 1 && !zc_isnan32(r)) r = zc_f32_bits(zc_bits_f32(r) / div);
     } else if ((valid >> i) & 1u) {
@@ -495,7 +501,7 @@ ZC_HD_INLINE void zd_values64(const uint32_t* mag, uint32_t neg, uint32_t xbits,
     if ((fbits >> i) & 1u) {
       r = fill_bits;
     } else if ((xbits >> i) & 1u) {
-      r = zd_get_u64(raw); /* copied exactly, a signalling NaN too, unless divided */
+      r = zd_raw_get(raw, 8); /* unless divided */
       raw += 8;
       if (divisor > 1) r = zc_isnan64(r) ? zc_quiet64(r) : zc_f64_bits(zc_bits_f64(r) / div);
     } else if ((valid >> i) & 1u) {
