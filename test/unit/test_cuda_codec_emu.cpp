@@ -258,6 +258,9 @@ static void test_matrix(void) {
         CHECK(check_hop(zcclSum, a, an, b, bn, cap, ci % 2 ? 0xf : 0x1));
         CHECK(check_hop(zcclMax, a, an, b, bn, cap, ci % 3 == 0 ? 0x4 : 0x1));
         CHECK(check_hop(zcclMin, b, bn, a, an, cap, 0x1));
+        /* a stream with itself: exceptions and fill at the same places,
+         * the register form's case (SUM's own instance) */
+        CHECK(check_hop(zcclSum, a, an, a, an, cap, ci % 2 ? 0x1 : 0x9));
         if (n && kind == G_NONFINITE) {
           zc_set_divisor(a, an, 3);
           CHECK(check_decompress(a, an, n, esize, 0));

@@ -878,7 +878,13 @@ __device__ static void zd_hop_late(zd_gen_t* s, const zd_hargs_t* A, const zd_hd
  * moves from the result's previous ordinary integer (the "last valid" scan
  * gives it). The exceptions' raw values are combined as the general way
  * does. Anything else (exception or fill positions that differ, deltas or
- * moves wider than 32 bits, malformed blocks) takes the general views. */
+ * moves wider than 32 bits, malformed blocks) takes the general views.
+ * SUM (the instance for zcclSum, the common op) adds the two blocks'
+ * deltas as soon as they are parsed: at agreeing positions the result's
+ * move at every ordinary position but its first is that sum, so one
+ * array, not both inputs', lives across the scans (MAX and MIN need both
+ * tracks). */
+template <int SUM>
 __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const zc_grid_t* g, const zd_in_t& ia,
                                    const zd_in_t& ib, uint32_t n, uint32_t nb, uint32_t r, zd_carry_t* cy,
                                    int64_t* s_base, uint32_t* s_last, uint8_t* dst, uint64_t room, int* err) {
@@ -902,6 +908,19 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
       okb = 1;
       sa = zd_dsum32(ma, na);
       sb = zd_dsum32(mb, nbn);
+    }
+    if (SUM && fast) { /* the deltas' sums into ma and na; wider than 32 bits: the general way */
+      uint32_t neg = 0, wide = 0;
+      ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
+        const int64_t d = (((na >> i) & 1u) ? -(int64_t)ma[i] : (int64_t)ma[i]) +
+                          (((nbn >> i) & 1u) ? -(int64_t)mb[i] : (int64_t)mb[i]);
+        const uint64_t m = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
+        wide |= (uint32_t)(m >> 32);
+        ma[i] = (uint32_t)m;
+        neg |= (uint32_t)(d < 0) << i;
+      }
+      na = neg;
+      if (wide) fast = okb = 0;
     }
   }
   if (act) ZD_PATH(fast ? ZD_PATH_H32 : ZD_PATH_HGEN);
@@ -929,33 +948,49 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
     const uint32_t ord = valid & ~(fa | xa);
     first = ord & (0u - ord);
     has = ord != 0;
-    uint64_t tra = qa, trb = qb, rp = 0;
-    int wide = 0; /* a move wider than 32 bits */
-    uint32_t neg = 0;
-    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
-      tra += ((na >> i) & 1u) ? (uint64_t)0 - ma[i] : (uint64_t)ma[i];
-      trb += ((nbn >> i) & 1u) ? (uint64_t)0 - mb[i] : (uint64_t)mb[i];
-      uint32_t mg = 0;
-      if ((ord >> i) & 1u) {
-        const uint64_t rq = (uint64_t)zd_int_op(A->op, (int64_t)tra, (int64_t)trb);
+    if (SUM) {
+      /* Deltas are non-zero only at ordinary positions (zd_parse32), so
+       * the result's first integer is both tracks' entry plus its summed
+       * delta there, and its last their entry plus the blocks' sums. */
+      uint64_t df = 0;
+      ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
         if ((first >> i) & 1u) {
-          fst = (int64_t)rq;
-        } else {
-          const int64_t d = (int64_t)(rq - rp);
-          const uint64_t m = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
-          wide |= (m >> 32) != 0;
-          mg = (uint32_t)m;
-          neg |= (uint32_t)(d < 0) << i;
+          df = ((na >> i) & 1u) ? (uint64_t)0 - ma[i] : (uint64_t)ma[i];
+          ma[i] = 0;
         }
-        rp = rq;
       }
-      ma[i] = mg;
-    }
-    na = neg;
-    lst = (int64_t)rp;
-    if (wide) { /* (has, fst and lst stand: the general way finds the same) */
-      fast = 0;
-      zd_hop_late(&gs, A, h, g, ia, ib, blk, nv, qa, qb);
+      na &= ~first;
+      fst = (int64_t)(qa + qb + df);
+      lst = (int64_t)(qa + qb + sa + sb);
+    } else {
+      uint64_t tra = qa, trb = qb, rp = 0;
+      int wide = 0; /* a move wider than 32 bits */
+      uint32_t neg = 0;
+      ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
+        tra += ((na >> i) & 1u) ? (uint64_t)0 - ma[i] : (uint64_t)ma[i];
+        trb += ((nbn >> i) & 1u) ? (uint64_t)0 - mb[i] : (uint64_t)mb[i];
+        uint32_t mg = 0;
+        if ((ord >> i) & 1u) {
+          const uint64_t rq = (uint64_t)zd_int_op(A->op, (int64_t)tra, (int64_t)trb);
+          if ((first >> i) & 1u) {
+            fst = (int64_t)rq;
+          } else {
+            const int64_t d = (int64_t)(rq - rp);
+            const uint64_t m = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
+            wide |= (m >> 32) != 0;
+            mg = (uint32_t)m;
+            neg |= (uint32_t)(d < 0) << i;
+          }
+          rp = rq;
+        }
+        ma[i] = mg;
+      }
+      na = neg;
+      lst = (int64_t)rp;
+      if (wide) { /* (has, fst and lst stand: the general way finds the same) */
+        fast = 0;
+        zd_hop_late(&gs, A, h, g, ia, ib, blk, nv, qa, qb);
+      }
     }
   } else if (okb) {
     zd_gen_hop(&gs, A->op, h->f64, *g, nv, qa, qb);
@@ -1101,7 +1136,8 @@ typedef struct __align__(16) {
 } zd_hsmem_t;
 
 /* A CTA's part of a hop: chunks from *ticket until they run out; vb 0
- * writes the header. */
+ * writes the header. SUM: A.op is zcclSum (zd_hop_round). */
+template <int SUM>
 __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned long long* ticket, zd_hsmem_t* sm) {
   __shared__ zd_hdr_t s_h;
   __shared__ int s_ok;
@@ -1196,7 +1232,7 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
       cy.qa = zd_get_u64(ia.p);
       cy.qb = zd_get_u64(ib.p);
       for (uint32_t r = 0; r < R; r++)
-        staged &= zd_hop_round(&A, &h, &g, ia, ib, n, nb, r, &cy, &s_base, &s_last, sm->res.out, ZD_OBUF, &err);
+        staged &= zd_hop_round<SUM>(&A, &h, &g, ia, ib, n, nb, r, &cy, &s_base, &s_last, sm->res.out, ZD_OBUF, &err);
     }
     err = __syncthreads_or(err);
     const uint64_t bytes = cy.bytes;
@@ -1218,7 +1254,7 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
         int64_t base2;
         uint32_t last2;
         for (uint32_t r = 0; r < R; r++)
-          zd_hop_round(&A, &h, &g, ia, ib, n, nb, r, &cy2, &base2, &last2, A.out + at, ~0ull, &err);
+          zd_hop_round<SUM>(&A, &h, &g, ia, ib, n, nb, r, &cy2, &base2, &last2, A.out + at, ~0ull, &err);
       }
     }
     if (threadIdx.x == 0) {
@@ -1229,9 +1265,10 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
   }
 }
 
+template <int SUM>
 __global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
   __shared__ zd_hsmem_t s_hm;
-  zd_hop_body(A, blockIdx.x, &((zd_ctl_t*)A.scratch)->ticket, &s_hm);
+  zd_hop_body<SUM>(A, blockIdx.x, &((zd_ctl_t*)A.scratch)->ticket, &s_hm);
 }
 
 /* ---- persistent mode (ZCCL_PERSISTENT_KERNEL=1) ---------------------------
@@ -1435,7 +1472,9 @@ __global__ static void __launch_bounds__(ZD_T) zd_persist_kernel(zd_pargs_t P) {
       case ZD_P_COMPRESS: zd_compress_body(s_it.a.c, s_vb, &P.ctl->chunk, &s_u.c); break;
       case ZD_P_DECOMPRESS: zd_decompress_body(s_it.a.d, s_vb, P.vg, &s_u.d); break;
       case ZD_P_HOP_STAGE: zd_hop_stage_body(s_it.a.h, s_vb, P.vg); break;
-      case ZD_P_HOP: zd_hop_body(s_it.a.h, s_vb, &P.ctl->chunk, &s_u.h); break;
+      /* (the instance for every op: with SUM's too, the kernel, which
+       * holds every body, spilled twice as much) */
+      case ZD_P_HOP: zd_hop_body<0>(s_it.a.h, s_vb, &P.ctl->chunk, &s_u.h); break;
       default: break;
     }
     __syncthreads();
@@ -1470,7 +1509,7 @@ static unsigned long long zd_next_epoch(void) {
 }
 
 /* CTAs the device holds at once (a persistent grid), cached per device. */
-enum { ZD_K_COMPRESS, ZD_K_DECOMPRESS, ZD_K_HOP, ZD_K_NUM };
+enum { ZD_K_COMPRESS, ZD_K_DECOMPRESS, ZD_K_HOP_SUM, ZD_K_HOP, ZD_K_NUM };
 #define ZD_MAX_DEVICES 64
 static int zd_grid_cache[ZD_K_NUM][ZD_MAX_DEVICES];
 
@@ -1490,7 +1529,7 @@ static zcclResult_t zd_grid(int kind, const void* kernel, int* grid) {
   *grid = sms * per;
   /* What sets the grid, for reading kernel figures against (once per
    * kind and device: the grid is cached below). */
-  static const char* const names[ZD_K_NUM] = {"compress", "decompress", "hop"};
+  static const char* const names[ZD_K_NUM] = {"compress", "decompress", "hop (sum)", "hop (max, min)"};
   cudaFuncAttributes fa;
   if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess)
     ZU_INFO(ZU_LOG_DEVICE,
@@ -1640,12 +1679,19 @@ extern "C" zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_
                                     size_t scratch_bytes, int* status, zd_cuda_stream_t stream) {
   zd_hargs_t A;
   ZU_CHECK(zd_hop_args(op, a, a_size, b, b_size, out, cap, out_size, scratch, scratch_bytes, status, &A));
+  const int sum = op == zcclSum;
   int grid;
-  ZU_CHECK(zd_grid(ZD_K_HOP, (const void*)zd_hop_kernel, &grid));
+  if (sum)
+    ZU_CHECK(zd_grid(ZD_K_HOP_SUM, (const void*)zd_hop_kernel<1>, &grid));
+  else
+    ZU_CHECK(zd_grid(ZD_K_HOP, (const void*)zd_hop_kernel<0>, &grid));
   cudaStream_t s = (cudaStream_t)stream;
   ZD_TRY(cudaMemsetAsync(scratch, 0, ZD_CTL_BYTES, s));
   if (A.inplace) ZD_TRY(ZD_LAUNCH(zd_hop_stage_kernel, grid, s, A));
-  ZD_TRY(ZD_LAUNCH(zd_hop_kernel, grid, s, A));
+  if (sum)
+    ZD_TRY(ZD_LAUNCH(zd_hop_kernel<1>, grid, s, A));
+  else
+    ZD_TRY(ZD_LAUNCH(zd_hop_kernel<0>, grid, s, A));
   return zcclSuccess;
 }
 
@@ -1863,12 +1909,14 @@ extern "C" void zd_cuda_persist_destroy(zd_cuda_persist_t* p) {
 extern "C" zcclResult_t zd_cuda_codec_load(void) {
   ZD_CUDA_LOAD(zd_compress_kernel);
   ZD_CUDA_LOAD(zd_decompress_kernel);
-  ZD_CUDA_LOAD(zd_hop_kernel);
+  ZD_CUDA_LOAD(zd_hop_kernel<1>);
+  ZD_CUDA_LOAD(zd_hop_kernel<0>);
   ZD_CUDA_LOAD(zd_hop_stage_kernel);
   ZD_CUDA_LOAD(zd_persist_kernel);
   int grid;
   ZU_CHECK(zd_grid(ZD_K_COMPRESS, (const void*)zd_compress_kernel, &grid));
   ZU_CHECK(zd_grid(ZD_K_DECOMPRESS, (const void*)zd_decompress_kernel, &grid));
-  ZU_CHECK(zd_grid(ZD_K_HOP, (const void*)zd_hop_kernel, &grid));
+  ZU_CHECK(zd_grid(ZD_K_HOP_SUM, (const void*)zd_hop_kernel<1>, &grid));
+  ZU_CHECK(zd_grid(ZD_K_HOP, (const void*)zd_hop_kernel<0>, &grid));
   return zcclSuccess;
 }
