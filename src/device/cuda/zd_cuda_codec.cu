@@ -108,8 +108,9 @@
 #define ZD_MAX_NB (1u << (ZC_CHUNK_LOG2_MAX - 5)) /* blocks in a chunk, at most */
 #define ZD_CTL_BYTES 64ull
 #define ZD_SLOT_BYTES 64ull
-#define ZD_DBUF 16384u /* decompress: a chunk's bytes in shared memory when they fit */
+#define ZD_DBUF 16384u /* decompress: a chunk's bytes in shared memory when they fit (zd_stage) */
 #define ZD_HBUF 8192u  /* hop: each input chunk's, likewise */
+#define ZD_ALIGN_PAD 16u /* room for zd_stage's offset, and zd_copy_out's reads past the end */
 #define ZD_ERR (1ull << 63)
 #define ZD_VAL (~ZD_ERR)
 #define ZD_AGG 1ull /* a slot holds the chunk's aggregate */
@@ -276,12 +277,30 @@ __device__ static int zd_scan_last(int f, int64_t v, int64_t* ev, int* tf, int64
 }
 
 /* A 16-byte store (p 16-byte aligned: a GPU faults otherwise, and the host
- * emulation aborts, as its __ldg does for loads). */
+ * emulation aborts). */
 __device__ static void zd_st16(uint32_t* p, uint4 v) {
 #ifdef ZD_EMULATED
-  zemu_check_aligned16(p);
+  zemu_check_aligned(p, 16);
 #endif
   *(uint4*)p = v;
+}
+
+/* The kernels read their inputs with plain loads, not __ldg: the persistent
+ * kernel reads buffers that copies and other items write while it runs,
+ * and the read-only path is coherent only for data that no one writes
+ * during the kernel. (Plain loads are cached in L1 all the same.) Aligned
+ * as their size. */
+__device__ static uint4 zd_ld16(const void* p) {
+#ifdef ZD_EMULATED
+  zemu_check_aligned(p, 16);
+#endif
+  return *(const uint4*)p;
+}
+__device__ static uint32_t zd_ld4(const uint32_t* p) {
+#ifdef ZD_EMULATED
+  zemu_check_aligned(p, 4);
+#endif
+  return *p;
 }
 
 /* n 4-byte words at p (4-byte aligned) to w and back: 16-byte accesses where
@@ -289,15 +308,15 @@ __device__ static void zd_st16(uint32_t* p, uint4 v) {
 __device__ static void zd_load_words(const uint32_t* p, int n, uint32_t* w) {
   int i = 0, head = (int)(((16u - ((uintptr_t)p & 15u)) & 15u) >> 2);
   if (head > n) head = n;
-  for (; i < head; i++) w[i] = __ldg(p + i);
+  for (; i < head; i++) w[i] = zd_ld4(p + i);
   for (; i + 4 <= n; i += 4) {
-    uint4 t = __ldg((const uint4*)(p + i));
+    uint4 t = zd_ld16(p + i);
     w[i] = t.x;
     w[i + 1] = t.y;
     w[i + 2] = t.z;
     w[i + 3] = t.w;
   }
-  for (; i < n; i++) w[i] = __ldg(p + i);
+  for (; i < n; i++) w[i] = zd_ld4(p + i);
 }
 
 __device__ static void zd_store_words(uint32_t* p, int n, const uint32_t* w) {
@@ -308,9 +327,19 @@ __device__ static void zd_store_words(uint32_t* p, int n, const uint32_t* w) {
   for (; i < n; i++) p[i] = w[i];
 }
 
-/* Copies n bytes from global memory to shared memory (the whole CTA). */
-__device__ static void zd_stage(uint8_t* dst, const uint8_t* src, uint32_t n) {
-  for (uint32_t k = threadIdx.x; k < n; k += ZD_T) dst[k] = src[k];
+/* The CTA copies n bytes from global memory into a shared buffer (16-byte
+ * aligned, room for n + 15 bytes) at the same offset from a 16-byte
+ * boundary as src, so that all but the few bytes at either end move 16 at
+ * a time; returns where the copy starts. Reads only [src, src + n). */
+__device__ static const uint8_t* zd_stage(uint8_t* buf, const uint8_t* src, uint32_t n) {
+  const uint32_t mis = (uint32_t)((uintptr_t)src & 15u);
+  uint8_t* dst = buf + mis;
+  const uint32_t lead = (16u - mis) & 15u, head = lead < n ? lead : n, end = head + ((n - head) & ~15u);
+  if (threadIdx.x < head) dst[threadIdx.x] = src[threadIdx.x];
+  for (uint32_t k = head + 16u * threadIdx.x; k < end; k += 16u * ZD_T)
+    zd_st16((uint32_t*)(dst + k), zd_ld16(src + k));
+  if (end + threadIdx.x < n) dst[end + threadIdx.x] = src[end + threadIdx.x];
+  return dst;
 }
 
 /* One thread finds a chunk's nb block offsets (off[nb]: the end); 0, or -1
@@ -408,15 +437,15 @@ __device__ static __noinline__ int zd_gen_emit(zd_gen_t* s, int hp, int64_t pv, 
  * that every index into the registers stays a compile-time constant. */
 template <int H>
 __device__ static void zd_load32_at(const uint32_t* p, uint32_t* w) {
-  ZD_UNROLL for (int i = 0; i < H; i++) w[i] = __ldg(p + i);
+  ZD_UNROLL for (int i = 0; i < H; i++) w[i] = zd_ld4(p + i);
   ZD_UNROLL for (int i = H; i + 4 <= ZC_BLOCK; i += 4) {
-    uint4 t = __ldg((const uint4*)(p + i));
+    uint4 t = zd_ld16(p + i);
     w[i] = t.x;
     w[i + 1] = t.y;
     w[i + 2] = t.z;
     w[i + 3] = t.w;
   }
-  ZD_UNROLL for (int i = H + (ZC_BLOCK - H) / 4 * 4; i < ZC_BLOCK; i++) w[i] = __ldg(p + i);
+  ZD_UNROLL for (int i = H + (ZC_BLOCK - H) / 4 * 4; i < ZC_BLOCK; i++) w[i] = zd_ld4(p + i);
 }
 
 /* Word j of 32 float64 values held as low and high words. */
@@ -449,7 +478,7 @@ __device__ static void zd_load32(const uint32_t* p, int n, uint32_t* w) {
       default: zd_load32_at<3>(p, w); break;
     }
   } else {
-    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) w[i] = i < n ? __ldg(p + i) : 0u;
+    ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) w[i] = i < n ? zd_ld4(p + i) : 0u;
   }
 }
 
@@ -468,10 +497,22 @@ __device__ static void zd_store_block(uint32_t* p, int n, const uint32_t* lo, co
   }
 }
 
-/* The CTA copies a chunk's staged bytes [8, n) to out (the base, bytes
- * 0..8, is written by thread 0 directly). */
+/* The CTA copies a chunk's staged bytes [8, n) (staged 16-byte aligned in
+ * shared memory) to out, at any alignment (the base, bytes 0..8, is
+ * written by thread 0 directly): a word a thread between byte heads and
+ * tails, each made of the two staged words it straddles (consecutive
+ * threads read consecutive words, and a warp stores 128 consecutive
+ * bytes), reading up to 3 bytes past n (ZD_ALIGN_PAD). */
 __device__ static void zd_copy_out(uint8_t* out, const uint8_t* staged, uint64_t n) {
-  for (uint64_t k = 8 + threadIdx.x; k < n; k += ZD_T) out[k] = staged[k];
+  const uint32_t m = (uint32_t)n, lead = (uint32_t)((4u - ((uintptr_t)(out + 8) & 3u)) & 3u);
+  const uint32_t b0 = 8 + (lead < m - 8 ? lead : m - 8), end = b0 + ((m - b0) & ~3u), sh = 8 * (b0 & 3u);
+  if (8 + threadIdx.x < b0) out[8 + threadIdx.x] = staged[8 + threadIdx.x];
+  const uint32_t* w = (const uint32_t*)staged;
+  for (uint32_t k = b0 + 4 * threadIdx.x; k < end; k += 4 * ZD_T) {
+    const uint64_t two = ((uint64_t)w[(k >> 2) + 1] << 32) | w[k >> 2];
+    *(uint32_t*)(out + k) = (uint32_t)(two >> sh);
+  }
+  if (end + threadIdx.x < m) out[end + threadIdx.x] = staged[end + threadIdx.x];
 }
 
 /* Thread 0 of the CTA holding the stream's last chunk: *out_size, or 0 and
@@ -506,7 +547,7 @@ typedef struct {
  * values compressed at least 4 : 3, a float64 one 8 : 3). */
 #define ZD_OBUF 12288u
 typedef struct __align__(16) {
-  uint8_t out[ZD_OBUF];
+  uint8_t out[ZD_OBUF + ZD_ALIGN_PAD];
 } zd_csmem_t;
 
 /* A float64 block's view and ends. */
@@ -595,7 +636,7 @@ __device__ static int zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g,
     /* the exceptions' raw values, read again (quieted: the CPU keeps them
      * as doubles) */
     uint8_t* o = dst + off + L.bytes;
-    for (uint32_t x = xb; x; x &= x - 1, o += 4) zc_put_u32(o, zc_quiet32(__ldg((const uint32_t*)src + __ffs(x) - 1)));
+    for (uint32_t x = xb; x; x &= x - 1, o += 4) zc_put_u32(o, zc_quiet32(zd_ld4((const uint32_t*)src + __ffs(x) - 1)));
   } else if (act) {
     for (int k = 0; k < bytes; k++) dst[off + k] = gs.enc[k];
   }
@@ -686,7 +727,7 @@ typedef struct {
 
 /* Decompression's shared memory. */
 typedef struct __align__(16) {
-  uint8_t buf[ZD_DBUF]; /* a chunk's bytes when they fit */
+  uint8_t buf[ZD_DBUF + ZD_ALIGN_PAD]; /* a chunk's bytes when they fit */
   uint32_t off[ZD_MAX_NB + 1];
 } zd_dsmem_t;
 
@@ -749,8 +790,7 @@ __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsi
     }
     const uint8_t* chunk = A.s + head + off;
     if (bytes <= ZD_DBUF) {
-      zd_stage(s_buf, chunk, bytes);
-      chunk = s_buf;
+      chunk = zd_stage(s_buf, chunk, bytes);
       __syncthreads();
     }
     const uint64_t first = c << h.chunk_log2;
@@ -1130,7 +1170,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_stage_kernel(zd_hargs_t A)
 /* The hop's shared memory: each input chunk's bytes when they fit, and
  * its blocks' offsets. */
 typedef struct __align__(16) {
-  uint8_t bufa[ZD_HBUF], bufb[ZD_HBUF];
+  uint8_t bufa[ZD_HBUF + ZD_ALIGN_PAD], bufb[ZD_HBUF + ZD_ALIGN_PAD];
   uint32_t offa[ZD_MAX_NB + 1], offb[ZD_MAX_NB + 1];
   zd_csmem_t res; /* the result chunk, staged */
 } zd_hsmem_t;
@@ -1212,12 +1252,10 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
     const uint32_t nb = (n + ZC_BLOCK - 1) / ZC_BLOCK, R = (nb + ZD_T - 1) / ZD_T;
     if (ok) {
       if (ia.bytes <= ZD_HBUF) {
-        zd_stage(s_bufa, ia.p, ia.bytes);
-        ia.p = s_bufa;
+        ia.p = zd_stage(s_bufa, ia.p, ia.bytes);
       }
       if (ib.bytes <= ZD_HBUF) {
-        zd_stage(s_bufb, ib.p, ib.bytes);
-        ib.p = s_bufb;
+        ib.p = zd_stage(s_bufb, ib.p, ib.bytes);
       }
       __syncthreads();
       if (threadIdx.x == 0 && zd_walk(ia.p, ia.bytes, nb, esize, s_offa) != 0) s_ok = 0;
