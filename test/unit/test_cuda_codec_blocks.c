@@ -406,7 +406,8 @@ static void test_header_parse(void) {
 }
 
 /* zc_block_span is zc_block_decode's size, raw values included, wherever
- * the decoder accepts a block (also on random bytes). */
+ * the decoder accepts a block (also on random bytes); zd_span_window is
+ * zc_block_span. */
 static void test_span(void) {
   uint8_t buf[ZD_EMIT_MAX(8) + 64];
   for (int t = 0; t < 200000; t++) {
@@ -435,6 +436,8 @@ static void test_span(void) {
       int sp = zc_block_span(buf, len, esize);
       if (n >= 0 && (size_t)n + (size_t)nexc * (size_t)esize <= len) CHECK(sp == n + nexc * esize);
       CHECK(sp <= (int)len);
+      /* the same from the head's first 12 bytes as words, whatever lies past len */
+      CHECK(zd_span_window(zc_get_u32(buf), zc_get_u32(buf + 4), zc_get_u32(buf + 8), len, esize) == sp);
     }
   }
 }

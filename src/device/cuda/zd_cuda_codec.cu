@@ -110,7 +110,7 @@
 #define ZD_SLOT_BYTES 64ull
 #define ZD_DBUF 16384u /* decompress: a chunk's bytes in shared memory when they fit (zd_stage) */
 #define ZD_HBUF 8192u  /* hop: each input chunk's, likewise */
-#define ZD_ALIGN_PAD 16u /* room for zd_stage's offset, and zd_copy_out's reads past the end */
+#define ZD_ALIGN_PAD 32u /* room for zd_stage's offset, and reads past the end (zd_walk_staged, zd_copy_out) */
 #define ZD_ERR (1ull << 63)
 #define ZD_VAL (~ZD_ERR)
 #define ZD_AGG 1ull /* a slot holds the chunk's aggregate */
@@ -350,6 +350,30 @@ __device__ static int zd_walk(const uint8_t* chunk, uint32_t bytes, uint32_t nb,
   for (uint32_t k = 0; k < nb; k++) {
     off[k] = o;
     int sp = zc_block_span(chunk + o, bytes - o, esize);
+    if (sp < 0) return -1;
+    o += (uint32_t)sp;
+  }
+  off[nb] = o;
+  return o == bytes ? 0 : -1;
+}
+
+/* zd_walk over a chunk that zd_stage copied from src into buf, where up to 32
+ * bytes past its end are still the buffer's: each head's first 12 bytes
+ * come from four aligned word loads issued at once (zd_span_window), not
+ * from two or three loads each waiting for the one before. */
+__device__ static int zd_walk_staged(const uint8_t* buf, const uint8_t* src, uint32_t bytes, uint32_t nb, int esize,
+                                     uint32_t* off) {
+  const uint8_t* chunk = buf + ((uintptr_t)src & 15u); /* zd_stage's copy of src, from buf: its loads stay shared */
+  uint32_t o = 8;
+  for (uint32_t k = 0; k < nb; k++) {
+    off[k] = o;
+    const uint8_t* h = chunk + o;
+    const uint32_t mis = (uint32_t)((uintptr_t)h & 3u);
+    const uint32_t* a = (const uint32_t*)(h - mis);
+    const uint32_t sh = 8u * mis, a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    const uint32_t w0 = (uint32_t)(((uint64_t)a1 << 32 | a0) >> sh), w1 = (uint32_t)(((uint64_t)a2 << 32 | a1) >> sh),
+                   w2 = (uint32_t)(((uint64_t)a3 << 32 | a2) >> sh);
+    const int sp = zd_span_window(w0, w1, w2, bytes - o, esize);
     if (sp < 0) return -1;
     o += (uint32_t)sp;
   }
@@ -788,15 +812,20 @@ __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsi
       if (threadIdx.x == 0) zd_fail(A.status);
       return;
     }
-    const uint8_t* chunk = A.s + head + off;
-    if (bytes <= ZD_DBUF) {
+    const uint8_t *src = A.s + head + off, *chunk = src;
+    const int staged = bytes <= ZD_DBUF;
+    if (staged) {
       chunk = zd_stage(s_buf, chunk, bytes);
       __syncthreads();
     }
     const uint64_t first = c << h.chunk_log2;
     const uint32_t n = h.count - first < (1ull << h.chunk_log2) ? (uint32_t)(h.count - first) : 1u << h.chunk_log2;
     const uint32_t nb = (n + ZC_BLOCK - 1) / ZC_BLOCK, R = (nb + ZD_T - 1) / ZD_T;
-    if (threadIdx.x == 0) s_ok = zd_walk(chunk, bytes, nb, esize, s_off) == 0;
+    if (threadIdx.x == 0) {
+      const int walked = staged ? zd_walk_staged(s_buf, src, bytes, nb, esize, s_off)
+                                : zd_walk(chunk, bytes, nb, esize, s_off);
+      s_ok = walked == 0;
+    }
     __syncthreads();
     int err = !s_ok;
     uint64_t q = zd_get_u64(chunk); /* the base */
@@ -1251,16 +1280,18 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
     const uint32_t n = h.count - first < (1ull << h.chunk_log2) ? (uint32_t)(h.count - first) : 1u << h.chunk_log2;
     const uint32_t nb = (n + ZC_BLOCK - 1) / ZC_BLOCK, R = (nb + ZD_T - 1) / ZD_T;
     if (ok) {
-      if (ia.bytes <= ZD_HBUF) {
-        ia.p = zd_stage(s_bufa, ia.p, ia.bytes);
-      }
-      if (ib.bytes <= ZD_HBUF) {
-        ib.p = zd_stage(s_bufb, ib.p, ib.bytes);
-      }
+      const uint8_t *srca = ia.p, *srcb = ib.p;
+      const int sa = ia.bytes <= ZD_HBUF, sb = ib.bytes <= ZD_HBUF;
+      if (sa) ia.p = zd_stage(s_bufa, srca, ia.bytes);
+      if (sb) ib.p = zd_stage(s_bufb, srcb, ib.bytes);
       __syncthreads();
-      if (threadIdx.x == 0 && zd_walk(ia.p, ia.bytes, nb, esize, s_offa) != 0) s_ok = 0;
+      if (threadIdx.x == 0 && (sa ? zd_walk_staged(s_bufa, srca, ia.bytes, nb, esize, s_offa)
+                                  : zd_walk(ia.p, ia.bytes, nb, esize, s_offa)) != 0)
+        s_ok = 0;
       /* (the second warp's first thread, so both walks run at once) */
-      if (threadIdx.x == (ZD_T > 32 ? 32 : 0) && zd_walk(ib.p, ib.bytes, nb, esize, s_offb) != 0) s_ok = 0;
+      if (threadIdx.x == (ZD_T > 32 ? 32 : 0) && (sb ? zd_walk_staged(s_bufb, srcb, ib.bytes, nb, esize, s_offb)
+                                                     : zd_walk(ib.p, ib.bytes, nb, esize, s_offb)) != 0)
+        s_ok = 0;
       __syncthreads();
       ok = s_ok;
     }
