@@ -5,8 +5,12 @@
 # the GPU tests, tools and benchmarks of a CUDA build, the shared libraries
 # they load (all but the C library's and the CUDA driver's), UCX's
 # transport modules, the levitus field and gpu-check.sh itself.
-#   scripts/gpu-bundle.sh [BUILD=build] [OUT=.gpu]
-# writes OUT/bundle.tar.xz. On the GPU machine, from the repository root:
+#   scripts/gpu-bundle.sh [BUILD=build] [OUT=.gpu] [ALT_BUILD ...]
+# writes OUT/bundle.tar.xz. Each ALT_BUILD (a CUDA build with another
+# ZCCL_CUDA_CODEC_CTA, say) adds its codec test and benchmark as
+# gpu_codec-ctaN and zccl-gpu-codec-ctaN, which gpu-check.sh runs beside
+# the main build's, so one device run compares the kernels' variants.
+# On the GPU machine, from the repository root:
 #   tar -xJf .gpu/bundle.tar.xz -C /tmp && /tmp/zccl-gpu/run.sh OUTDIR
 # runs gpu-check.sh there (GPU_CHECK_QUICK / GPU_CHECK_CODEC pass through)
 # with the bundle's libraries, its results in OUTDIR.
@@ -23,6 +27,14 @@ mkdir -p "$S/build/tools" "$S/build/test" "$S/build/perf" "$S/lib/ucx"
 for b in $BINS; do
   [ -x "$B/$b" ] || { echo "gpu-bundle: $B/$b missing (a build with CUDA and perf?)" >&2; exit 1; }
   cp "$B/$b" "$S/build/$b"
+done
+for alt in "${@:3}"; do
+  cta=$(sed -n 's/^ZCCL_CUDA_CODEC_CTA:[A-Z]*=//p' "$alt/CMakeCache.txt" 2>/dev/null || true)
+  [ -n "$cta" ] || { echo "gpu-bundle: $alt: no ZCCL_CUDA_CODEC_CTA in its CMakeCache.txt" >&2; exit 1; }
+  for b in test/gpu_codec perf/zccl-gpu-codec; do
+    [ -x "$alt/$b" ] || { echo "gpu-bundle: $alt/$b missing" >&2; exit 1; }
+    cp "$alt/$b" "$S/build/$b-cta$cta"
+  done
 done
 UCXMOD=$(find /usr/lib /usr/lib64 -maxdepth 3 -type d -name ucx 2>/dev/null | head -n 1 || true)
 [ -n "$UCXMOD" ] && cp -L "$UCXMOD"/*.so* "$S/lib/ucx/" 2>/dev/null || true

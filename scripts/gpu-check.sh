@@ -10,7 +10,8 @@
 #   GPU_CHECK_CODEC=1   the codec kernels only: gpu_codec (every stream
 #                       byte for byte the CPU codec's) and their figures,
 #                       float32 and float64, with each kernel's registers
-#                       and CTAs per SM (a few minutes)
+#                       and CTAs per SM (a few minutes); the same for
+#                       variants bundled beside them (gpu-bundle.sh)
 # Run it from the repository root (the codec benchmark and test read
 # levitus_climatology.cdf, found there or in the ferret data directory).
 set -uo pipefail
@@ -29,16 +30,24 @@ step() { # step <seconds> <command...>
   return $rc
 }
 
+# Variants of the kernels built otherwise (scripts/gpu-bundle.sh's
+# ALT_BUILDs: zccl-gpu-codec-ctaN beside zccl-gpu-codec), float32 rows.
 codec_figures() {
   step 150 env ZCCL_DEBUG=INFO ZCCL_DEBUG_SUBSYS=DEVICE "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 \
     --json "$OUT/codec_f32.json"
   step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --f64 --json "$OUT/codec_f64.json"
+  for alt in "$B"/perf/zccl-gpu-codec-*; do
+    [ -x "$alt" ] || continue
+    step 150 env ZCCL_DEBUG=INFO ZCCL_DEBUG_SUBSYS=DEVICE "$alt" --mib 256 --reps 20 \
+      --json "$OUT/codec_f32_${alt##*/zccl-gpu-codec-}.json"
+  done
 }
 
 if [ -n "${GPU_CHECK_CODEC:-}" ]; then
   {
     nvidia-smi -L 2>/dev/null || echo "nvidia-smi: not found"
     step 300 "$B/test/gpu_codec"
+    for alt in "$B"/test/gpu_codec-*; do [ -x "$alt" ] && step 300 "$alt"; done
     codec_figures
   } 2>&1 | tee "$OUT/log.txt" | grep --line-buffered -v "zccl WARN"
   exit 0
