@@ -34,9 +34,11 @@
 #define zd_cuda_persist_launches zemu_persist_launches
 #define zd_cuda_persist_ctas zemu_persist_ctas
 #include <atomic>
-static std::atomic<long> zemu_path[8]; /* the kernels' ways, counted (ZD_PATH) */
+#define ZD_PATH_MAX 16 /* more than the kernels' ways (ZD_PATH_NUM) */
+static std::atomic<long> zemu_path[ZD_PATH_MAX]; /* the kernels' ways, counted (ZD_PATH) */
 #define ZD_PATH(k) ((void)zemu_path[k]++)
 #include "zd_cuda_codec.cu"
+static_assert(ZD_PATH_NUM <= ZD_PATH_MAX, "zemu_path: room for every way");
 
 #include "test_util.h"
 #include "test_codec_gen.h"
@@ -499,21 +501,34 @@ static void test_paths(void) {
   free(a);
   free(b);
 
-  /* Float64: decompression and the hop in registers too (compression goes
-   * the general way: its integers take 64 bits). */
+  /* Float64: compression, decompression and the hop in registers too
+   * where moves fit 32 bits (a smooth field's do). */
   double* x64 = (double*)malloc(n * 8);
   for (size_t i = 0; i < n; i++) x64[i] = ((float*)d.values)[250000 + i];
   zc_params_t p64 = {zcclFloat64, 1e-6, 1, (double)d.fill, 12};
   long cgen = path_count(ZD_PATH_CGEN);
+  c32 = path_count(ZD_PATH_C32);
   d32 = path_count(ZD_PATH_D32);
   h32 = path_count(ZD_PATH_H32);
   hgen = path_count(ZD_PATH_HGEN);
   a = check_compress(&p64, x64, n, 4, &an);
-  CHECK(path_count(ZD_PATH_CGEN) - cgen == (long)((n + 31) / 32));
+  CHECK(path_count(ZD_PATH_C32) - c32 == (long)((n + 31) / 32) && path_count(ZD_PATH_CGEN) == cgen);
   CHECK(check_decompress(a, an, n, 8, 4));
   CHECK(check_hop(zcclSum, a, an, a, an, zc_compress_bound(n, zcclFloat64, 12), 0x9));
   CHECK(path_count(ZD_PATH_D32) - d32 == (long)((n + 31) / 32));
   CHECK(path_count(ZD_PATH_H32) - h32 == 2 * (long)((n + 31) / 32) && path_count(ZD_PATH_HGEN) == hgen);
+  free(a);
+  /* Moves wider than 32 bits: within blocks (values jumping by about 2^40
+   * steps: the general way from the start), and only from one block to the
+   * next (each block flat at its own level: late, at the first move). */
+  zc_params_t pw64 = {zcclFloat64, 1e-6, 0, 0, 8};
+  for (size_t i = 0; i < 256; i++) x64[i] = (i % 2 ? 1.0 : -1.0) * 1e6 * (1.0 + urand());
+  for (size_t i = 256; i < 512; i++) x64[i] = ((i - 256) / 32 % 2 ? 3e6 : -2e6) + 1e-3 * urand();
+  cgen = path_count(ZD_PATH_CGEN);
+  long clate = path_count(ZD_PATH_CLATE);
+  a = check_compress(&pw64, x64, 512, 0, &an);
+  CHECK(path_count(ZD_PATH_CGEN) - cgen == 8 && path_count(ZD_PATH_CLATE) - clate >= 7);
+  CHECK(check_decompress(a, an, 512, 8, 0));
   free(a);
   free(x64);
   zccl_data_free(&d);

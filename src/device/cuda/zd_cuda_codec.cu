@@ -120,7 +120,17 @@
 /* Which way blocks went (in registers, or general), counted by the
  * host emulation's tests (test/unit/test_cuda_codec_emu.cpp) so that they
  * can tell that both ways ran; nothing on a GPU. */
-enum { ZD_PATH_C32, ZD_PATH_CGEN, ZD_PATH_D32, ZD_PATH_DGEN, ZD_PATH_H32, ZD_PATH_HGEN, ZD_PATH_HLATE, ZD_PATH_NUM };
+enum {
+  ZD_PATH_C32,
+  ZD_PATH_CGEN,
+  ZD_PATH_D32,
+  ZD_PATH_DGEN,
+  ZD_PATH_H32,
+  ZD_PATH_HGEN,
+  ZD_PATH_HLATE,
+  ZD_PATH_CLATE, /* float64 compression in registers but for the block's first move */
+  ZD_PATH_NUM
+};
 #ifndef ZD_PATH
 #define ZD_PATH(k) ((void)0)
 #endif
@@ -583,26 +593,81 @@ __device__ static __noinline__ void zd_gen_quant64(zd_gen_t* s, const uint8_t* s
   s->has = zd_block_ends(&s->v, &s->fst, &s->lst);
 }
 
+/* A float64 block in registers, quantized half a block (32 words) at a
+ * time: at each ordinary position but the first, the move from the
+ * ordinary integer before it in m and ng / ps (its sign); the first and
+ * last ordinary integers in *fst and *lst (the first's move, from the
+ * block before, is known after the round's scan); positions of
+ * exceptions and fill in *xb, *fb. 0 when a move needs more than 32 bits
+ * (the block then goes the general way). */
+__device__ static int zd_quant64_32(const uint8_t* src, int nv, const zc_grid_t* g, int has_fill, double fill,
+                                    uint32_t* m, uint32_t* xb, uint32_t* fb, uint32_t* ng, uint32_t* ps, int64_t* fst,
+                                    int64_t* lst) {
+  uint32_t w[ZC_BLOCK];
+  uint64_t prev = 0;
+  int have = 0;
+  uint32_t wide = 0, x = 0, f = 0, n = 0, p = 0;
+  ZD_UNROLL for (int half = 0; half < 2; half++) {
+    const int nw = 2 * nv - ZC_BLOCK * half;
+    zd_load32((const uint32_t*)src + ZC_BLOCK * half, nw < 0 ? 0 : nw > ZC_BLOCK ? ZC_BLOCK : nw, w);
+    ZD_UNROLL for (int j = 0; j < ZC_BLOCK / 2; j++) {
+      const int i = ZC_BLOCK / 2 * half + j;
+      m[i] = 0;
+      if (i >= nv) continue;
+      const double v = zc_bits_f64((uint64_t)w[2 * j + 1] << 32 | w[2 * j]);
+      int64_t q = 0;
+      if (has_fill && v == fill) {
+        f |= 1u << i;
+      } else if (zc_quant_f64(v, g, &q)) {
+        x |= 1u << i;
+      } else {
+        if (have) {
+          const int64_t d = (int64_t)((uint64_t)q - prev);
+          const uint64_t a = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
+          wide |= (uint32_t)(a >> 32);
+          m[i] = (uint32_t)a;
+          n |= (uint32_t)(d < 0) << i;
+          p |= (uint32_t)(d > 0) << i;
+        } else {
+          *fst = q;
+          have = 1;
+        }
+        prev = (uint64_t)q;
+      }
+    }
+  }
+  *lst = (int64_t)prev;
+  *xb = x;
+  *fb = f;
+  *ng = n;
+  *ps = p;
+  return wide == 0;
+}
+
 /* One round of a chunk's blocks: quantized, their deltas coded; the bytes
  * go to dst (the chunk's bytes, room of them) when the round ends within
- * room. Float32 blocks are held in registers (zd_lay32), float64 ones as
- * general views. Returns 1 when written (the same in every thread). */
+ * room. Blocks are held in registers (zd_lay32): every float32 one, and
+ * the float64 ones whose moves fit 32 bits (zd_quant64_32); any other
+ * float64 block as a general view. Returns 1 when written (the same in
+ * every thread). F64: A->f64, a template argument so that each dtype's
+ * kernel holds only its own register form. */
+template <int F64>
 __device__ static int zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g, uint64_t first, uint32_t n,
                                         uint32_t nb, uint32_t r, zd_carry_t* cy, int64_t* s_base, uint32_t* s_last,
                                         uint8_t* dst, uint64_t room, int* err) {
-  const int esize = A->f64 ? 8 : 4;
+  const int esize = F64 ? 8 : 4;
   const uint32_t blk = r * ZD_T + threadIdx.x;
   const int act = blk < nb;
   const int nv = !act ? 0 : n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
   const uint32_t valid = zd_valid_mask(nv);
   const uint8_t* src = A->in + (first + (uint64_t)blk * ZC_BLOCK) * esize;
-  int has = 0;
+  int has = 0, fast = 0;
   int64_t fst = 0, lst = 0;
-  uint32_t m[ZC_BLOCK]; /* float32: the integers, then the deltas' magnitudes */
-  uint32_t xb = 0, fb = 0, ord = 0;
-  zd_gen_t gs; /* float64 */
-  if (act) ZD_PATH(A->f64 ? ZD_PATH_CGEN : ZD_PATH_C32);
-  if (act && !A->f64) {
+  uint32_t m[ZC_BLOCK]; /* float32: the integers, then the deltas' magnitudes; float64: the moves */
+  uint32_t xb = 0, fb = 0, ord = 0, ng = 0, ps = 0;
+  zd_gen_t gs; /* any other */
+  if (act && !F64) {
+    fast = 1;
     zd_load32((const uint32_t*)src, nv, m);
     const float fill = (float)A->fill;
     ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
@@ -622,20 +687,25 @@ __device__ static int zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g,
     ZD_UNROLL for (int i = ZC_BLOCK - 1; i >= 0; i--) if ((ord >> i) & 1u) fst = (int32_t)m[i];
     ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) if ((ord >> i) & 1u) lst = (int32_t)m[i];
   } else if (act) {
-    zd_gen_quant64(&gs, src, nv, *g, A->has_fill, A->fill);
-    has = gs.has;
-    fst = gs.fst;
-    lst = gs.lst;
+    fast = zd_quant64_32(src, nv, g, A->has_fill, A->fill, m, &xb, &fb, &ng, &ps, &fst, &lst);
+    ord = valid & ~(xb | fb);
+    has = ord != 0;
+    if (!fast) {
+      zd_gen_quant64(&gs, src, nv, *g, A->has_fill, A->fill);
+      has = gs.has;
+      fst = gs.fst;
+      lst = gs.lst;
+    }
   }
+  if (act) ZD_PATH(fast ? ZD_PATH_C32 : ZD_PATH_CGEN);
   int hp;
   int64_t pv;
   zd_round_prev(act, has, fst, lst, cy, &hp, &pv, s_base);
   int bytes = 0;
   zd_lay32_t L;
-  if (act && !A->f64) {
+  if (fast && !F64) {
     /* The deltas along the chunk's track; every |q| <= 2^30, so every
      * delta's magnitude fits 32 bits. */
-    uint32_t ng = 0, ps = 0;
     int64_t prev = pv;
     int h = hp;
     ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) {
@@ -647,20 +717,45 @@ __device__ static int zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g,
       ng |= (uint32_t)(d < 0) << i;
       ps |= (uint32_t)(d > 0) << i;
     }
+  } else if (fast && has) {
+    /* float64: the first ordinary integer's move from pv (none before:
+     * it is the chunk's base, delta 0); wider than 32 bits: the general
+     * way, late */
+    const int64_t d = hp ? (int64_t)((uint64_t)fst - (uint64_t)pv) : 0;
+    const uint64_t a = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
+    const uint32_t one = ord & (0u - ord);
+    if (a >> 32) {
+      fast = 0;
+      ZD_PATH(ZD_PATH_CLATE);
+      zd_gen_quant64(&gs, src, nv, *g, A->has_fill, A->fill);
+    } else {
+      ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) if ((one >> i) & 1u) m[i] = (uint32_t)a;
+      ng |= d < 0 ? one : 0u;
+      ps |= d > 0 ? one : 0u;
+    }
+  }
+  if (fast) {
     zd_lay32(m, ng, ps, xb, fb, ~valid, A->has_fill, &L);
-    bytes = L.bytes + 4 * ZC_POPC32(xb);
+    bytes = L.bytes + esize * ZC_POPC32(xb);
   } else if (act) {
     bytes = zd_gen_emit(&gs, hp, pv, A->has_fill, esize);
     if (gs.err) *err = 1;
   }
   uint32_t off;
   if (!zd_round_place(bytes, act, blk, nb, cy, room, s_last, &off)) return 0;
-  if (act && !A->f64) {
+  if (fast) {
     zd_write32(m, &L, dst + off);
-    /* the exceptions' raw values, read again (quieted: the CPU keeps them
-     * as doubles) */
+    /* the exceptions' raw values, read again (float32 quieted: the CPU
+     * keeps them as doubles) */
     uint8_t* o = dst + off + L.bytes;
-    for (uint32_t x = xb; x; x &= x - 1, o += 4) zc_put_u32(o, zc_quiet32(zd_ld4((const uint32_t*)src + __ffs(x) - 1)));
+    const uint32_t* sw = (const uint32_t*)src;
+    for (uint32_t x = xb; x; x &= x - 1, o += esize) {
+      const int i = __ffs(x) - 1;
+      if (!F64)
+        zc_put_u32(o, zc_quiet32(zd_ld4(sw + i)));
+      else
+        zd_put_u64(o, (uint64_t)zd_ld4(sw + 2 * i + 1) << 32 | zd_ld4(sw + 2 * i));
+    }
   } else if (act) {
     for (int k = 0; k < bytes; k++) dst[off + k] = gs.enc[k];
   }
@@ -671,6 +766,7 @@ __device__ static int zd_compress_round(const zd_cargs_t* A, const zc_grid_t* g,
  * vb is the CTA's number (0 writes the header). A chunk's bytes are staged
  * in shared memory while the look-back places it; a chunk too large for
  * that is coded again once placed, straight into the output. */
+template <int F64>
 __device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsigned long long* ticket,
                                         zd_csmem_t* sm) {
   __shared__ unsigned long long s_c, s_excl;
@@ -702,7 +798,7 @@ __device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsign
     zd_carry_t cy = {0, 0, 0, 0, 8};
     int err = 0, staged = 1;
     for (uint32_t r = 0; r < R; r++)
-      staged &= zd_compress_round(&A, &g, first, n, nb, r, &cy, &s_base, &s_last, sm->out, ZD_OBUF, &err);
+      staged &= zd_compress_round<F64>(&A, &g, first, n, nb, r, &cy, &s_base, &s_last, sm->out, ZD_OBUF, &err);
     err = __syncthreads_or(err);
     const uint64_t bytes = cy.bytes;
     if (threadIdx.x == 0) s_excl = zd_place_out(slots, c, bytes | (err ? ZD_ERR : 0), A.epoch);
@@ -723,7 +819,7 @@ __device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsign
         int64_t base2;
         uint32_t last2;
         for (uint32_t r = 0; r < R; r++)
-          zd_compress_round(&A, &g, first, n, nb, r, &cy2, &base2, &last2, A.out + at, ~0ull, &err);
+          zd_compress_round<F64>(&A, &g, first, n, nb, r, &cy2, &base2, &last2, A.out + at, ~0ull, &err);
       }
     }
     if (threadIdx.x == 0) {
@@ -734,9 +830,10 @@ __device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsign
   }
 }
 
+template <int F64>
 __global__ static void __launch_bounds__(ZD_T) zd_compress_kernel(zd_cargs_t A) {
   __shared__ zd_csmem_t s_cm;
-  zd_compress_body(A, blockIdx.x, &((zd_ctl_t*)A.scratch)->ticket, &s_cm);
+  zd_compress_body<F64>(A, blockIdx.x, &((zd_ctl_t*)A.scratch)->ticket, &s_cm);
 }
 
 /* ---- decompression ------------------------------------------------------- */
@@ -1538,7 +1635,12 @@ __global__ static void __launch_bounds__(ZD_T) zd_persist_kernel(zd_pargs_t P) {
     __syncthreads();
     if (!s_go) return;
     switch (s_it.kind) {
-      case ZD_P_COMPRESS: zd_compress_body(s_it.a.c, s_vb, &P.ctl->chunk, &s_u.c); break;
+      case ZD_P_COMPRESS:
+        if (s_it.a.c.f64)
+          zd_compress_body<1>(s_it.a.c, s_vb, &P.ctl->chunk, &s_u.c);
+        else
+          zd_compress_body<0>(s_it.a.c, s_vb, &P.ctl->chunk, &s_u.c);
+        break;
       case ZD_P_DECOMPRESS: zd_decompress_body(s_it.a.d, s_vb, P.vg, &s_u.d); break;
       case ZD_P_HOP_STAGE: zd_hop_stage_body(s_it.a.h, s_vb, P.vg); break;
       /* (the instance for every op: with SUM's too, the kernel, which
@@ -1578,7 +1680,7 @@ static unsigned long long zd_next_epoch(void) {
 }
 
 /* CTAs the device holds at once (a persistent grid), cached per device. */
-enum { ZD_K_COMPRESS, ZD_K_DECOMPRESS, ZD_K_HOP_SUM, ZD_K_HOP, ZD_K_NUM };
+enum { ZD_K_COMPRESS, ZD_K_COMPRESS64, ZD_K_DECOMPRESS, ZD_K_HOP_SUM, ZD_K_HOP, ZD_K_NUM };
 #define ZD_MAX_DEVICES 64
 static int zd_grid_cache[ZD_K_NUM][ZD_MAX_DEVICES];
 
@@ -1598,7 +1700,8 @@ static zcclResult_t zd_grid(int kind, const void* kernel, int* grid) {
   *grid = sms * per;
   /* What sets the grid, for reading kernel figures against (once per
    * kind and device: the grid is cached below). */
-  static const char* const names[ZD_K_NUM] = {"compress", "decompress", "hop (sum)", "hop (max, min)"};
+  static const char* const names[ZD_K_NUM] = {"compress (float32)", "compress (float64)", "decompress", "hop (sum)",
+                                              "hop (max, min)"};
   cudaFuncAttributes fa;
   if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess)
     ZU_INFO(ZU_LOG_DEVICE,
@@ -1675,11 +1778,17 @@ extern "C" zcclResult_t zd_cuda_compress(const zc_params_t* p, const void* in, s
   ZU_CHECK(zd_compress_args(p, in, count, out, cap, out_size, scratch, scratch_bytes, status, &A));
   const uint64_t nchunks = A.nchunks;
   int grid;
-  ZU_CHECK(zd_grid(ZD_K_COMPRESS, (const void*)zd_compress_kernel, &grid));
+  if (A.f64)
+    ZU_CHECK(zd_grid(ZD_K_COMPRESS64, (const void*)zd_compress_kernel<1>, &grid));
+  else
+    ZU_CHECK(zd_grid(ZD_K_COMPRESS, (const void*)zd_compress_kernel<0>, &grid));
   if ((uint64_t)grid > nchunks) grid = nchunks > 0 ? (int)nchunks : 1;
   cudaStream_t s = (cudaStream_t)stream;
   ZD_TRY(cudaMemsetAsync(scratch, 0, ZD_CTL_BYTES, s));
-  ZD_TRY(ZD_LAUNCH(zd_compress_kernel, grid, s, A));
+  if (A.f64)
+    ZD_TRY(ZD_LAUNCH(zd_compress_kernel<1>, grid, s, A));
+  else
+    ZD_TRY(ZD_LAUNCH(zd_compress_kernel<0>, grid, s, A));
   return zcclSuccess;
 }
 
@@ -1976,14 +2085,16 @@ extern "C" void zd_cuda_persist_destroy(zd_cuda_persist_t* p) {
 
 /* The three kernels, and the grid each gets on this GPU (zd_cuda_kernels.h). */
 extern "C" zcclResult_t zd_cuda_codec_load(void) {
-  ZD_CUDA_LOAD(zd_compress_kernel);
+  ZD_CUDA_LOAD(zd_compress_kernel<0>);
+  ZD_CUDA_LOAD(zd_compress_kernel<1>);
   ZD_CUDA_LOAD(zd_decompress_kernel);
   ZD_CUDA_LOAD(zd_hop_kernel<1>);
   ZD_CUDA_LOAD(zd_hop_kernel<0>);
   ZD_CUDA_LOAD(zd_hop_stage_kernel);
   ZD_CUDA_LOAD(zd_persist_kernel);
   int grid;
-  ZU_CHECK(zd_grid(ZD_K_COMPRESS, (const void*)zd_compress_kernel, &grid));
+  ZU_CHECK(zd_grid(ZD_K_COMPRESS, (const void*)zd_compress_kernel<0>, &grid));
+  ZU_CHECK(zd_grid(ZD_K_COMPRESS64, (const void*)zd_compress_kernel<1>, &grid));
   ZU_CHECK(zd_grid(ZD_K_DECOMPRESS, (const void*)zd_decompress_kernel, &grid));
   ZU_CHECK(zd_grid(ZD_K_HOP_SUM, (const void*)zd_hop_kernel<1>, &grid));
   ZU_CHECK(zd_grid(ZD_K_HOP, (const void*)zd_hop_kernel<0>, &grid));
