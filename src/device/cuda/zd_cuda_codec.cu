@@ -105,7 +105,6 @@
 #error "ZD_T (ZCCL_CUDA_CODEC_CTA): threads per CTA, a multiple of 32 from 32 to 1024"
 #endif
 #define ZD_WARPS (ZD_T / 32)
-#define ZD_MAX_NB (1u << (ZC_CHUNK_LOG2_MAX - 5)) /* blocks in a chunk, at most */
 #define ZD_CTL_BYTES 64ull
 #define ZD_SLOT_BYTES 64ull
 #define ZD_DBUF 16384u /* decompress: a chunk's bytes in shared memory when they fit (zd_stage) */
@@ -352,11 +351,13 @@ __device__ static const uint8_t* zd_stage(uint8_t* buf, const uint8_t* src, uint
   return dst;
 }
 
-/* One thread finds a chunk's nb block offsets (off[nb]: the end); 0, or -1
- * when a block head does not fit or the blocks do not end at the chunk's
- * end. */
-__device__ static int zd_walk(const uint8_t* chunk, uint32_t bytes, uint32_t nb, int esize, uint32_t* off) {
-  uint32_t o = 8;
+/* One thread finds the offsets of a round's nb block heads in a chunk, the
+ * first at o (off[nb]: where the round's blocks end, the next round's
+ * first); 0, or -1 when a head does not fit or, in the chunk's last round
+ * (last), the blocks do not end at the chunk's end. A round at a time,
+ * so that the table has a round's entries, not a chunk's. */
+__device__ static int zd_walk(const uint8_t* chunk, uint32_t bytes, uint32_t o, uint32_t nb, int last, int esize,
+                              uint32_t* off) {
   for (uint32_t k = 0; k < nb; k++) {
     off[k] = o;
     int sp = zc_block_span(chunk + o, bytes - o, esize);
@@ -364,17 +365,16 @@ __device__ static int zd_walk(const uint8_t* chunk, uint32_t bytes, uint32_t nb,
     o += (uint32_t)sp;
   }
   off[nb] = o;
-  return o == bytes ? 0 : -1;
+  return !last || o == bytes ? 0 : -1;
 }
 
 /* zd_walk over a chunk that zd_stage copied from src into buf, where up to 32
  * bytes past its end are still the buffer's: each head's first 12 bytes
  * come from four aligned word loads issued at once (zd_span_window), not
  * from two or three loads each waiting for the one before. */
-__device__ static int zd_walk_staged(const uint8_t* buf, const uint8_t* src, uint32_t bytes, uint32_t nb, int esize,
-                                     uint32_t* off) {
+__device__ static int zd_walk_staged(const uint8_t* buf, const uint8_t* src, uint32_t bytes, uint32_t o, uint32_t nb,
+                                     int last, int esize, uint32_t* off) {
   const uint8_t* chunk = buf + ((uintptr_t)src & 15u); /* zd_stage's copy of src, from buf: its loads stay shared */
-  uint32_t o = 8;
   for (uint32_t k = 0; k < nb; k++) {
     off[k] = o;
     const uint8_t* h = chunk + o;
@@ -388,7 +388,17 @@ __device__ static int zd_walk_staged(const uint8_t* buf, const uint8_t* src, uin
     o += (uint32_t)sp;
   }
   off[nb] = o;
-  return o == bytes ? 0 : -1;
+  return !last || o == bytes ? 0 : -1;
+}
+
+/* The walk of round r (of R) of a chunk's nb blocks: the round's first
+ * head is where the last round's blocks ended (off[ZD_T], written by the
+ * same thread), or 8. */
+__device__ static int zd_walk_round(const uint8_t* buf, const uint8_t* src, const uint8_t* chunk, int staged,
+                                    uint32_t bytes, uint32_t r, uint32_t R, uint32_t nb, int esize, uint32_t* off) {
+  const uint32_t o = r == 0 ? 8u : off[ZD_T], k = nb - r * ZD_T < ZD_T ? nb - r * ZD_T : ZD_T;
+  return staged ? zd_walk_staged(buf, src, bytes, o, k, r + 1 == R, esize, off)
+                : zd_walk(chunk, bytes, o, k, r + 1 == R, esize, off);
 }
 
 /* The scans' carries from one round of blocks to the next (the same in
@@ -849,7 +859,7 @@ typedef struct {
 /* Decompression's shared memory. */
 typedef struct __align__(16) {
   uint8_t buf[ZD_DBUF + ZD_ALIGN_PAD]; /* a chunk's bytes when they fit */
-  uint32_t off[ZD_MAX_NB + 1];
+  uint32_t off[ZD_T + 1];              /* a round's blocks' offsets (zd_walk_round) */
 } zd_dsmem_t;
 
 /* Block 0's values, its track entering at q, to dst. */
@@ -918,15 +928,15 @@ __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsi
     const uint64_t first = c << h.chunk_log2;
     const uint32_t n = h.count - first < (1ull << h.chunk_log2) ? (uint32_t)(h.count - first) : 1u << h.chunk_log2;
     const uint32_t nb = (n + ZC_BLOCK - 1) / ZC_BLOCK, R = (nb + ZD_T - 1) / ZD_T;
-    if (threadIdx.x == 0) {
-      const int walked = staged ? zd_walk_staged(s_buf, src, bytes, nb, esize, s_off)
-                                : zd_walk(chunk, bytes, nb, esize, s_off);
-      s_ok = walked == 0;
-    }
-    __syncthreads();
-    int err = !s_ok;
+    int err = 0;
     uint64_t q = zd_get_u64(chunk); /* the base */
     for (uint32_t r = 0; r < R && !err; r++) {
+      if (threadIdx.x == 0) s_ok = zd_walk_round(s_buf, src, chunk, staged, bytes, r, R, nb, esize, s_off) == 0;
+      __syncthreads();
+      if (!s_ok) {
+        err = 1;
+        break;
+      }
       uint32_t blk = r * ZD_T + threadIdx.x;
       int nv = 0, okb = 0, fast = 0;
       uint64_t sum = 0;
@@ -936,14 +946,14 @@ __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsi
       uint8_t* dst = A.out + (first + (uint64_t)blk * ZC_BLOCK) * esize;
       if (blk < nb) {
         nv = n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
-        uint32_t o = s_off[blk];
+        uint32_t o = s_off[threadIdx.x], e = s_off[threadIdx.x + 1];
         int used = zd_parse32(chunk + o, bytes - o, nv, h.has_fill, esize, m, &ng, &xb, &fb, &raw);
-        fast = used >= 0 && o + (uint32_t)used == s_off[blk + 1];
+        fast = used >= 0 && o + (uint32_t)used == e;
         if (fast) {
           okb = 1;
           sum = zd_dsum32(m, ng);
         } else {
-          okb = zd_gen_parse(&gs, 0, chunk + o, bytes - o, s_off[blk + 1] - o, nv, h.has_fill, esize);
+          okb = zd_gen_parse(&gs, 0, chunk + o, bytes - o, e - o, nv, h.has_fill, esize);
           if (okb)
             sum = gs.sum[0];
           else
@@ -999,9 +1009,12 @@ typedef struct {
 
 /* One input chunk as a round reads it. */
 typedef struct {
-  const uint8_t* p;   /* its bytes (shared or global memory) */
+  const uint8_t* p; /* its bytes (shared or global memory) */
   uint32_t bytes;
-  const uint32_t* off; /* its blocks' offsets (zd_walk) */
+  uint32_t* off;      /* the round's blocks' offsets (zd_walk_round) */
+  uint8_t* buf;       /* the shared copy's buffer (zd_stage), */
+  const uint8_t* src; /* and where it was copied from */
+  int staged;         /* p is the shared copy */
 } zd_in_t;
 
 /* The result block the general way: both inputs' views (tracks entering
@@ -1016,22 +1029,21 @@ __device__ static __noinline__ void zd_gen_hop(zd_gen_t* s, zcclRedOp_t op, int 
   s->has = zd_block_ends(&s->v, &s->fst, &s->lst);
 }
 
-/* Block blk of both inputs parsed the general way; 1 when both are well
- * formed and end where the walks say. */
+/* Block k of the round of both inputs parsed the general way; 1 when both
+ * are well formed and end where the walks say. */
 __device__ static int zd_gen_parse2(zd_gen_t* s, int fill, int esize, const zd_in_t& ia, const zd_in_t& ib,
-                                    uint32_t blk, int nv) {
-  uint32_t oa = ia.off[blk], ob = ib.off[blk];
-  int ok = zd_gen_parse(s, 0, ia.p + oa, ia.bytes - oa, ia.off[blk + 1] - oa, nv, fill, esize);
-  return zd_gen_parse(s, 1, ib.p + ob, ib.bytes - ob, ib.off[blk + 1] - ob, nv, fill, esize) && ok;
+                                    uint32_t k, int nv) {
+  uint32_t oa = ia.off[k], ob = ib.off[k];
+  int ok = zd_gen_parse(s, 0, ia.p + oa, ia.bytes - oa, ia.off[k + 1] - oa, nv, fill, esize);
+  return zd_gen_parse(s, 1, ib.p + ob, ib.bytes - ob, ib.off[k + 1] - ob, nv, fill, esize) && ok;
 }
 
 /* A block pair the register form took but cannot finish (a move wider
  * than 32 bits): parsed again and combined the general way. */
 __device__ static void zd_hop_late(zd_gen_t* s, const zd_hargs_t* A, const zd_hdr_t* h, const zc_grid_t* g,
-                                   const zd_in_t& ia, const zd_in_t& ib, uint32_t blk, int nv, uint64_t qa,
-                                   uint64_t qb) {
+                                   const zd_in_t& ia, const zd_in_t& ib, int nv, uint64_t qa, uint64_t qb) {
   ZD_PATH(ZD_PATH_HLATE);
-  zd_gen_parse2(s, h->has_fill, h->f64 ? 8 : 4, ia, ib, blk, nv);
+  zd_gen_parse2(s, h->has_fill, h->f64 ? 8 : 4, ia, ib, threadIdx.x, nv);
   zd_gen_hop(s, A->op, h->f64, *g, nv, qa, qb);
 }
 
@@ -1049,14 +1061,29 @@ __device__ static void zd_hop_late(zd_gen_t* s, const zd_hargs_t* A, const zd_hd
  * deltas as soon as they are parsed: at agreeing positions the result's
  * move at every ordinary position but its first is that sum, so one
  * array, not both inputs', lives across the scans (MAX and MIN need both
- * tracks). */
+ * tracks). The round begins with both inputs' walks (s_walk: theirs
+ * results). */
 template <int SUM>
 __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const zc_grid_t* g, const zd_in_t& ia,
                                    const zd_in_t& ib, uint32_t n, uint32_t nb, uint32_t r, zd_carry_t* cy,
-                                   int64_t* s_base, uint32_t* s_last, uint8_t* dst, uint64_t room, int* err) {
+                                   int64_t* s_base, uint32_t* s_last, int* s_walk, uint8_t* dst, uint64_t room,
+                                   int* err) {
   const int esize = h->f64 ? 8 : 4;
-  const uint32_t blk = r * ZD_T + threadIdx.x;
-  const int act = blk < nb;
+  const uint32_t blk = r * ZD_T + threadIdx.x, R = (nb + ZD_T - 1) / ZD_T;
+  __syncthreads(); /* the last round's readers of the offsets are done */
+  /* (none after a failed one: the next would start from an unwritten
+   * offset; b by the second warp's first thread, so both walks run at
+   * once) */
+  if (threadIdx.x == 0)
+    s_walk[0] = (r == 0 || s_walk[0]) && zd_walk_round(ia.buf, ia.src, ia.p, ia.staged, ia.bytes, r, R, nb, esize,
+                                                       ia.off) == 0;
+  if (threadIdx.x == (ZD_T > 32 ? 32 : 0))
+    s_walk[1] = (r == 0 || s_walk[1]) && zd_walk_round(ib.buf, ib.src, ib.p, ib.staged, ib.bytes, r, R, nb, esize,
+                                                       ib.off) == 0;
+  __syncthreads();
+  const int walked = s_walk[0] && s_walk[1];
+  if (!walked) *err = 1;
+  const int act = blk < nb && walked;
   const int nv = !act ? 0 : n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
   const uint32_t valid = zd_valid_mask(nv);
   int okb = 0, fast = 0, has = 0;
@@ -1065,10 +1092,11 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
   const uint8_t *ra = NULL, *rb = NULL;                                /* and raw values */
   zd_gen_t gs;                                                         /* general */
   if (act) {
-    uint32_t oa = ia.off[blk], ob = ib.off[blk], xb, fb;
+    const uint32_t k = threadIdx.x, oa = ia.off[k], ob = ib.off[k];
+    uint32_t xb, fb;
     int ua = zd_parse32(ia.p + oa, ia.bytes - oa, nv, h->has_fill, esize, ma, &na, &xa, &fa, &ra);
     int ub = zd_parse32(ib.p + ob, ib.bytes - ob, nv, h->has_fill, esize, mb, &nbn, &xb, &fb, &rb);
-    fast = ua >= 0 && oa + (uint32_t)ua == ia.off[blk + 1] && ub >= 0 && ob + (uint32_t)ub == ib.off[blk + 1] &&
+    fast = ua >= 0 && oa + (uint32_t)ua == ia.off[k + 1] && ub >= 0 && ob + (uint32_t)ub == ib.off[k + 1] &&
            ((xa ^ xb) & valid) == 0 && ((fa ^ fb) & valid) == 0;
     if (fast) {
       okb = 1;
@@ -1091,7 +1119,7 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
   }
   if (act) ZD_PATH(fast ? ZD_PATH_H32 : ZD_PATH_HGEN);
   if (act && !fast) {
-    okb = zd_gen_parse2(&gs, h->has_fill, esize, ia, ib, blk, nv);
+    okb = zd_gen_parse2(&gs, h->has_fill, esize, ia, ib, threadIdx.x, nv);
     if (okb) {
       sa = gs.sum[0];
       sb = gs.sum[1];
@@ -1155,7 +1183,7 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
       lst = (int64_t)rp;
       if (wide) { /* (has, fst and lst stand: the general way finds the same) */
         fast = 0;
-        zd_hop_late(&gs, A, h, g, ia, ib, blk, nv, qa, qb);
+        zd_hop_late(&gs, A, h, g, ia, ib, nv, qa, qb);
       }
     }
   } else if (okb) {
@@ -1174,7 +1202,7 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
     uint64_t md = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
     if (md >> 32) {
       fast = 0;
-      zd_hop_late(&gs, A, h, g, ia, ib, blk, nv, qa, qb);
+      zd_hop_late(&gs, A, h, g, ia, ib, nv, qa, qb);
     } else {
       ZD_UNROLL for (int i = 0; i < ZC_BLOCK; i++) if ((first >> i) & 1u) ma[i] = (uint32_t)md;
       na = (na & ~first) | (d < 0 ? first : 0u);
@@ -1297,7 +1325,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_stage_kernel(zd_hargs_t A)
  * its blocks' offsets. */
 typedef struct __align__(16) {
   uint8_t bufa[ZD_HBUF + ZD_ALIGN_PAD], bufb[ZD_HBUF + ZD_ALIGN_PAD];
-  uint32_t offa[ZD_MAX_NB + 1], offb[ZD_MAX_NB + 1];
+  uint32_t offa[ZD_T + 1], offb[ZD_T + 1]; /* a round's blocks' offsets (zd_walk_round) */
   zd_csmem_t res; /* the result chunk, staged */
 } zd_hsmem_t;
 
@@ -1313,6 +1341,7 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
   __shared__ uint32_t s_n[2];
   __shared__ int64_t s_base;
   __shared__ uint32_t s_last;
+  __shared__ int s_walk[2];
   uint32_t *s_offa = sm->offa, *s_offb = sm->offb;
   uint8_t *s_bufa = sm->bufa, *s_bufb = sm->bufb;
   zd_ctl_t* ctl = (zd_ctl_t*)A.scratch;
@@ -1371,26 +1400,19 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
     }
     __syncthreads();
     int ok = s_ok;
-    zd_in_t ia = {pa + head + s_in[0], s_n[0], s_offa};
-    zd_in_t ib = {pb + head + s_in[1], s_n[1], s_offb};
+    zd_in_t ia = {pa + head + s_in[0], s_n[0], s_offa, s_bufa, NULL, 0};
+    zd_in_t ib = {pb + head + s_in[1], s_n[1], s_offb, s_bufb, NULL, 0};
     const uint64_t first = c << h.chunk_log2;
     const uint32_t n = h.count - first < (1ull << h.chunk_log2) ? (uint32_t)(h.count - first) : 1u << h.chunk_log2;
     const uint32_t nb = (n + ZC_BLOCK - 1) / ZC_BLOCK, R = (nb + ZD_T - 1) / ZD_T;
     if (ok) {
-      const uint8_t *srca = ia.p, *srcb = ib.p;
-      const int sa = ia.bytes <= ZD_HBUF, sb = ib.bytes <= ZD_HBUF;
-      if (sa) ia.p = zd_stage(s_bufa, srca, ia.bytes);
-      if (sb) ib.p = zd_stage(s_bufb, srcb, ib.bytes);
+      ia.src = ia.p;
+      ib.src = ib.p;
+      ia.staged = ia.bytes <= ZD_HBUF;
+      ib.staged = ib.bytes <= ZD_HBUF;
+      if (ia.staged) ia.p = zd_stage(s_bufa, ia.src, ia.bytes);
+      if (ib.staged) ib.p = zd_stage(s_bufb, ib.src, ib.bytes);
       __syncthreads();
-      if (threadIdx.x == 0 && (sa ? zd_walk_staged(s_bufa, srca, ia.bytes, nb, esize, s_offa)
-                                  : zd_walk(ia.p, ia.bytes, nb, esize, s_offa)) != 0)
-        s_ok = 0;
-      /* (the second warp's first thread, so both walks run at once) */
-      if (threadIdx.x == (ZD_T > 32 ? 32 : 0) && (sb ? zd_walk_staged(s_bufb, srcb, ib.bytes, nb, esize, s_offb)
-                                                     : zd_walk(ib.p, ib.bytes, nb, esize, s_offb)) != 0)
-        s_ok = 0;
-      __syncthreads();
-      ok = s_ok;
     }
     zd_carry_t cy = {0, 0, 0, 0, 8};
     int err = !ok, staged = 1;
@@ -1398,7 +1420,8 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
       cy.qa = zd_get_u64(ia.p);
       cy.qb = zd_get_u64(ib.p);
       for (uint32_t r = 0; r < R; r++)
-        staged &= zd_hop_round<SUM>(&A, &h, &g, ia, ib, n, nb, r, &cy, &s_base, &s_last, sm->res.out, ZD_OBUF, &err);
+        staged &= zd_hop_round<SUM>(&A, &h, &g, ia, ib, n, nb, r, &cy, &s_base, &s_last, s_walk, sm->res.out, ZD_OBUF,
+                                    &err);
     }
     err = __syncthreads_or(err);
     const uint64_t bytes = cy.bytes;
@@ -1420,7 +1443,7 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
         int64_t base2;
         uint32_t last2;
         for (uint32_t r = 0; r < R; r++)
-          zd_hop_round<SUM>(&A, &h, &g, ia, ib, n, nb, r, &cy2, &base2, &last2, A.out + at, ~0ull, &err);
+          zd_hop_round<SUM>(&A, &h, &g, ia, ib, n, nb, r, &cy2, &base2, &last2, s_walk, A.out + at, ~0ull, &err);
       }
     }
     if (threadIdx.x == 0) {
