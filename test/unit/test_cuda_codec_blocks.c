@@ -116,25 +116,12 @@ static int emu_compress(const zc_params_t* p, const void* in, size_t count, uint
   return ok ? 0 : -1;
 }
 
-/* zd_walk. */
-static int emu_walk(const uint8_t* chunk, uint32_t bytes, uint32_t nb, int esize, uint32_t* off) {
-  uint32_t o = 8;
-  for (uint32_t k = 0; k < nb; k++) {
-    off[k] = o;
-    int sp = zc_block_span(chunk + o, bytes - o, esize);
-    if (sp < 0) return -1;
-    o += (uint32_t)sp;
-  }
-  off[nb] = o;
-  return o == bytes ? 0 : -1;
-}
-
 /* One input chunk's blocks as views, the way the kernels parse them (walk,
  * parse with the consistency check, delta sums scanned from the base). */
 static int emu_parse_chunk(const uint8_t* chunk, uint32_t bytes, uint32_t n, int fill, int esize, zd_bview_t* views) {
   uint32_t nb = (n + 31) / 32;
   uint32_t* off = malloc((nb + 1) * sizeof *off);
-  int rc = emu_walk(chunk, bytes, nb, esize, off);
+  int rc = zd_walk(chunk, bytes, 8, nb, 1, esize, off);
   uint64_t q = zd_get_u64(chunk);
   for (uint32_t blk = 0; blk < nb && rc == 0; blk++) {
     int nv = n - blk * 32 < 32 ? (int)(n - blk * 32) : 32;

@@ -351,23 +351,6 @@ __device__ static const uint8_t* zd_stage(uint8_t* buf, const uint8_t* src, uint
   return dst;
 }
 
-/* One thread finds the offsets of a round's nb block heads in a chunk, the
- * first at o (off[nb]: where the round's blocks end, the next round's
- * first); 0, or -1 when a head does not fit or, in the chunk's last round
- * (last), the blocks do not end at the chunk's end. A round at a time,
- * so that the table has a round's entries, not a chunk's. */
-__device__ static int zd_walk(const uint8_t* chunk, uint32_t bytes, uint32_t o, uint32_t nb, int last, int esize,
-                              uint32_t* off) {
-  for (uint32_t k = 0; k < nb; k++) {
-    off[k] = o;
-    int sp = zc_block_span(chunk + o, bytes - o, esize);
-    if (sp < 0) return -1;
-    o += (uint32_t)sp;
-  }
-  off[nb] = o;
-  return !last || o == bytes ? 0 : -1;
-}
-
 /* zd_walk over a chunk that zd_stage copied from src into buf, where up to 32
  * bytes past its end are still the buffer's: each head's first 12 bytes
  * come from four aligned word loads issued at once (zd_span_window), not

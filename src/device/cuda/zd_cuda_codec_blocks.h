@@ -205,6 +205,23 @@ ZC_HD_INLINE int zd_block_emit(const zc_block_t* b, uint32_t pad, int fill, cons
 
 /* ---- decompression -------------------------------------------------------- */
 
+/* One thread finds the offsets of a round's nb block heads in a chunk, the
+ * first at o (off[nb]: where the round's blocks end, the next round's
+ * first); 0, or -1 when a head does not fit or, in the chunk's last round
+ * (last), the blocks do not end at the chunk's end. A round at a time,
+ * so that the table has a round's entries, not a chunk's. */
+ZC_HD_INLINE int zd_walk(const uint8_t* chunk, uint32_t bytes, uint32_t o, uint32_t nb, int last, int esize,
+                         uint32_t* off) {
+  for (uint32_t k = 0; k < nb; k++) {
+    off[k] = o;
+    int sp = zc_block_span(chunk + o, bytes - o, esize);
+    if (sp < 0) return -1;
+    o += (uint32_t)sp;
+  }
+  off[nb] = o;
+  return !last || o == bytes ? 0 : -1;
+}
+
 /* zc_block_span of the block whose first 12 bytes are w[0..3) (little
  * endian; bytes at or past avail may hold anything): the walk of a chunk
  * in shared memory loads them at once, as aligned words, instead of
