@@ -294,6 +294,45 @@ ZC_HD_INLINE int zc_block_decode(const uint8_t* in, size_t avail, int fill, zc_b
   return o;
 }
 
+/* zc_block_span of the block whose first 12 bytes are w0, w1, w2 (little
+ * endian; bytes at or past avail may hold anything): a head needs no
+ * more, so the CUDA walk of a chunk in shared memory loads them at once,
+ * as aligned words, instead of byte after dependent byte. */
+ZC_HD_INLINE int zc_block_span_window(uint32_t w0, uint32_t w1, uint32_t w2, size_t avail, int esize) {
+  if (avail < 1) return -1;
+  const int W = (int)(w0 & 63u);
+  int smode = (int)((w0 >> 6) & 3u), o = 1, has_x = 0, has_f = 0;
+  if (W == ZC_W_ALLFILL) return 1;
+  if (smode == ZC_SMODE_EXT) {
+    if (avail < 2) return -1;
+    const uint32_t e = (w0 >> 8) & 0xffu;
+    smode = (int)(e & 3u);
+    has_x = (e & ZC_EXT_EXC) != 0;
+    has_f = (e & ZC_EXT_FILL) != 0;
+    o = 2;
+  }
+  int planes = 0;
+  if (W > 0) {
+    if (avail < (size_t)o + 2) return -1;
+    const uint32_t sw = w0 >> (8 * o); /* o is 1 or 2: both bytes in w0 */
+    const int base = W > 15 ? W - 15 : 0;
+    planes = 4 * base + (int)((sw & 15u) + ((sw >> 4) & 15u) + ((sw >> 8) & 15u) + ((sw >> 12) & 15u));
+    o += 2;
+  }
+  if (smode == ZC_SMODE_PLANE) o += 4;
+  uint32_t xbits = 0;
+  if (has_x) {
+    if (avail < (size_t)o + 4) return -1;
+    /* o is 2 .. 8: the word from w0:w1 or w1:w2 */
+    const uint64_t two = o < 4 ? ((uint64_t)w1 << 32 | w0) : ((uint64_t)w2 << 32 | w1);
+    xbits = (uint32_t)(two >> (8 * (o & 3) + (o == 8 ? 32 : 0)));
+    o += 4;
+  }
+  if (has_f) o += 4;
+  size_t span = (size_t)o + (size_t)planes + (size_t)ZC_POPC32(xbits) * (size_t)esize;
+  return span <= avail ? (int)span : -1;
+}
+
 /* Bytes the block at in[0 .. avail) takes with its raw values (esize bytes
  * each), read from its head alone: what a decoder needs to find the next
  * block without decoding this one (the CUDA decoder walks a chunk's block
@@ -302,33 +341,13 @@ ZC_HD_INLINE int zc_block_decode(const uint8_t* in, size_t avail, int fill, zc_b
  * values fit, this is its return plus nexc * esize; for a malformed block it
  * may be anything, so it never replaces zc_block_decode's checks. */
 ZC_HD_INLINE int zc_block_span(const uint8_t* in, size_t avail, int esize) {
-  if (avail < 1) return -1;
-  int W = in[0] & 63, smode = in[0] >> 6, o = 1, has_x = 0, has_f = 0;
-  if (W == ZC_W_ALLFILL) return 1;
-  if (smode == ZC_SMODE_EXT) {
-    if (avail < 2) return -1;
-    smode = in[1] & 3;
-    has_x = (in[1] & ZC_EXT_EXC) != 0;
-    has_f = (in[1] & ZC_EXT_FILL) != 0;
-    o = 2;
+  uint32_t w0 = 0, w1 = 0, w2 = 0; /* the head's first 12 bytes, 0 past avail */
+  for (int k = 0; k < 4; k++) {
+    if ((size_t)k < avail) w0 |= (uint32_t)in[k] << (8 * k);
+    if ((size_t)k + 4 < avail) w1 |= (uint32_t)in[k + 4] << (8 * k);
+    if ((size_t)k + 8 < avail) w2 |= (uint32_t)in[k + 8] << (8 * k);
   }
-  int planes = 0;
-  if (W > 0) {
-    if (avail < (size_t)o + 2) return -1;
-    int base = W > 15 ? W - 15 : 0;
-    for (int k = 0; k < ZC_NSUB; k++) planes += base + ((in[o + k / 2] >> (4 * (k & 1))) & 15);
-    o += 2;
-  }
-  if (smode == ZC_SMODE_PLANE) o += 4;
-  uint32_t xbits = 0;
-  if (has_x) {
-    if (avail < (size_t)o + 4) return -1;
-    xbits = zc_get_u32(in + o);
-    o += 4;
-  }
-  if (has_f) o += 4;
-  size_t span = (size_t)o + (size_t)planes + (size_t)ZC_POPC32(xbits) * (size_t)esize;
-  return span <= avail ? (int)span : -1;
+  return zc_block_span_window(w0, w1, w2, avail, esize);
 }
 
 /* ---- bits ------------------------------------------------------------------ */

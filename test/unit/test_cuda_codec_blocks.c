@@ -393,7 +393,7 @@ static void test_header_parse(void) {
 }
 
 /* zc_block_span is zc_block_decode's size, raw values included, wherever
- * the decoder accepts a block (also on random bytes); zd_span_window is
+ * the decoder accepts a block (also on random bytes); zc_block_span_window is
  * zc_block_span. */
 static void test_span(void) {
   uint8_t buf[ZD_EMIT_MAX(8) + 64];
@@ -424,7 +424,7 @@ static void test_span(void) {
       if (n >= 0 && (size_t)n + (size_t)nexc * (size_t)esize <= len) CHECK(sp == n + nexc * esize);
       CHECK(sp <= (int)len);
       /* the same from the head's first 12 bytes as words, whatever lies past len */
-      CHECK(zd_span_window(zc_get_u32(buf), zc_get_u32(buf + 4), zc_get_u32(buf + 8), len, esize) == sp);
+      CHECK(zc_block_span_window(zc_get_u32(buf), zc_get_u32(buf + 4), zc_get_u32(buf + 8), len, esize) == sp);
     }
   }
 }

@@ -353,7 +353,7 @@ __device__ static const uint8_t* zd_stage(uint8_t* buf, const uint8_t* src, uint
 
 /* zd_walk over a chunk that zd_stage copied from src into buf, where up to 32
  * bytes past its end are still the buffer's: each head's first 12 bytes
- * come from four aligned word loads issued at once (zd_span_window), not
+ * come from four aligned word loads issued at once (zc_block_span_window), not
  * from two or three loads each waiting for the one before. */
 __device__ static int zd_walk_staged(const uint8_t* buf, const uint8_t* src, uint32_t bytes, uint32_t o, uint32_t nb,
                                      int last, int esize, uint32_t* off) {
@@ -366,7 +366,7 @@ __device__ static int zd_walk_staged(const uint8_t* buf, const uint8_t* src, uin
     const uint32_t sh = 8u * mis, a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
     const uint32_t w0 = (uint32_t)(((uint64_t)a1 << 32 | a0) >> sh), w1 = (uint32_t)(((uint64_t)a2 << 32 | a1) >> sh),
                    w2 = (uint32_t)(((uint64_t)a3 << 32 | a2) >> sh);
-    const int sp = zd_span_window(w0, w1, w2, bytes - o, esize);
+    const int sp = zc_block_span_window(w0, w1, w2, bytes - o, esize);
     if (sp < 0) return -1;
     o += (uint32_t)sp;
   }
@@ -374,14 +374,15 @@ __device__ static int zd_walk_staged(const uint8_t* buf, const uint8_t* src, uin
   return !last || o == bytes ? 0 : -1;
 }
 
-/* The walk of round r (of R) of a chunk's nb blocks: the round's first
- * head is where the last round's blocks ended (off[ZD_T], written by the
- * same thread), or 8. */
-__device__ static int zd_walk_round(const uint8_t* buf, const uint8_t* src, const uint8_t* chunk, int staged,
-                                    uint32_t bytes, uint32_t r, uint32_t R, uint32_t nb, int esize, uint32_t* off) {
+/* The walk of round r (of R) of a chunk's nb blocks, the chunk at src or
+ * (staged) zd_stage's copy of it in buf: the round's first head is where
+ * the last round's blocks ended (off[ZD_T], written by the same thread),
+ * or 8. */
+__device__ static int zd_walk_round(const uint8_t* buf, const uint8_t* src, int staged, uint32_t bytes, uint32_t r,
+                                    uint32_t R, uint32_t nb, int esize, uint32_t* off) {
   const uint32_t o = r == 0 ? 8u : off[ZD_T], k = nb - r * ZD_T < ZD_T ? nb - r * ZD_T : ZD_T;
   return staged ? zd_walk_staged(buf, src, bytes, o, k, r + 1 == R, esize, off)
-                : zd_walk(chunk, bytes, o, k, r + 1 == R, esize, off);
+                : zd_walk(src, bytes, o, k, r + 1 == R, esize, off);
 }
 
 /* The scans' carries from one round of blocks to the next (the same in
@@ -914,7 +915,7 @@ __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsi
     int err = 0;
     uint64_t q = zd_get_u64(chunk); /* the base */
     for (uint32_t r = 0; r < R && !err; r++) {
-      if (threadIdx.x == 0) s_ok = zd_walk_round(s_buf, src, chunk, staged, bytes, r, R, nb, esize, s_off) == 0;
+      if (threadIdx.x == 0) s_ok = zd_walk_round(s_buf, src, staged, bytes, r, R, nb, esize, s_off) == 0;
       __syncthreads();
       if (!s_ok) {
         err = 1;
@@ -1058,11 +1059,11 @@ __device__ static int zd_hop_round(const zd_hargs_t* A, const zd_hdr_t* h, const
    * offset; b by the second warp's first thread, so both walks run at
    * once) */
   if (threadIdx.x == 0)
-    s_walk[0] = (r == 0 || s_walk[0]) && zd_walk_round(ia.buf, ia.src, ia.p, ia.staged, ia.bytes, r, R, nb, esize,
-                                                       ia.off) == 0;
+    s_walk[0] =
+        (r == 0 || s_walk[0]) && zd_walk_round(ia.buf, ia.src, ia.staged, ia.bytes, r, R, nb, esize, ia.off) == 0;
   if (threadIdx.x == (ZD_T > 32 ? 32 : 0))
-    s_walk[1] = (r == 0 || s_walk[1]) && zd_walk_round(ib.buf, ib.src, ib.p, ib.staged, ib.bytes, r, R, nb, esize,
-                                                       ib.off) == 0;
+    s_walk[1] =
+        (r == 0 || s_walk[1]) && zd_walk_round(ib.buf, ib.src, ib.staged, ib.bytes, r, R, nb, esize, ib.off) == 0;
   __syncthreads();
   const int walked = s_walk[0] && s_walk[1];
   if (!walked) *err = 1;
@@ -1690,7 +1691,19 @@ enum { ZD_K_COMPRESS, ZD_K_COMPRESS64, ZD_K_DECOMPRESS, ZD_K_HOP_SUM, ZD_K_HOP, 
 #define ZD_MAX_DEVICES 64
 static int zd_grid_cache[ZD_K_NUM][ZD_MAX_DEVICES];
 
-static zcclResult_t zd_grid(int kind, const void* kernel, int* grid) {
+/* The launched kernel of each kind. */
+static const void* zd_kernel_of(int kind) {
+  switch (kind) {
+    case ZD_K_COMPRESS: return (const void*)zd_compress_kernel<0>;
+    case ZD_K_COMPRESS64: return (const void*)zd_compress_kernel<1>;
+    case ZD_K_DECOMPRESS: return (const void*)zd_decompress_kernel;
+    case ZD_K_HOP_SUM: return (const void*)zd_hop_kernel<1>;
+    default: return (const void*)zd_hop_kernel<0>;
+  }
+}
+
+static zcclResult_t zd_grid(int kind, int* grid) {
+  const void* kernel = zd_kernel_of(kind);
   int dev = 0, sms = 0, per = 0;
   ZD_TRY(cudaGetDevice(&dev));
   if (dev >= 0 && dev < ZD_MAX_DEVICES) {
@@ -1784,10 +1797,7 @@ extern "C" zcclResult_t zd_cuda_compress(const zc_params_t* p, const void* in, s
   ZU_CHECK(zd_compress_args(p, in, count, out, cap, out_size, scratch, scratch_bytes, status, &A));
   const uint64_t nchunks = A.nchunks;
   int grid;
-  if (A.f64)
-    ZU_CHECK(zd_grid(ZD_K_COMPRESS64, (const void*)zd_compress_kernel<1>, &grid));
-  else
-    ZU_CHECK(zd_grid(ZD_K_COMPRESS, (const void*)zd_compress_kernel<0>, &grid));
+  ZU_CHECK(zd_grid(A.f64 ? ZD_K_COMPRESS64 : ZD_K_COMPRESS, &grid));
   if ((uint64_t)grid > nchunks) grid = nchunks > 0 ? (int)nchunks : 1;
   cudaStream_t s = (cudaStream_t)stream;
   ZD_TRY(cudaMemsetAsync(scratch, 0, ZD_CTL_BYTES, s));
@@ -1818,7 +1828,7 @@ extern "C" zcclResult_t zd_cuda_decompress(const void* stream_bytes, const uint6
   zd_dargs_t A;
   ZU_CHECK(zd_decompress_args(stream_bytes, size, out, count, status, &A));
   int grid;
-  ZU_CHECK(zd_grid(ZD_K_DECOMPRESS, (const void*)zd_decompress_kernel, &grid));
+  ZU_CHECK(zd_grid(ZD_K_DECOMPRESS, &grid));
   /* At most one CTA per smallest chunk (the chunk size is in the stream). */
   uint64_t most = (count + ZC_BLOCK - 1) / ZC_BLOCK;
   if ((uint64_t)grid > most) grid = most > 0 ? (int)most : 1;
@@ -1865,10 +1875,7 @@ extern "C" zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_
   ZU_CHECK(zd_hop_args(op, a, a_size, b, b_size, out, cap, out_size, scratch, scratch_bytes, status, &A));
   const int sum = op == zcclSum;
   int grid;
-  if (sum)
-    ZU_CHECK(zd_grid(ZD_K_HOP_SUM, (const void*)zd_hop_kernel<1>, &grid));
-  else
-    ZU_CHECK(zd_grid(ZD_K_HOP, (const void*)zd_hop_kernel<0>, &grid));
+  ZU_CHECK(zd_grid(sum ? ZD_K_HOP_SUM : ZD_K_HOP, &grid));
   cudaStream_t s = (cudaStream_t)stream;
   ZD_TRY(cudaMemsetAsync(scratch, 0, ZD_CTL_BYTES, s));
   if (A.inplace) ZD_TRY(ZD_LAUNCH(zd_hop_stage_kernel, grid, s, A));
@@ -2099,10 +2106,6 @@ extern "C" zcclResult_t zd_cuda_codec_load(void) {
   ZD_CUDA_LOAD(zd_hop_stage_kernel);
   ZD_CUDA_LOAD(zd_persist_kernel);
   int grid;
-  ZU_CHECK(zd_grid(ZD_K_COMPRESS, (const void*)zd_compress_kernel<0>, &grid));
-  ZU_CHECK(zd_grid(ZD_K_COMPRESS64, (const void*)zd_compress_kernel<1>, &grid));
-  ZU_CHECK(zd_grid(ZD_K_DECOMPRESS, (const void*)zd_decompress_kernel, &grid));
-  ZU_CHECK(zd_grid(ZD_K_HOP_SUM, (const void*)zd_hop_kernel<1>, &grid));
-  ZU_CHECK(zd_grid(ZD_K_HOP, (const void*)zd_hop_kernel<0>, &grid));
+  for (int kind = 0; kind < ZD_K_NUM; kind++) ZU_CHECK(zd_grid(kind, &grid));
   return zcclSuccess;
 }

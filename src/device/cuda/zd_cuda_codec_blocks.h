@@ -222,45 +222,6 @@ ZC_HD_INLINE int zd_walk(const uint8_t* chunk, uint32_t bytes, uint32_t o, uint3
   return !last || o == bytes ? 0 : -1;
 }
 
-/* zc_block_span of the block whose first 12 bytes are w[0..3) (little
- * endian; bytes at or past avail may hold anything): the walk of a chunk
- * in shared memory loads them at once, as aligned words, instead of
- * reading the head byte after dependent byte. */
-ZC_HD_INLINE int zd_span_window(uint32_t w0, uint32_t w1, uint32_t w2, size_t avail, int esize) {
-  if (avail < 1) return -1;
-  const int W = (int)(w0 & 63u);
-  int smode = (int)((w0 >> 6) & 3u), o = 1, has_x = 0, has_f = 0;
-  if (W == ZC_W_ALLFILL) return 1;
-  if (smode == ZC_SMODE_EXT) {
-    if (avail < 2) return -1;
-    const uint32_t e = (w0 >> 8) & 0xffu;
-    smode = (int)(e & 3u);
-    has_x = (e & ZC_EXT_EXC) != 0;
-    has_f = (e & ZC_EXT_FILL) != 0;
-    o = 2;
-  }
-  int planes = 0;
-  if (W > 0) {
-    if (avail < (size_t)o + 2) return -1;
-    const uint32_t sw = w0 >> (8 * o); /* o is 1 or 2: both bytes in w0 */
-    const int base = W > 15 ? W - 15 : 0;
-    planes = 4 * base + (int)((sw & 15u) + ((sw >> 4) & 15u) + ((sw >> 8) & 15u) + ((sw >> 12) & 15u));
-    o += 2;
-  }
-  if (smode == ZC_SMODE_PLANE) o += 4;
-  uint32_t xbits = 0;
-  if (has_x) {
-    if (avail < (size_t)o + 4) return -1;
-    /* o is 2 .. 8: the word from w0:w1 or w1:w2 */
-    const uint64_t two = o < 4 ? ((uint64_t)w1 << 32 | w0) : ((uint64_t)w2 << 32 | w1);
-    xbits = (uint32_t)(two >> (8 * (o & 3) + (o == 8 ? 32 : 0)));
-    o += 4;
-  }
-  if (has_f) o += 4;
-  size_t span = (size_t)o + (size_t)planes + (size_t)ZC_POPC32(xbits) * (size_t)esize;
-  return span <= avail ? (int)span : -1;
-}
-
 /* Parses the block at in[0 .. avail) holding nv values (1..32) with
  * zc_parse_block's checks: its deltas in b, its raw values at *raw. Returns
  * the bytes the block takes with its raw values, or -1 when it is malformed
