@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "zc_szp.h"
 #include "zd_dev_impl.h"
 #include "zu_error.h"
 #include "zu_param.h"
@@ -45,6 +46,7 @@ struct zd_sim {
   int stop;
   int delay_us;
   long lane_lag_us; /* ZCCL_SIM_LANE_LAG_US */
+  int fail_range;   /* ZCCL_SIM_FAIL_RANGE */
   zd_sim_lane_t lanes[ZD_LANES_MAX];
 };
 
@@ -120,6 +122,8 @@ static zcclResult_t zd_sim_init(zd_dev_t* dev) {
   int64_t lag = 0;
   ZU_CHECK(zu_param_int(ZU_PARAM_SIM_DELAY_US, &delay));
   ZU_CHECK(zu_param_int(ZU_PARAM_SIM_LANE_LAG_US, &lag));
+  int64_t fail_range = 0;
+  ZU_CHECK(zu_param_int(ZU_PARAM_SIM_FAIL_RANGE, &fail_range));
   ZU_RETURN_ERR_IF(lag < 0 || lag > 10000000, zcclInvalidArgument,
                    "ZCCL_SIM_LANE_LAG_US=%lld: expected 0 .. 10000000", (long long)lag);
   ZU_RETURN_ERR_IF(delay < 0 || delay > 10000000, zcclInvalidArgument,
@@ -128,6 +132,7 @@ static zcclResult_t zd_sim_init(zd_dev_t* dev) {
   ZU_RETURN_ERR_IF(s == NULL, zcclSystemError, "sim device: out of memory");
   s->delay_us = (int)delay;
   s->lane_lag_us = (long)lag;
+  s->fail_range = fail_range != 0;
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   pthread_mutex_init(&s->lock, NULL);
@@ -224,6 +229,16 @@ static void zd_sim_mem_free(zd_dev_t* dev, void* mem) {
   free(mem);
 }
 
+/* The host's range once what is queued has run, or (ZCCL_SIM_FAIL_RANGE)
+ * the failure a broken GPU would give. */
+static zcclResult_t zd_sim_value_range(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype,
+                                       int has_fill, double fill, double* min, double* max, size_t* valid) {
+  ZU_CHECK(zd_sync(dev));
+  ZU_RETURN_ERR_IF(dev->sim->fail_range, zcclInternalError, "sim device: value range failed (ZCCL_SIM_FAIL_RANGE=1)");
+  zc_value_range(in, count, dtype, has_fill, fill, min, max, valid);
+  return zcclSuccess;
+}
+
 const zd_ops_t zd_sim_ops = {
     .name = "sim",
     .init = zd_sim_init,
@@ -235,6 +250,7 @@ const zd_ops_t zd_sim_ops = {
     .lane_wait = zd_sim_lane_wait,
     .pool_alloc = zd_sim_mem_alloc,
     .pool_free = zd_sim_mem_free,
+    .value_range = zd_sim_value_range,
     .host_alloc = zd_sim_mem_alloc,
     .host_free = zd_sim_mem_free,
 };

@@ -18,11 +18,17 @@ zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void*
   if (rel) {
     double mn = 0, mx = 0;
     size_t valid = 0;
-    ZU_CHECK(zd_value_range(ctx->dev, in, n, a->datatype, c->hasFill, c->fillValue, &mn, &mx, &valid));
-    /* (-min, max); a rank with no valid value contributes -inf. */
-    double lohi[2] = {valid ? -mn : -INFINITY, valid ? mx : -INFINITY};
-    if (global) ZU_CHECK(zp_agree(ctx, lohi, 2, -1, 0x7000)); /* the max over ranks */
-    double lo = -lohi[0], hi = lohi[1], range = hi - lo;
+    zcclResult_t res = zd_value_range(ctx->dev, in, n, a->datatype, c->hasFill, c->fillValue, &mn, &mx, &valid);
+    /* (-min, max, the last rank + 1 that failed to find its range); a rank
+     * with no valid value contributes -inf. A failed rank still agrees, so
+     * the others fail now rather than at ZCCL_TIMEOUT. */
+    double v[3] = {-INFINITY, -INFINITY, res != zcclSuccess ? ctx->rank + 1 : 0};
+    if (res == zcclSuccess && valid) v[0] = -mn, v[1] = mx;
+    if (global) ZU_CHECK(zp_agree(ctx, v, 3, -1, 0x7000)); /* the max over ranks */
+    if (res != zcclSuccess) return res;
+    ZU_RETURN_ERR_IF(v[2] > 0, zcclRemoteError, "%s: rank %d failed to find its input's value range (error mode rel)",
+                     zp_coll_name(a->coll), (int)v[2] - 1);
+    double lo = -v[0], hi = v[1], range = hi - lo;
     /* Constant data (or none valid): any step keeps the bound; use one
      * relative to the magnitude. */
     if (!(range > 0) || !isfinite(range)) range = isfinite(hi) && hi != 0 ? fabs(hi) : 1.0;
@@ -49,28 +55,27 @@ zcclResult_t zp_eb_agreed(const zp_ctx_t* ctx, const zp_coll_args_t* a, const vo
                    "%s: codec=zfp cannot keep fill values exactly (ZFP has no fill handling); use codec=hz or szp, "
                    "or drop fill=", fn);
   int mine = root < 0 || ctx->rank == root;
-  double v[2] = {0, 0}; /* the bound (root's: NaN if it has none), the last rank + 1 with non-finite input */
+  /* The bound (the root's), the last rank + 1 with non-finite input, the
+   * last rank + 1 whose own part failed (it still agrees, so the others
+   * fail now rather than at ZCCL_TIMEOUT). */
+  double v[3] = {0, 0, 0};
   zcclResult_t res = zcclSuccess;
   if (mine) {
     res = zp_eb_abs(ctx, a, in, in_n, root < 0, &v[0]);
-    if (res != zcclSuccess && root < 0) return res; /* agreed: the same on every rank */
-    if (res != zcclSuccess) v[0] = NAN;
-    if (zfp) {
+    if (res != zcclSuccess && root < 0) return res; /* agreed: every rank returns here */
+    if (res == zcclSuccess && zfp) {
       double mn = 0, mx = 0;
       size_t valid = 0;
-      ZU_CHECK(zd_value_range(ctx->dev, in, in_n, a->datatype, 0, 0.0, &mn, &mx, &valid));
-      if (valid < in_n) v[1] = ctx->rank + 1;
+      res = zd_value_range(ctx->dev, in, in_n, a->datatype, 0, 0.0, &mn, &mx, &valid);
+      if (res == zcclSuccess && valid < in_n) v[1] = ctx->rank + 1;
     }
+    if (res != zcclSuccess) v[2] = ctx->rank + 1;
   }
-  if (root >= 0 || zfp) {
-    double w[2] = {v[0], v[1]};
-    /* Global: only the flag needs agreeing (the bound already is). */
-    ZU_CHECK(zp_agree(ctx, root < 0 ? &w[1] : w, root < 0 ? 1 : 2, root, 0x7100));
-    v[0] = root < 0 ? v[0] : w[0];
-    v[1] = w[1];
-  }
-  if (res != zcclSuccess) return res; /* the root's own error, after telling the others */
-  ZU_RETURN_ERR_IF(isnan(v[0]), zcclInvalidArgument, "%s: the root (rank %d) has no valid error bound", fn, root);
+  /* Global: the bound already is agreed; only the flags need it. */
+  if (root >= 0 || zfp) ZU_CHECK(zp_agree(ctx, root < 0 ? &v[1] : v, root < 0 ? 2 : 3, root, 0x7100));
+  if (res != zcclSuccess) return res; /* this rank's own error, after telling the others */
+  ZU_RETURN_ERR_IF(v[2] > 0, root >= 0 ? zcclInvalidArgument : zcclRemoteError,
+                   "%s: rank %d failed to work out the call's error bound (its own call says why)", fn, (int)v[2] - 1);
   ZU_RETURN_ERR_IF(v[1] > 0, zcclInvalidArgument,
                    "%s: codec=zfp cannot carry NaN or Inf, and rank %d's input has some; use codec=hz or szp", fn,
                    (int)v[1] - 1);

@@ -6,6 +6,11 @@
  *   no-show     rank 1 lives but never posts the receive
  *   kill-hz     rank 1 dies while rank 0 is in a compressed (homomorphic
  *               ring) allreduce of 64 MiB: chunks in flight both ways
+ *   range-fail  both live on the sim device; rank 1's value range fails
+ *               (ZCCL_SIM_FAIL_RANGE=1) as a REL error bound is worked out:
+ *               rank 1's call returns that error and rank 0's fails at once
+ *               with zcclRemoteError naming rank 1 (homomorphic allreduce,
+ *               then a ZFP allgather, each on a fresh communicator)
  *
  * Rank 0's call must fail with zcclRemoteError within ZCCL_TIMEOUT (plus
  * its slow-link allowance for the message, and a margin), zcclCommGetAsyncError must report it, later calls must fail at
@@ -105,22 +110,61 @@ static int rank0(const char* mode, zcclUniqueId id) {
   return test_failures ? 1 : 0;
 }
 
+/* range-fail, on either rank: ids[k] for case k. */
+static int range_fail(int rank, const zcclUniqueId* ids) {
+  setenv("ZCCL_DEVICE", "sim", 1);
+  if (rank == 1) setenv("ZCCL_SIM_FAIL_RANGE", "1", 1);
+  size_t n = 4096;
+  float* x = malloc(n * 2 * sizeof(float));
+  for (size_t i = 0; i < n * 2; i++) x[i] = (float)(i % 97) * 0.5f;
+  for (int kase = 0; kase < 2; kase++) {
+    zcclComm_t comm = NULL;
+    CHECK_RES(zcclCommInitRank(&comm, 2, ids[kase], rank), zcclSuccess);
+    if (comm == NULL) break;
+    zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+    c.codec = kase == 0 ? zcclCodecHz : zcclCodecZfp, c.mode = zcclErrorRel, c.eb = 1e-3, c.minBytes = 0;
+    CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
+    double t0 = now();
+    zcclResult_t res = kase == 0 ? zcclAllReduce(x, x + n, n, zcclFloat32, zcclSum, comm, NULL)
+                                 : zcclAllGather(x, x + n, n / 2, zcclFloat32, comm, NULL);
+    double took = now() - t0;
+    const char* msg = zcclGetLastError(comm);
+    printf("range-fail case %d: rank %d's call returned %s after %.2f s: %s\n", kase, rank, zcclGetErrorString(res),
+           took, msg);
+    if (rank == 1) {
+      CHECK(res == zcclInternalError);
+      CHECK(strstr(msg, "ZCCL_SIM_FAIL_RANGE") != NULL);
+    } else {
+      CHECK(res == zcclRemoteError);
+      CHECK(strstr(msg, "rank 1 failed") != NULL);
+      CHECK(took < 1.0); /* not at ZCCL_TIMEOUT */
+    }
+    CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
+  }
+  free(x);
+  printf("rank %d: %d checks, %d failed\n", rank, test_checks, test_failures);
+  fflush(stdout);
+  return test_failures ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "kill-recv";
-  if (strcmp(mode, "kill-recv") && strcmp(mode, "kill-send") && strcmp(mode, "no-show") && strcmp(mode, "kill-hz")) {
-    fprintf(stderr, "usage: test_failures kill-recv|kill-send|no-show|kill-hz\n");
+  if (strcmp(mode, "kill-recv") && strcmp(mode, "kill-send") && strcmp(mode, "no-show") && strcmp(mode, "kill-hz") &&
+      strcmp(mode, "range-fail")) {
+    fprintf(stderr, "usage: test_failures kill-recv|kill-send|no-show|kill-hz|range-fail\n");
     return 2;
   }
+  int live = strcmp(mode, "range-fail") == 0; /* both ranks live and end */
   char t[16];
   snprintf(t, sizeof t, "%d", TIMEOUT_S);
   setenv("ZCCL_TIMEOUT", t, 1);
   setenv("ZCCL_BOOTSTRAP", "tcp", 1);
-  zcclUniqueId id;
-  CHECK_RES(zcclGetUniqueId(&id), zcclSuccess);
+  zcclUniqueId ids[2];
+  for (int k = 0; k < 2; k++) CHECK_RES(zcclGetUniqueId(&ids[k]), zcclSuccess);
   pid_t pids[2];
   for (int r = 0; r < 2; r++) {
     pids[r] = fork();
-    if (pids[r] == 0) _exit(r == 0 ? rank0(mode, id) : rank1(mode, id));
+    if (pids[r] == 0) _exit(live ? range_fail(r, ids) : r == 0 ? rank0(mode, ids[0]) : rank1(mode, ids[0]));
   }
   /* Watchdog: nothing may take longer than this. */
   double deadline = now() + 3 * (TIMEOUT_S + MARGIN_S) + 10;
@@ -140,7 +184,7 @@ int main(int argc, char** argv) {
       waitpid(pids[r], NULL, 0);
     }
   CHECK(status[0] != -1 && WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 0);
-  if (strcmp(mode, "no-show") == 0)
+  if (strcmp(mode, "no-show") == 0 || live)
     CHECK(status[1] != -1 && WIFEXITED(status[1]) && WEXITSTATUS(status[1]) == 0);
   else
     CHECK(status[1] != -1 && WIFSIGNALED(status[1]) && WTERMSIG(status[1]) == SIGKILL);
