@@ -154,25 +154,37 @@ out:
  * hold the same values. In slices when the stream does not fit the pool. */
 zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int root = a->root, me = ctx->rank == root;
-  size_t es = zu_dtype_size(a->datatype), n = a->count, m;
-  zp_streams_t z;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, m = 0;
+  zp_streams_t z = {0};
   void* sz = NULL;
   zcclResult_t res;
-  ZU_CHECK_GOTO(zp_streams_get(ctx, a, me ? ZP_EB_LOCAL : ZP_EB_NONE, n, n, 2, 1, 0, &z), res, out);
   ZU_CHECK_GOTO(zp_tmp_get(ctx, sizeof(uint64_t), &sz), res, out);
-  for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
+  /* The root's own failure (its bound, its compression) goes out as the
+   * size UINT64_MAX, so the others fail now rather than at ZCCL_TIMEOUT. */
+  zcclResult_t mine = zp_streams_get(ctx, a, me ? ZP_EB_LOCAL : ZP_EB_NONE, n, n, 2, 1, 0, &z);
+  if (mine != zcclSuccess && !me) {
+    res = mine;
+    goto out;
+  }
+  for (size_t lo = 0; mine != zcclSuccess || zp_slice(n, z.slice, lo, &m); lo += z.slice) {
     size_t bytes = 0;
-    uint64_t b64;
+    uint64_t b64 = UINT64_MAX;
     if (me) {
-      ZU_CHECK_GOTO(zp_encode(ctx, &z, zp_at(a->sendbuff, lo, es), m, z.s, z.cap, &bytes), res, out);
-      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-      b64 = bytes;
+      if (mine == zcclSuccess) mine = zp_encode(ctx, &z, zp_at(a->sendbuff, lo, es), m, z.s, z.cap, &bytes);
+      if (mine == zcclSuccess) mine = zd_sync(ctx->dev);
+      if (mine == zcclSuccess) b64 = bytes;
       ZU_CHECK_GOTO(zd_copy(ctx->dev, sz, &b64, sizeof b64), res, out); /* sz is pool (device) memory */
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     }
     ZU_CHECK_GOTO(zp_tree_broadcast_sub(ctx, sz, sizeof(uint64_t), root, 0xfff0), res, out);
     ZU_CHECK_GOTO(zd_copy(ctx->dev, &b64, sz, sizeof b64), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+    if (b64 == UINT64_MAX) {
+      res = me ? mine
+               : ZU_ERROR(zcclRemoteError, "compressed broadcast: the root (rank %d) failed to compress its data",
+                          root);
+      goto out;
+    }
     if (b64 > z.cap) {
       res = ZU_ERROR(zcclInternalError, "compressed broadcast: stream of %llu bytes, room for %zu",
                      (unsigned long long)b64, z.cap);
@@ -202,6 +214,19 @@ out:
  * once, as on every other rank). Slices are the same on every rank (sized
  * for N streams), so the messages pair up. */
 
+/* The root failed before a slice's streams went out: an empty message to
+ * each rank in their place, so the others fail now rather than at
+ * ZCCL_TIMEOUT. The root returns its own error whatever these do (if
+ * they fail too, the last error message is theirs). */
+static void zp_hz_scatter_failed(const zp_ctx_t* ctx, const char* what) {
+  int N = ctx->nranks, nx = 0;
+  zp_xfer_t x[N];
+  static const char none = 0;
+  for (int b = 0; b < N; b++)
+    if (b != ctx->rank) zp_send_at(ctx, &x[nx++], b, 0, &none, 0);
+  (void)zp_xfers_run(ctx, what, x, nx);
+}
+
 /* The root compresses every rank's block (REL from its own input: only its
  * values travel) and sends each straight to its rank. */
 zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
@@ -210,20 +235,29 @@ zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const char* what = "compressed scatter";
   zp_xfer_t x[N];
   zp_streams_t z;
-  zcclResult_t res;
-  ZU_CHECK_GOTO(zp_streams_get(ctx, a, r == root ? ZP_EB_LOCAL : ZP_EB_NONE, n * (size_t)N, n, N, r == root ? N : 1,
-                               0, &z),
-                res, out);
+  zcclResult_t res = zp_streams_get(ctx, a, r == root ? ZP_EB_LOCAL : ZP_EB_NONE, n * (size_t)N, n, N,
+                                    r == root ? N : 1, 0, &z);
+  if (res != zcclSuccess) {
+    if (r == root) zp_hz_scatter_failed(ctx, what);
+    goto out;
+  }
   for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
     if (r != root) {
       ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, -1, NULL, 0, 0, root, z.s, z.cap, &sizes[0], 0), res, out);
+      if (sizes[0] == 0 && m > 0) { /* no stream of m > 0 values is empty */
+        res = ZU_ERROR(zcclRemoteError, "%s: the root (rank %d) failed to compress its data", what, root);
+        goto out;
+      }
       ZU_CHECK_GOTO(zp_decode(ctx, &z, z.s, &sizes[0], zp_at(a->recvbuff, lo, es), m), res, out);
     } else {
-      for (int b = 0; b < N; b++) /* independent: one per device stream (gZCCL) */
-        ZU_CHECK_GOTO(zp_encode_on(ctx, b, &z, zp_at(a->sendbuff, (size_t)b * n + lo, es), m, zp_stream(&z, b),
-                                   z.cap, &sizes[b]),
-                      res, out);
-      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* every stream */
+      for (int b = 0; b < N && res == zcclSuccess; b++) /* independent: one per device stream (gZCCL) */
+        res = zp_encode_on(ctx, b, &z, zp_at(a->sendbuff, (size_t)b * n + lo, es), m, zp_stream(&z, b), z.cap,
+                           &sizes[b]);
+      if (res == zcclSuccess) res = zd_sync(ctx->dev); /* every stream */
+      if (res != zcclSuccess) {
+        zp_hz_scatter_failed(ctx, what);
+        goto out;
+      }
       int nx = 0;
       for (int b = 0; b < N; b++)
         if (b != r) zp_send_at(ctx, &x[nx++], b, 0, zp_stream(&z, b), sizes[b]);

@@ -10,7 +10,8 @@
  *               (ZCCL_SIM_FAIL_RANGE=1) as a REL error bound is worked out:
  *               rank 1's call returns that error and rank 0's fails at once
  *               with zcclRemoteError naming rank 1 (homomorphic allreduce,
- *               then a ZFP allgather, each on a fresh communicator)
+ *               a ZFP allgather, then broadcast and scatter from rank 1,
+ *               whose bound is its own; each on a fresh communicator)
  *
  * Rank 0's call must fail with zcclRemoteError within ZCCL_TIMEOUT (plus
  * its slow-link allowance for the message, and a margin), zcclCommGetAsyncError must report it, later calls must fail at
@@ -117,16 +118,19 @@ static int range_fail(int rank, const zcclUniqueId* ids) {
   size_t n = 4096;
   float* x = malloc(n * 2 * sizeof(float));
   for (size_t i = 0; i < n * 2; i++) x[i] = (float)(i % 97) * 0.5f;
-  for (int kase = 0; kase < 2; kase++) {
+  static const char* needle[4] = {"rank 1 failed", "rank 1 failed", "root (rank 1) failed", "root (rank 1) failed"};
+  for (int kase = 0; kase < 4; kase++) {
     zcclComm_t comm = NULL;
     CHECK_RES(zcclCommInitRank(&comm, 2, ids[kase], rank), zcclSuccess);
     if (comm == NULL) break;
     zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
-    c.codec = kase == 0 ? zcclCodecHz : zcclCodecZfp, c.mode = zcclErrorRel, c.eb = 1e-3, c.minBytes = 0;
+    c.codec = kase == 1 ? zcclCodecZfp : zcclCodecHz, c.mode = zcclErrorRel, c.eb = 1e-3, c.minBytes = 0;
     CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
     double t0 = now();
-    zcclResult_t res = kase == 0 ? zcclAllReduce(x, x + n, n, zcclFloat32, zcclSum, comm, NULL)
-                                 : zcclAllGather(x, x + n, n / 2, zcclFloat32, comm, NULL);
+    zcclResult_t res = kase == 0   ? zcclAllReduce(x, x + n, n, zcclFloat32, zcclSum, comm, NULL)
+                       : kase == 1 ? zcclAllGather(x, x + n, n / 2, zcclFloat32, comm, NULL)
+                       : kase == 2 ? zcclBroadcast(x, x + n, n, zcclFloat32, 1, comm, NULL)
+                                   : zcclScatter(x, x + n, n / 2, zcclFloat32, 1, comm, NULL);
     double took = now() - t0;
     const char* msg = zcclGetLastError(comm);
     printf("range-fail case %d: rank %d's call returned %s after %.2f s: %s\n", kase, rank, zcclGetErrorString(res),
@@ -136,7 +140,7 @@ static int range_fail(int rank, const zcclUniqueId* ids) {
       CHECK(strstr(msg, "ZCCL_SIM_FAIL_RANGE") != NULL);
     } else {
       CHECK(res == zcclRemoteError);
-      CHECK(strstr(msg, "rank 1 failed") != NULL);
+      CHECK(strstr(msg, needle[kase]) != NULL);
       CHECK(took < 1.0); /* not at ZCCL_TIMEOUT */
     }
     CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
@@ -159,8 +163,8 @@ int main(int argc, char** argv) {
   snprintf(t, sizeof t, "%d", TIMEOUT_S);
   setenv("ZCCL_TIMEOUT", t, 1);
   setenv("ZCCL_BOOTSTRAP", "tcp", 1);
-  zcclUniqueId ids[2];
-  for (int k = 0; k < 2; k++) CHECK_RES(zcclGetUniqueId(&ids[k]), zcclSuccess);
+  zcclUniqueId ids[4];
+  for (int k = 0; k < 4; k++) CHECK_RES(zcclGetUniqueId(&ids[k]), zcclSuccess);
   pid_t pids[2];
   for (int r = 0; r < 2; r++) {
     pids[r] = fork();
