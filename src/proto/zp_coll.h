@@ -74,6 +74,8 @@ typedef struct {
 typedef struct {
   zt_worker_t* w;
   zd_dev_t* dev;
+  zd_dev_t* host;           /* a host device for the few values ranks agree on (zp_agree) when dev
+                             * is a GPU's, so they cost no GPU round trip; NULL: dev */
   zp_link_t* link;          /* the communicator's model (updated here) */
   zp_stats_t* stats;        /* the communicator's counters (may be NULL) */
   int rank, nranks;

@@ -155,12 +155,10 @@ out:
 zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int root = a->root, me = ctx->rank == root;
   size_t es = zu_dtype_size(a->datatype), n = a->count, m = 0;
-  zp_streams_t z = {0};
-  void* sz = NULL;
+  zp_streams_t z;
   zcclResult_t res;
-  ZU_CHECK_GOTO(zp_tmp_get(ctx, sizeof(uint64_t), &sz), res, out);
   /* The root's own failure (its bound, its compression) goes out as the
-   * size UINT64_MAX, so the others fail now rather than at ZCCL_TIMEOUT. */
+   * size -1, so the others fail now rather than at ZCCL_TIMEOUT. */
   zcclResult_t mine = zp_streams_get(ctx, a, me ? ZP_EB_LOCAL : ZP_EB_NONE, n, n, 2, 1, 0, &z);
   if (mine != zcclSuccess && !me) {
     res = mine;
@@ -168,29 +166,24 @@ zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   }
   for (size_t lo = 0; mine != zcclSuccess || zp_slice(n, z.slice, lo, &m); lo += z.slice) {
     size_t bytes = 0;
-    uint64_t b64 = UINT64_MAX;
+    double size = -1; /* exact: a stream is far below 2^53 bytes */
     if (me) {
       if (mine == zcclSuccess) mine = zp_encode(ctx, &z, zp_at(a->sendbuff, lo, es), m, z.s, z.cap, &bytes);
       if (mine == zcclSuccess) mine = zd_sync(ctx->dev);
-      if (mine == zcclSuccess) b64 = bytes;
-      ZU_CHECK_GOTO(zd_copy(ctx->dev, sz, &b64, sizeof b64), res, out); /* sz is pool (device) memory */
-      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+      if (mine == zcclSuccess) size = (double)bytes;
     }
-    ZU_CHECK_GOTO(zp_tree_broadcast_sub(ctx, sz, sizeof(uint64_t), root, 0xfff0), res, out);
-    ZU_CHECK_GOTO(zd_copy(ctx->dev, &b64, sz, sizeof b64), res, out);
-    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    if (b64 == UINT64_MAX) {
+    ZU_CHECK_GOTO(zp_agree(ctx, &size, 1, root, 0xfff0), res, out);
+    if (size < 0) {
       res = me ? mine
                : ZU_ERROR(zcclRemoteError, "compressed broadcast: the root (rank %d) failed to compress its data",
                           root);
       goto out;
     }
-    if (b64 > z.cap) {
-      res = ZU_ERROR(zcclInternalError, "compressed broadcast: stream of %llu bytes, room for %zu",
-                     (unsigned long long)b64, z.cap);
+    if (size > (double)z.cap) {
+      res = ZU_ERROR(zcclInternalError, "compressed broadcast: stream of %.0f bytes, room for %zu", size, z.cap);
       goto out;
     }
-    bytes = (size_t)b64;
+    bytes = (size_t)size;
     zp_coll_args_t s = *a;
     s.sendbuff = s.recvbuff = z.s;
     s.count = bytes;
@@ -204,7 +197,6 @@ zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   res = zcclSuccess;
 out:
   zp_streams_put(ctx, &z);
-  zp_tmp_put(ctx, sz);
   return res;
 }
 

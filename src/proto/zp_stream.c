@@ -152,6 +152,13 @@ zcclResult_t zp_avg_divide(const zp_ctx_t* ctx, const zp_coll_args_t* a, void* b
 }
 
 zcclResult_t zp_agree(const zp_ctx_t* ctx, double* v, int nv, int root, uint32_t sub) {
+  zp_ctx_t on_host;
+  if (ctx->host) { /* host memory, host reduction, no staging: no GPU round trip */
+    on_host = *ctx;
+    on_host.dev = ctx->host;
+    on_host.host = NULL;
+    ctx = &on_host;
+  }
   double* t = NULL; /* the collectives work on pool (device) memory: copies in and out */
   ZU_CHECK(zp_tmp_get(ctx, (size_t)nv * sizeof *v, (void**)&t));
   zcclResult_t res = zd_copy(ctx->dev, t, v, (size_t)nv * sizeof *v);
