@@ -120,12 +120,14 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
   dev->split_bytes = (size_t)split;
   pthread_mutex_init(&dev->bufs.lock, NULL);
   pthread_mutex_init(&dev->stage.lock, NULL);
+  pthread_mutex_init(&dev->late_lock, NULL);
   pthread_mutex_init(&dev->run_lock, NULL);
   zcclResult_t res = dev->ops->init(dev);
   if (res != zcclSuccess) {
     pthread_mutex_destroy(&dev->run_lock);
     pthread_mutex_destroy(&dev->bufs.lock);
     pthread_mutex_destroy(&dev->stage.lock);
+    pthread_mutex_destroy(&dev->late_lock);
     free(dev);
     return res;
   }
@@ -148,6 +150,8 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
 void zd_dev_destroy(zd_dev_t* dev) {
   if (dev == NULL) return;
   dev->ops->fini(dev);
+  for (int i = 0; i < dev->nlate; i++) zd_stage_put(dev, dev->late[i].buf); /* nothing runs any more */
+  dev->nlate = 0;
   zd_pool_destroy(dev->pool);
   zd_scratch_free(&dev->hop_aside);
   int outstanding = 0;
@@ -171,6 +175,7 @@ void zd_dev_destroy(zd_dev_t* dev) {
   pthread_mutex_destroy(&dev->run_lock);
   pthread_mutex_destroy(&dev->bufs.lock);
   pthread_mutex_destroy(&dev->stage.lock);
+  pthread_mutex_destroy(&dev->late_lock);
   free(dev);
 }
 
@@ -341,9 +346,61 @@ int zd_stage_needed(const zd_dev_t* dev) {
   return dev->kind == ZD_SIM && zu_param_int(ZU_PARAM_SIM_STAGE, &v) == zcclSuccess && v != 0;
 }
 
+/* Takes back the late staging buffers whose events have passed; with wait,
+ * waits for the oldest first (one at least, if any). Returns how many. */
+static int zd_stage_reclaim(zd_dev_t* dev, int wait) {
+  int back = 0;
+  for (;;) {
+    pthread_mutex_lock(&dev->late_lock);
+    int i = 0;
+    while (i < dev->nlate && !zd_event_done(dev, dev->late[i].ev)) i++;
+    if (i == dev->nlate && wait && back == 0 && dev->nlate > 0) i = 0; /* none passed: the oldest */
+    if (i == dev->nlate) {
+      pthread_mutex_unlock(&dev->late_lock);
+      return back;
+    }
+    void* buf = dev->late[i].buf;
+    zd_event_t ev = dev->late[i].ev;
+    memmove(&dev->late[i], &dev->late[i + 1], (size_t)(dev->nlate - i - 1) * sizeof dev->late[0]);
+    dev->nlate--;
+    pthread_mutex_unlock(&dev->late_lock);
+    /* A failed wait is the lane's error, reported by its next wait; the
+     * copy is over either way. */
+    if (!zd_event_done(dev, ev)) (void)zd_event_wait(dev, ev);
+    zd_stage_put(dev, buf);
+    back++;
+  }
+}
+
+void zd_stage_put_after(zd_dev_t* dev, void* buf, zd_event_t ev) {
+  if (dev == NULL || buf == NULL) return;
+  if (zd_event_done(dev, ev)) {
+    zd_stage_put(dev, buf);
+    return;
+  }
+  pthread_mutex_lock(&dev->late_lock);
+  int full = dev->nlate == ZD_STAGE_LATE;
+  pthread_mutex_unlock(&dev->late_lock);
+  if (full) zd_stage_reclaim(dev, 1);
+  pthread_mutex_lock(&dev->late_lock);
+  if (dev->nlate < ZD_STAGE_LATE) {
+    dev->late[dev->nlate].buf = buf;
+    dev->late[dev->nlate].ev = ev;
+    dev->nlate++;
+    buf = NULL;
+  }
+  pthread_mutex_unlock(&dev->late_lock);
+  if (buf != NULL) { /* filled again meanwhile (another thread): wait here */
+    (void)zd_event_wait(dev, ev);
+    zd_stage_put(dev, buf);
+  }
+}
+
 zcclResult_t zd_stage_get(zd_dev_t* dev, size_t bytes, void** buf) {
   ZU_RETURN_ERR_IF(dev == NULL || buf == NULL, zcclInvalidArgument, "zd_stage_get: NULL argument");
+  zd_stage_reclaim(dev, 0);
   ZU_CHECK(zd_bufpool_get(dev, &dev->stage, 1, 1, bytes, buf));
+  while (*buf == NULL && zd_stage_reclaim(dev, 1) > 0) ZU_CHECK(zd_bufpool_get(dev, &dev->stage, 1, 1, bytes, buf));
   if (*buf) return zcclSuccess;
   /* A message larger than the free staging memory: memory of its own, for
    * this message only, plain pageable memory (slow: raise
@@ -650,6 +707,7 @@ zcclResult_t zd_sync(zd_dev_t* dev) {
     if (res == zcclSuccess) res = r;
   }
   dev->lane = cur;
+  zd_stage_reclaim(dev, 0); /* every late staging buffer's copy has passed */
   return res;
 }
 

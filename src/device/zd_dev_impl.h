@@ -102,11 +102,20 @@ typedef struct {
 typedef struct zd_sim zd_sim_t;
 typedef struct zd_cuda zd_cuda_t;
 
+/* Staging buffers a queued copy still reads (zd_stage_put_after). */
+#define ZD_STAGE_LATE 256
+
 struct zd_dev {
   zd_kind_t kind;
   const zd_ops_t* ops;
   zd_bufpool_t bufs;
   zd_bufpool_t stage; /* host memory for messages the transport cannot send from bufs */
+  pthread_mutex_t late_lock;
+  struct {
+    void* buf;
+    zd_event_t ev;
+  } late[ZD_STAGE_LATE]; /* back to stage once ev has passed; oldest first */
+  int nlate;
   /* Host compute: the pool starts at the first split operation. run_lock
    * serialises zd_pool_run (one job per pool). */
   pthread_mutex_t run_lock;

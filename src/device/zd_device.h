@@ -112,6 +112,11 @@ size_t zd_buf_largest(zd_dev_t* dev);
 int zd_stage_needed(const zd_dev_t* dev);
 zcclResult_t zd_stage_get(zd_dev_t* dev, size_t bytes, void** buf);
 void zd_stage_put(zd_dev_t* dev, void* buf);
+/* zd_stage_put once event ev (after a queued copy out of buf) has passed,
+ * without waiting for it now: a later zd_stage_get, zd_sync or the
+ * device's end takes it back (a get that finds the pool full waits for the
+ * oldest). */
+void zd_stage_put_after(zd_dev_t* dev, void* buf, zd_event_t ev);
 
 /* Queued operations, run in order. Arguments are checked when the operation
  * is queued (the error is returned then). dst may equal a or b exactly (in

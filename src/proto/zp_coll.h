@@ -99,6 +99,9 @@ typedef struct {
   int coll;                 /* part of a collective (messages name bytes, not elements) */
   int var;                  /* receive: up to bytes (req.length says how many came) */
   void* stage;              /* host copy the transport uses instead of buf (zd_stage_needed) */
+  int stage_async;          /* receive: the copy from stage into buf is queued on the current device
+                             * stream and not waited for (work after it on that stream is ordered
+                             * after it; other streams must zd_lane_wait); stage goes back when it passes */
 } zp_xfer_t;
 
 /* Posts every message (zp_net.c). */

@@ -164,6 +164,7 @@ static zcclResult_t zp_ring_post_recv(zp_doc_t* d, int t, int k) {
   ZU_CHECK(zd_event_wait(ctx->dev, d->ev[i][k]));
   zp_recv_at(ctx, &d->xr[i][k], left, zp_ring_tag(t, k), d->st[i] + (size_t)k * d->capr, d->cap);
   d->xr[i][k].var = 1; /* a stream's size is known only to its sender */
+  d->xr[i][k].stage_async = 1; /* staged: the copy in goes first on the chunk's stream (zp_ring_round) */
   ZU_CHECK(zp_xfers_post(ctx, &d->xr[i][k], 1));
   return zcclSuccess;
 }
@@ -284,14 +285,18 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
       if (res == zcclSuccess && t + 1 < T) res = zp_ring_post_recv(d, t + 1, k);
       if (res != zcclSuccess) break;
       if (res == zcclSuccess && rs) res = zp_ring_flush(d, t, i, rb, 0);
-      if (res == zcclSuccess) res = zp_xfers_wait(ctx, d->what, &d->xr[i][k], 1);
-      if (res != zcclSuccess) break;
-      d->sz[i][k] = d->xr[i][k].req.length;
-      /* The chunk's work on its stream. It needs no other stream's: the
+      /* The chunk's work on its stream, the staging copy that brings it in
+       * first (queued, not waited for). It needs no other stream's: the
        * set's last use had passed before the receive was posted
-       * (zp_ring_post_recv), a staging copy that brought the chunk in has
-       * passed too (zp_xfers_wait), and T_k is this stream's. */
-      int prev = zd_set_lane(dev, rs ? zp_ring_lane(d, k) : 0);
+       * (zp_ring_post_recv), and T_k is this stream's; its send's staging
+       * copy goes on the same stream (zp_ring_post_send). */
+      int prev = zd_set_lane(dev, zp_ring_lane(d, k));
+      if (res == zcclSuccess) res = zp_xfers_wait(ctx, d->what, &d->xr[i][k], 1);
+      if (res != zcclSuccess) {
+        zd_set_lane(dev, prev);
+        break;
+      }
+      d->sz[i][k] = d->xr[i][k].req.length;
       if (rs)
         res = zp_doc_chunk(d, t == N - 2 && !allreduce ? result : reduce, rb, k, s, &d->sz[i][k]);
       if (res == zcclSuccess && t + 1 < T) { /* on as soon as its size is known (the device has passed) */

@@ -106,15 +106,28 @@ static zcclResult_t zp_stage_out(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
   return sends ? zd_event_wait(ctx->dev, zd_event_record(ctx->dev)) : zcclSuccess;
 }
 
-/* The received bytes of completed, successful receives into their buffers. */
+/* The received bytes of completed, successful receives into their buffers:
+ * waited for, or (stage_async) only queued, their staging buffers going
+ * back once the copies have passed. */
 static zcclResult_t zp_stage_in(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
-  int copies = 0;
+  int copies = 0, queued = 0;
   for (int i = 0; i < n; i++) {
     if (x[i].is_send || x[i].stage == NULL || !x[i].req.done || x[i].req.status != 0) continue;
     size_t len = x[i].req.length < x[i].bytes ? x[i].req.length : x[i].bytes;
     if (len == 0) continue;
     ZU_CHECK(zd_copy(ctx->dev, x[i].buf, x[i].stage, len));
-    copies++;
+    if (x[i].stage_async)
+      queued++;
+    else
+      copies++;
+  }
+  if (queued) {
+    zd_event_t ev = zd_event_record(ctx->dev);
+    for (int i = 0; i < n; i++)
+      if (x[i].stage_async && !x[i].is_send && x[i].stage && x[i].req.done && x[i].req.status == 0) {
+        zd_stage_put_after(ctx->dev, x[i].stage, ev);
+        x[i].stage = NULL;
+      }
   }
   return copies ? zd_event_wait(ctx->dev, zd_event_record(ctx->dev)) : zcclSuccess;
 }

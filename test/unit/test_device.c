@@ -901,6 +901,67 @@ static void test_sim_streams(void) {
   test_pools_under_hold();
 }
 
+/* Staging buffers given back after a queued copy (zd_stage_put_after), on
+ * sim with staging and a 1 MiB staging pool, the copies on a stream that
+ * lags 50 ms: a buffer is handed out again only once its copy has passed
+ * (the copy still reads the first contents), a get that finds the pool
+ * full of late buffers waits for the oldest and gets it (not memory of
+ * its own), zd_sync takes every late buffer back, and a device destroyed
+ * with late buffers frees them. */
+static void test_stage_late(void) {
+  setenv("ZCCL_SIM_STAGE", "1", 1);
+  setenv("ZCCL_BUFFER_POOL_BYTES", "1M", 1);
+  setenv("ZCCL_SIM_LANE_LAG_US", "50000", 1);
+  setenv("ZCCL_DEVICE_STREAMS", "2", 1);
+  zd_dev_t* dev = NULL;
+  CHECK_RES(zd_dev_create(ZD_SIM, &dev), zcclSuccess);
+  unsetenv("ZCCL_SIM_STAGE");
+  unsetenv("ZCCL_BUFFER_POOL_BYTES");
+  unsetenv("ZCCL_SIM_LANE_LAG_US");
+  unsetenv("ZCCL_DEVICE_STREAMS");
+  if (dev == NULL) return;
+  const size_t q = 256u << 10;
+  void *s[4] = {NULL}, *p = NULL, *t = NULL;
+  CHECK_RES(zd_buf_get(dev, q, &p), zcclSuccess);
+  zd_set_lane(dev, 1); /* the lagging stream */
+  for (int i = 0; i < 4; i++) {
+    CHECK_RES(zd_stage_get(dev, q, &s[i]), zcclSuccess);
+    memset(s[i], 0x10 + i, q);
+  }
+  /* s[0] read by a queued copy, then given back late. */
+  CHECK_RES(zd_copy(dev, p, s[0], q), zcclSuccess);
+  zd_event_t ev = zd_event_record(dev);
+  zd_stage_put_after(dev, s[0], ev);
+  CHECK_RES(zd_stage_get(dev, q, &t), zcclSuccess);
+  CHECK(t != s[0] || zd_event_done(dev, ev)); /* handed out again only once passed */
+  memset(t, 0x7f, q);
+  CHECK_RES(zd_sync(dev), zcclSuccess);
+  CHECK(((unsigned char*)p)[0] == 0x10 && ((unsigned char*)p)[q - 1] == 0x10);
+  zd_stage_put(dev, t);
+  /* The pool full of late buffers: the next get waits for the oldest. */
+  for (int i = 1; i < 4; i++) zd_stage_put(dev, s[i]);
+  for (int i = 0; i < 4; i++) CHECK_RES(zd_stage_get(dev, q, &s[i]), zcclSuccess);
+  for (int i = 0; i < 4; i++) {
+    CHECK_RES(zd_copy(dev, p, s[i], q), zcclSuccess);
+    zd_stage_put_after(dev, s[i], zd_event_record(dev));
+  }
+  CHECK_RES(zd_stage_get(dev, q, &t), zcclSuccess);
+  CHECK(t == s[0]);
+  zd_stage_put(dev, t);
+  /* After a sync every late buffer is back: the whole pool in one piece. */
+  CHECK_RES(zd_sync(dev), zcclSuccess);
+  CHECK_RES(zd_stage_get(dev, 4 * q, &t), zcclSuccess);
+  CHECK(t == s[0]);
+  zd_stage_put(dev, t);
+  /* Late buffers at the device's end. */
+  CHECK_RES(zd_stage_get(dev, q, &t), zcclSuccess);
+  CHECK_RES(zd_copy(dev, p, t, q), zcclSuccess);
+  zd_stage_put_after(dev, t, zd_event_record(dev));
+  zd_set_lane(dev, 0);
+  zd_buf_put(dev, p);
+  zd_dev_destroy(dev);
+}
+
 /* Streams of one device (lanes), on kind (sim with delays; cuda where a GPU
  * is): ZCCL_DEVICE_STREAMS=3 gives three; work on each lane runs in order
  * (a chain of adds on one buffer per lane); a lane that waits for another's
@@ -1053,6 +1114,7 @@ int main(void) {
   for (int k = 0; k < ndevs; k++) zd_dev_destroy(devs[k]);
   test_sim_async();
   test_sim_streams();
+  test_stage_late();
   test_stream_mode();
   for (int k = 0; k < ndevs; k++) test_lanes(kinds[k]);
   TEST_DONE();
