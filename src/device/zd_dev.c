@@ -455,6 +455,16 @@ zcclResult_t zd_copy(zd_dev_t* dev, void* dst, const void* src, size_t bytes) {
   return dev->ops->submit(dev, &op);
 }
 
+zcclResult_t zd_copy_sized(zd_dev_t* dev, void* dst, const void* src, const size_t* size, size_t cap) {
+  ZU_RETURN_ERR_IF(dev == NULL || size == NULL, zcclInvalidArgument, "zd_copy_sized: NULL argument");
+  if (cap == 0) return zcclSuccess; /* nothing fits: a size above 0 fails, but there is no room to fail in */
+  ZU_RETURN_ERR_IF(dst == NULL || src == NULL, zcclInvalidArgument, "zd_copy_sized: NULL buffer");
+  ZU_RETURN_ERR_IF(zd_overlap(dst, cap, src, cap), zcclInvalidArgument,
+                   "zd_copy_sized: dst %p and src %p overlap (room %zu bytes)", dst, src, cap);
+  zd_op_t op = {.kind = ZD_OP_COPY_SIZED, .dst = dst, .a = src, .a_size = size, .cap = cap};
+  return dev->ops->submit(dev, &op);
+}
+
 zcclResult_t zd_reduce(zd_dev_t* dev, void* dst, const void* a, const void* b, size_t count, zcclDataType_t dtype,
                        zcclRedOp_t op) {
   return zd_reduce_fill(dev, dst, a, b, count, dtype, op, 0, 0.0);

@@ -17,6 +17,7 @@ extern "C" {
 /* Codec operations (ZD_OP_COMPRESS and after) run in zd_codec_exec. */
 typedef enum {
   ZD_OP_COPY,
+  ZD_OP_COPY_SIZED,
   ZD_OP_REDUCE,
   ZD_OP_DIVIDE,
   ZD_OP_COMPRESS,
@@ -43,8 +44,8 @@ typedef struct {
   /* codec: stream sizes are read and written through pointers when the
    * operation runs (a queued device learns them only then) */
   zc_params_t params;  /* compress; zfp and rle: dtype, zfp: eb is the tolerance */
-  size_t cap;          /* compress, hop: room at dst */
-  const size_t* a_size, *b_size;
+  size_t cap;          /* compress, hop, sized copy: room at dst */
+  const size_t* a_size, *b_size; /* sized copy: a_size is the bytes */
   size_t* out_size;    /* compress, hop: the stream's bytes */
 } zd_op_t;
 

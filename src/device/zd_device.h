@@ -122,6 +122,13 @@ void zd_stage_put_after(zd_dev_t* dev, void* buf, zd_event_t ev);
  * is queued (the error is returned then). dst may equal a or b exactly (in
  * place); any other overlap is zcclInvalidArgument. */
 zcclResult_t zd_copy(zd_dev_t* dev, void* dst, const void* src, size_t bytes);
+/* Copies *size bytes from src to dst, *size read when the copy runs (as
+ * zd_decompress reads its stream's size: one an operation queued before it
+ * writes, such as a compression's, needs no host round trip), so a stream
+ * goes to a staging buffer right behind the kernel that made it. More than
+ * cap bytes fails the copy (zcclInvalidUsage, reported by the next wait)
+ * and copies nothing. dst and src must not overlap. */
+zcclResult_t zd_copy_sized(zd_dev_t* dev, void* dst, const void* src, const size_t* size, size_t cap);
 /* dst[i] = a[i] op b[i] for op zcclSum, zcclProd, zcclMax or zcclMin (zcclAvg
  * is rejected: the algorithm sums, then calls zd_divide), every dtype.
  * - Integers wrap (two's complement).

@@ -301,6 +301,12 @@ static zcclResult_t zd_codec_exec(zd_dev_t* dev, const zd_op_t* op) {
 
 zcclResult_t zd_op_exec(zd_dev_t* dev, const zd_op_t* op) {
   if (op->kind >= ZD_OP_COMPRESS) return zd_codec_exec(dev, op);
+  if (op->kind == ZD_OP_COPY_SIZED) {
+    size_t n = *op->a_size;
+    ZU_RETURN_ERR_IF(n > op->cap, zcclInvalidUsage, "zd_copy_sized: %zu bytes, room for %zu", n, op->cap);
+    zd_op_t c = {.kind = ZD_OP_COPY, .dst = op->dst, .a = op->a, .count = n};
+    return zd_op_exec(dev, &c);
+  }
   size_t esize = op->kind == ZD_OP_COPY ? 1 : zu_dtype_size(op->dtype);
   size_t bytes = op->count * esize;
   if (bytes <= dev->split_bytes) {

@@ -560,6 +560,54 @@ static void test_size_chain(zd_dev_t* g, zd_dev_t* host) {
   free(x), free(hs), free(y), free(back), free(gy);
 }
 
+/* A compressed stream to pinned staging memory right behind its kernel
+ * (zd_copy_sized reads the size the compression writes), on every stream,
+ * queued without a wait: the host codec's bytes, aligned and not; a size
+ * above the room fails the copy at the next wait, copying nothing. */
+static void test_copy_sized(zd_dev_t* g, zd_dev_t* host) {
+  const size_t n = 7000;
+  float* x = malloc(n * 4);
+  for (size_t i = 0; i < n; i++) x[i] = (float)sin((double)i * 0.003) * 20.0f;
+  zc_params_t p = {.dtype = zcclFloat32, .eb = 1e-3};
+  size_t cap = zd_compress_bound(n, zcclFloat32), hsz = 0;
+  char* hs = malloc(cap);
+  CHECK_RES(zd_compress(host, &p, x, n, hs, cap, &hsz), zcclSuccess);
+  char *in = piece(g, n * 4), *s = piece(g, 2 * cap);
+  char* st = NULL;
+  CHECK_RES(zd_stage_get(g, 2 * cap + 1, (void**)&st), zcclSuccess);
+  if (!in || !s || !st) return;
+  to_gpu(g, in, x, n * 4);
+  CHECK_RES(zd_sync(g), zcclSuccess);
+  int lanes = zd_lanes(g);
+  for (int l = 0; l < lanes && l < 2; l++) {
+    size_t sz = 0;
+    char* out = st + (l ? 1 : 0); /* the second not 16-byte aligned */
+    memset(st, 0x5a, 2 * cap + 1);
+    int prev = zd_set_lane(g, l);
+    CHECK_RES(zd_compress(g, &p, in, n, s, cap, &sz), zcclSuccess);
+    CHECK_RES(zd_copy_sized(g, out, s, &sz, cap), zcclSuccess);
+    zd_set_lane(g, prev);
+    CHECK_RES(zd_sync(g), zcclSuccess);
+    CHECK(sz == hsz);
+    if (sz == hsz) CHECK(memcmp(out, hs, hsz) == 0);
+    CHECK((unsigned char)out[hsz] == 0x5a); /* nothing past the size */
+  }
+  /* Room smaller than the stream: the wait fails, nothing copied. */
+  size_t sz = 0;
+  memset(st, 0x5a, cap);
+  CHECK_RES(zd_compress(g, &p, in, n, s, cap, &sz), zcclSuccess);
+  CHECK_RES(zd_copy_sized(g, st, s, &sz, hsz - 1), zcclSuccess);
+  CHECK_RES(zd_sync(g), zcclInvalidUsage);
+  CHECK_LAST_ERROR_HAS("zd_copy_sized");
+  CHECK((unsigned char)st[0] == 0x5a);
+  CHECK_RES(zd_copy_sized(g, st, NULL, &sz, cap), zcclInvalidArgument);
+  CHECK_RES(zd_copy_sized(g, s + 8, s, &sz, cap), zcclInvalidArgument); /* overlap */
+  CHECK_RES(zd_sync(g), zcclSuccess);
+  zd_stage_put(g, st);
+  zd_buf_put(g, in), zd_buf_put(g, s);
+  free(x), free(hs);
+}
+
 /* Destroying a device waits for what is queued (a copy to host memory here). */
 static void test_destroy_waits(void) {
   zd_dev_t* g = NULL;
@@ -605,6 +653,7 @@ int main(void) {
   test_errors(g);
   test_codec(g, host);
   test_size_chain(g, host);
+  test_copy_sized(g, host);
   CHECK(zd_buf_largest(g) == whole); /* every piece back */
   zd_dev_destroy(g);
   zd_dev_destroy(host);

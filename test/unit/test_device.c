@@ -280,6 +280,42 @@ static int t_byte_at(zd_dev_t* dev, const void* piece, size_t off) {
   return v;
 }
 
+/* A stream copied by the size its compression writes (zd_copy_sized),
+ * queued behind it without a wait (host and sim; the GPU test covers
+ * cuda): the stream's bytes and nothing past them; a size above the room
+ * fails (at the call on the host, at the next wait on sim), copying
+ * nothing; bad arguments are refused. */
+static void test_copy_sized(zd_dev_t* dev) {
+  if (on_gpu(dev)) return;
+  const size_t n = 3000;
+  float* x = malloc(n * 4);
+  for (size_t i = 0; i < n; i++) x[i] = (float)(i % 37) * 0.25f;
+  zc_params_t p = {.dtype = zcclFloat32, .eb = 1e-3};
+  size_t cap = zd_compress_bound(n, zcclFloat32), sz = 0, want = 0;
+  char *s = NULL, *d = NULL, *ref = malloc(cap);
+  CHECK_RES(zd_buf_get(dev, cap, (void**)&s), zcclSuccess);
+  CHECK_RES(zd_buf_get(dev, cap + 1, (void**)&d), zcclSuccess);
+  CHECK_RES(zc_compress(&p, x, n, ref, cap, &want, NULL, NULL), zcclSuccess);
+  if (s && d) {
+    memset(d, 0x5a, cap + 1);
+    CHECK_RES(zd_compress(dev, &p, x, n, s, cap, &sz), zcclSuccess);
+    CHECK_RES(zd_copy_sized(dev, d, s, &sz, cap), zcclSuccess);
+    CHECK_RES(zd_sync(dev), zcclSuccess);
+    CHECK(sz == want && memcmp(d, ref, want) == 0 && (unsigned char)d[want] == 0x5a);
+    memset(d, 0x5a, cap + 1);
+    zcclResult_t res = zd_copy_sized(dev, d, s, &sz, want - 1);
+    if (res == zcclSuccess) res = zd_sync(dev);
+    CHECK(res == zcclInvalidUsage);
+    CHECK_LAST_ERROR_HAS("zd_copy_sized");
+    CHECK((unsigned char)d[0] == 0x5a);
+    CHECK_RES(zd_copy_sized(dev, d, s, NULL, cap), zcclInvalidArgument);
+    CHECK_RES(zd_copy_sized(dev, s + 1, s, &sz, 100), zcclInvalidArgument);
+    CHECK_RES(zd_sync(dev), zcclSuccess);
+  }
+  zd_buf_put(dev, s), zd_buf_put(dev, d);
+  free(x), free(ref);
+}
+
 /* ---- every dtype x op x count, out of place and in place ------------------ */
 
 static void check_reduce(zd_dev_t* dev, zcclDataType_t t, zcclRedOp_t op, const void* a, const void* b, size_t n,
@@ -1108,6 +1144,7 @@ int main(void) {
     test_fill(devs[k]);
     test_narrow_exhaustive(devs[k]);
     test_pool(kinds[k]);
+    test_copy_sized(devs[k]);
     if (kinds[k] != ZD_CUDA) test_progress_hook(devs[k]);
   }
   test_sweep(devs, ndevs);

@@ -688,6 +688,27 @@ static zcclResult_t zd_cuda_codec_op(zd_dev_t* dev, zd_cuda_t* c, const zd_op_t*
   return has_out ? zd_size_out(dev, c, op->out_size, idx[1], seq) : zcclSuccess;
 }
 
+/* A sized copy: its status slot and where it reads the size (zd_size_in),
+ * the launch, then a mark that collects the status. */
+static zcclResult_t zd_cuda_copy_sized_op(zd_dev_t* dev, zd_cuda_t* c, const zd_op_t* op) {
+  uint64_t *hs[2], *ds[2], idx[2], *in_d = NULL;
+  zcclResult_t res = zd_slots_take(c, 2, hs, ds, idx);
+  if (res == zcclSuccess) res = zd_size_in(dev, c, op->a_size, hs[1], ds[1], &in_d);
+  if (res == zcclSuccess) {
+    *(volatile int*)hs[0] = zcclSuccess;
+    res = zd_cuda_copy_sized(op->dst, op->a, in_d, op->cap, (int*)ds[0], c->stream);
+  }
+  if (res == zcclSuccess) {
+    zd_mark_t m;
+    memset(&m, 0, sizeof m);
+    m.status = (const volatile int*)hs[0];
+    m.what = "zd_copy_sized";
+    res = zd_mark(c, &m, 1, NULL);
+  }
+  if (res != zcclSuccess) zd_holds_drop(c);
+  return res;
+}
+
 static zcclResult_t zd_cuda_submit(zd_dev_t* dev, const zd_op_t* op) {
   zd_cuda_t* c = dev->cuda[dev->lane];
   zd_on_gpu on(c->ordinal);
@@ -703,6 +724,8 @@ static zcclResult_t zd_cuda_submit(zd_dev_t* dev, const zd_op_t* op) {
     case ZD_OP_DIVIDE:
       ZU_CHECK(zd_cuda_divide(op->dst, op->count, op->dtype, op->n, op->params.has_fill, op->params.fill, c->stream));
       break;
+    case ZD_OP_COPY_SIZED:
+      return zd_cuda_copy_sized_op(dev, c, op);
     default:
       return zd_cuda_codec_op(dev, c, op);
   }

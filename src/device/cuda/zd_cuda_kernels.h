@@ -44,6 +44,11 @@ zcclResult_t zd_cuda_divide(void* buf, size_t count, zcclDataType_t dtype, int n
  * device-visible. */
 zcclResult_t zd_cuda_value_range(const void* in, size_t count, zcclDataType_t dtype, int has_fill, double fill,
                                  double* out, unsigned long long* valid, zd_cuda_stream_t stream);
+/* *size bytes (device-visible, read when it runs) from src to dst, which
+ * may be mapped pinned host memory; more than cap sets *status
+ * (zcclInvalidUsage) and copies nothing. */
+zcclResult_t zd_cuda_copy_sized(void* dst, const void* src, const uint64_t* size, size_t cap, int* status,
+                                zd_cuda_stream_t stream);
 
 /* ---- the stream codec (zd_cuda_codec.cu), docs/format.md -----------------
  * Bit-identical to zc_compress / zc_decompress / zc_hop: the same per-block

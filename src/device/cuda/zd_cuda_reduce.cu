@@ -1,5 +1,6 @@
 /* The uncompressed kernels of the cuda device: element-wise reduce and
- * divide for every dtype, and the value range (for REL bounds). The element
+ * divide for every dtype, the value range (for REL bounds) and the copy of
+ * a stream whose size only the GPU knows yet. The element
  * arithmetic is zd_narrow.h, the very functions the host loops use
  * (zd_reduce.c), so both give the same bits: one IEEE operation in the
  * dtype (fp16/bf16/fp8 in float32), rounded to nearest even. Built with
@@ -312,7 +313,42 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/* A stream's bytes, *size of them (read once a CTA, when it runs), from src
+ * to dst: the staging copy right behind the kernel that made the stream. */
+__global__ void __launch_bounds__(kThreads) zd_k_copy_sized(unsigned char* dst, const unsigned char* src,
+                                                            const uint64_t* size, size_t cap, int* status) {
+  __shared__ uint64_t sn;
+  if (threadIdx.x == 0) sn = *(const volatile uint64_t*)size;
+  __syncthreads();
+  const size_t n = (size_t)sn;
+  if (n > cap) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicCAS(status, (int)zcclSuccess, (int)zcclInvalidUsage);
+    return;
+  }
+  size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x, head = 0;
+  if ((((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
+    head = n / 16 * 16;
+    for (size_t i = t; i < n / 16; i += stride)
+      reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
+  }
+  for (size_t i = head + t; i < n; i += stride) dst[i] = src[i];
+}
+
 }  // namespace
+
+extern "C" zcclResult_t zd_cuda_copy_sized(void* dst, const void* src, const uint64_t* size, size_t cap, int* status,
+                                           zd_cuda_stream_t stream) {
+  if (zd_loading) {
+    ZD_CUDA_LOAD(zd_k_copy_sized);
+    return zcclSuccess;
+  }
+  if (cap == 0) return zcclSuccess;
+  cudaStream_t s = stream;
+  ZD_KERNEL(zd_k_copy_sized, zd_blocks((cap + 15) / 16), kThreads, s, (unsigned char*)dst,
+            (const unsigned char*)src, size, cap, status);
+  ZD_CUDA_LAUNCHED("zd_cuda_copy_sized");
+  return zcclSuccess;
+}
 
 extern "C" zcclResult_t zd_cuda_reduce(void* dst, const void* a, const void* b, size_t count, zcclDataType_t dtype,
                                        zcclRedOp_t op, int has_fill, double fill, zd_cuda_stream_t stream) {
@@ -415,6 +451,7 @@ extern "C" zcclResult_t zd_cuda_reduce_load(void) {
     if (res == zcclSuccess && floats) res = zd_cuda_divide(NULL, 1, dt, 1, 1, 0.0, NULL);
   }
   if (res == zcclSuccess) res = zd_cuda_value_range(NULL, 1, zcclFloat32, 0, 0.0, NULL, NULL, NULL);
+  if (res == zcclSuccess) res = zd_cuda_copy_sized(NULL, NULL, NULL, 1, NULL, NULL);
   zd_loading = 0;
   return res;
 }

@@ -870,7 +870,9 @@ ZEMU_API cudaError_t cudaGetDriverEntryPointByVersion(const char* name, void** f
 
 /* Kernels (by the name they are launched with) that meet at barriers or
  * warp exchanges: their threads need coroutines. */
-static inline int zemu_kernel_syncs(const char* name) { return strncmp(name, "zd_k_range<", 11) == 0; }
+static inline int zemu_kernel_syncs(const char* name) {
+  return strncmp(name, "zd_k_range<", 11) == 0 || strcmp(name, "zd_k_copy_sized") == 0;
+}
 
 /* kernel<<<grid, block, 0, stream>>>(args...): the arguments are evaluated
  * and copied at the launch, as CUDA copies them. */
