@@ -396,11 +396,17 @@ void zd_stage_put_after(zd_dev_t* dev, void* buf, zd_event_t ev) {
   }
 }
 
-zcclResult_t zd_stage_get(zd_dev_t* dev, size_t bytes, void** buf) {
-  ZU_RETURN_ERR_IF(dev == NULL || buf == NULL, zcclInvalidArgument, "zd_stage_get: NULL argument");
+zcclResult_t zd_stage_try(zd_dev_t* dev, size_t bytes, void** buf) {
+  ZU_RETURN_ERR_IF(dev == NULL || buf == NULL, zcclInvalidArgument, "zd_stage_try: NULL argument");
   zd_stage_reclaim(dev, 0);
   ZU_CHECK(zd_bufpool_get(dev, &dev->stage, 1, 1, bytes, buf));
   while (*buf == NULL && zd_stage_reclaim(dev, 1) > 0) ZU_CHECK(zd_bufpool_get(dev, &dev->stage, 1, 1, bytes, buf));
+  return zcclSuccess;
+}
+
+zcclResult_t zd_stage_get(zd_dev_t* dev, size_t bytes, void** buf) {
+  ZU_RETURN_ERR_IF(dev == NULL || buf == NULL, zcclInvalidArgument, "zd_stage_get: NULL argument");
+  ZU_CHECK(zd_stage_try(dev, bytes, buf));
   if (*buf) return zcclSuccess;
   /* A message larger than the free staging memory: memory of its own, for
    * this message only, plain pageable memory (slow: raise

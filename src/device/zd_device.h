@@ -111,6 +111,9 @@ size_t zd_buf_largest(zd_dev_t* dev);
  * message's own. Thread-safe. */
 int zd_stage_needed(const zd_dev_t* dev);
 zcclResult_t zd_stage_get(zd_dev_t* dev, size_t bytes, void** buf);
+/* A piece of the staging pool only (pinned for cuda, so kernels may write
+ * it: zd_copy_sized), *buf NULL when none is free. */
+zcclResult_t zd_stage_try(zd_dev_t* dev, size_t bytes, void** buf);
 void zd_stage_put(zd_dev_t* dev, void* buf);
 /* zd_stage_put once event ev (after a queued copy out of buf) has passed,
  * without waiting for it now: a later zd_stage_get, zd_sync or the

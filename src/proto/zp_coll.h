@@ -102,7 +102,11 @@ typedef struct {
   int stage_async;          /* receive: the copy from stage into buf is queued on the current device
                              * stream and not waited for (work after it on that stream is ordered
                              * after it; other streams must zd_lane_wait); stage goes back when it passes */
+  int prestaged;            /* send: stage (a staging piece the caller set) already holds the bytes */
 } zp_xfer_t;
+
+/* Whether messages of ctx's device go through host staging buffers. */
+int zp_xfers_staged(const zp_ctx_t* ctx);
 
 /* Posts every message (zp_net.c). */
 zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n);

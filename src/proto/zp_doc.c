@@ -89,6 +89,11 @@ typedef struct {
   zp_xfer_t xr[3][ZP_DOC_MAX_CHUNKS], xs[3][ZP_DOC_MAX_CHUNKS];
   uint8_t spend[3][ZP_DOC_MAX_CHUNKS];
   zd_event_t ev[3][ZP_DOC_MAX_CHUNKS];
+  /* Staged: the staging piece chunk k of set i goes out from, filled on the
+   * device right behind the kernel that made the stream (zd_copy_sized),
+   * so the send waits for nothing more than that kernel's mark; NULL: the
+   * send copies out as any other (zp_xfers_post). */
+  void* pst[3][ZP_DOC_MAX_CHUNKS];
   double polled; /* when the codec last drove the transport (zp_doc_poll) */
 } zp_doc_t;
 
@@ -169,13 +174,32 @@ static zcclResult_t zp_ring_post_recv(zp_doc_t* d, int t, int k) {
   return zcclSuccess;
 }
 
+/* Queues, on the current device stream, the copy of chunk k of set i's
+ * stream (its size *still to be written* by the work queued before) to a
+ * staging piece it will be sent from (pst), when messages are staged and
+ * the pool has a piece. */
+static zcclResult_t zp_ring_prestage(zp_doc_t* d, int i, int k) {
+  if (!zp_xfers_staged(d->ctx)) return zcclSuccess;
+  zd_dev_t* dev = d->ctx->dev;
+  ZU_CHECK(zd_stage_try(dev, d->cap, &d->pst[i][k]));
+  if (d->pst[i][k] == NULL) return zcclSuccess;
+  return zd_copy_sized(dev, d->pst[i][k], d->st[i] + (size_t)k * d->capr, &d->sz[i][k], d->cap);
+}
+
 /* Sends chunk k of set i (block b's) as step t's; its size is known (the
- * device has passed its last write). A staging copy goes on the chunk's
- * device stream (zp_ring_lane), so it waits only for that chunk's work. */
+ * device has passed its last write). From its staging piece when
+ * zp_ring_prestage made one (that copy has passed with the size); else a
+ * staging copy goes on the chunk's device stream (zp_ring_lane), so it
+ * waits only for that chunk's work. */
 static zcclResult_t zp_ring_post_send(zp_doc_t* d, int t, int k, int i, int b) {
   const zp_ctx_t* ctx = d->ctx;
   zp_send_at(ctx, &d->xs[i][k], (ctx->rank + 1) % ctx->nranks, zp_ring_tag(t, k), d->st[i] + (size_t)k * d->capr,
              d->sz[i][k]);
+  if (d->pst[i][k]) { /* the send owns it now (zp_xfers_wait gives it back) */
+    d->xs[i][k].stage = d->pst[i][k];
+    d->xs[i][k].prestaged = 1;
+    d->pst[i][k] = NULL;
+  }
   int prev = zd_set_lane(ctx->dev, zp_ring_lane(d, k));
   zcclResult_t res = zp_xfers_post(ctx, &d->xs[i][k], 1);
   zd_set_lane(ctx->dev, prev);
@@ -212,6 +236,11 @@ static zcclResult_t zp_ring_drain(zp_doc_t* d, zcclResult_t res) {
   zp_xfers_cancel_what(d->ctx, d->what, &d->xr[0][0], n);
   zcclResult_t w = zd_sync(d->ctx->dev);
   if (res == zcclSuccess) res = w;
+  for (int i = 0; i < 3; i++) /* staged for sends that never went (an error) */
+    for (int k = 0; k < ZP_DOC_MAX_CHUNKS; k++) {
+      zd_stage_put(d->ctx->dev, d->pst[i][k]);
+      d->pst[i][k] = NULL;
+    }
   if (res == zcclRemoteError) {
     zp_xfers_cancel_what(d->ctx, d->what, &d->xs[0][0], n);
     return res;
@@ -222,12 +251,15 @@ static zcclResult_t zp_ring_drain(zp_doc_t* d, zcclResult_t res) {
 
 /* Queues the compression of this rank's chunk k of block b into dst (*sz
  * its size) on device stream k; *ev (if given) marks its end. On the host
- * (one stream) it runs now. */
-static zcclResult_t zp_ring_compress(zp_doc_t* d, int b, int k, void* dst, size_t* sz, zd_event_t* ev) {
+ * (one stream) it runs now. send_set >= 0: dst is chunk k of that set, to
+ * be sent: its staging copy follows on the same stream (zp_ring_prestage). */
+static zcclResult_t zp_ring_compress(zp_doc_t* d, int b, int k, void* dst, size_t* sz, zd_event_t* ev,
+                                     int send_set) {
   zd_dev_t* dev = d->ctx->dev;
   int prev = zd_set_lane(dev, k);
   zcclResult_t res = zd_compress(dev, &d->p, zp_at(d->a->sendbuff, zp_doc_off(d, b, k), d->es), zp_doc_len(d, b, k),
                                  dst, d->cap, sz);
+  if (res == zcclSuccess && send_set >= 0) res = zp_ring_prestage(d, send_set, k);
   if (ev) *ev = zd_event_record(dev);
   zd_set_lane(dev, prev);
   return res;
@@ -239,7 +271,7 @@ static zcclResult_t zp_ring_compress(zp_doc_t* d, int b, int k, void* dst, size_
 static zcclResult_t zp_ring_ahead(zp_doc_t* d, int rb) {
   zcclResult_t res = zcclSuccess;
   for (int k = 0; k < d->K && res == zcclSuccess; k++)
-    res = zp_ring_compress(d, rb, k, (uint8_t*)d->T + (size_t)k * d->capr, &d->tszk[k], NULL);
+    res = zp_ring_compress(d, rb, k, (uint8_t*)d->T + (size_t)k * d->capr, &d->tszk[k], NULL, -1);
   return res;
 }
 
@@ -268,7 +300,8 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
    * goes out without waiting for the others. */
   int j0 = zp_ring_set(-1), first_ahead = zd_lanes(dev) > 1;
   for (int k = 0; first_ahead && T > 0 && k < K && res == zcclSuccess; k++)
-    res = zp_ring_compress(d, zp_mod(r - 1, N), k, d->st[j0] + (size_t)k * d->capr, &d->sz[j0][k], &d->ev[j0][k]);
+    res = zp_ring_compress(d, zp_mod(r - 1, N), k, d->st[j0] + (size_t)k * d->capr, &d->sz[j0][k], &d->ev[j0][k],
+                           j0);
   for (int t = 0; t < T && res == zcclSuccess; t++) {
     int rs = t < N - 1, g = t - (N - 1); /* reduce-scatter step t, or allgather step g */
     int sb = rs ? zp_mod(r - t - 1, N) : zp_mod(r - g, N), rb = rs ? zp_mod(r - t - 2, N) : zp_mod(r - g - 1, N);
@@ -278,7 +311,7 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
       uint8_t* s = d->st[i] + (size_t)k * d->capr;
       if (t == 0) { /* the first send: compressed from sendbuff (set 2, free until step 2) */
         if (!first_ahead)
-          res = zp_ring_compress(d, sb, k, d->st[j0] + (size_t)k * d->capr, &d->sz[j0][k], &d->ev[j0][k]);
+          res = zp_ring_compress(d, sb, k, d->st[j0] + (size_t)k * d->capr, &d->sz[j0][k], &d->ev[j0][k], j0);
         if (res == zcclSuccess) res = zd_event_wait(dev, d->ev[j0][k]); /* its size */
         if (res == zcclSuccess) res = zp_ring_post_send(d, 0, k, j0, sb);
       }
@@ -301,6 +334,7 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
         res = zp_doc_chunk(d, t == N - 2 && !allreduce ? result : reduce, rb, k, s, &d->sz[i][k]);
       if (res == zcclSuccess && t + 1 < T) { /* on as soon as its size is known (the device has passed) */
         if (rs) {
+          res = zp_ring_prestage(d, i, k);
           d->sev[k] = zd_event_record(dev);
           d->pend[k] = 1;
         } else {

@@ -81,7 +81,7 @@ void zp_xfers_cancel_what(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, i
  * buffers: a send's bytes are copied out before it is posted, a receive's
  * copied in once it has completed, and the staging buffers go back after
  * the wait (or the cancel) that lets UCX go of them. */
-static int zp_staged(const zp_ctx_t* ctx) { return zd_stage_needed(ctx->dev) && !zt_cuda_memory(); }
+int zp_xfers_staged(const zp_ctx_t* ctx) { return zd_stage_needed(ctx->dev) && !zt_cuda_memory(); }
 
 static void zp_stage_put(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
   for (int i = 0; i < n; i++) {
@@ -93,9 +93,10 @@ static void zp_stage_put(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
 
 static zcclResult_t zp_stage_out(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
   int sends = 0;
-  for (int i = 0; i < n; i++) x[i].stage = NULL;
+  for (int i = 0; i < n; i++)
+    if (!x[i].prestaged) x[i].stage = NULL;
   for (int i = 0; i < n; i++) {
-    if (x[i].bytes == 0) continue;
+    if (x[i].bytes == 0 || x[i].prestaged) continue;
     ZU_CHECK(zd_stage_get(ctx->dev, x[i].bytes, &x[i].stage));
     if (!x[i].is_send) continue;
     ZU_CHECK(zd_copy(ctx->dev, x[i].stage, x[i].buf, x[i].bytes));
@@ -134,7 +135,7 @@ static zcclResult_t zp_stage_in(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
 
 zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
   zcclResult_t res = zcclSuccess;
-  if (zp_staged(ctx))
+  if (zp_xfers_staged(ctx))
     res = zp_stage_out(ctx, x, n);
   else
     for (int i = 0; i < n; i++) x[i].stage = NULL;
