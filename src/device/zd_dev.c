@@ -463,7 +463,6 @@ zcclResult_t zd_copy(zd_dev_t* dev, void* dst, const void* src, size_t bytes) {
 
 zcclResult_t zd_copy_sized(zd_dev_t* dev, void* dst, const void* src, const size_t* size, size_t cap) {
   ZU_RETURN_ERR_IF(dev == NULL || size == NULL, zcclInvalidArgument, "zd_copy_sized: NULL argument");
-  if (cap == 0) return zcclSuccess; /* nothing fits: a size above 0 fails, but there is no room to fail in */
   ZU_RETURN_ERR_IF(dst == NULL || src == NULL, zcclInvalidArgument, "zd_copy_sized: NULL buffer");
   ZU_RETURN_ERR_IF(zd_overlap(dst, cap, src, cap), zcclInvalidArgument,
                    "zd_copy_sized: dst %p and src %p overlap (room %zu bytes)", dst, src, cap);

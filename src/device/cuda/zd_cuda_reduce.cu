@@ -342,7 +342,6 @@ extern "C" zcclResult_t zd_cuda_copy_sized(void* dst, const void* src, const uin
     ZD_CUDA_LOAD(zd_k_copy_sized);
     return zcclSuccess;
   }
-  if (cap == 0) return zcclSuccess;
   cudaStream_t s = stream;
   ZD_KERNEL(zd_k_copy_sized, zd_blocks((cap + 15) / 16), kThreads, s, (unsigned char*)dst,
             (const unsigned char*)src, size, cap, status);
