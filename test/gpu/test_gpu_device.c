@@ -513,6 +513,24 @@ static void test_codec(zd_dev_t* g, zd_dev_t* host) {
   free(x);
 }
 
+/* The codec settings of the tests below, and n float32 values of a smooth
+ * wave (malloc'd). */
+static const zc_params_t kWaveParams = {.dtype = zcclFloat32, .eb = 1e-3};
+static float* wave(size_t n) {
+  float* x = malloc(n * 4);
+  for (size_t i = 0; i < n; i++) x[i] = (float)cos((double)i * 0.01) * 50.0f;
+  return x;
+}
+
+/* The host codec's stream of x[0, n) (malloc'd, *hsz bytes), the bytes
+ * the GPU's must match. */
+static char* host_stream(zd_dev_t* host, const zc_params_t* p, const float* x, size_t n, size_t* hsz) {
+  size_t cap = zd_compress_bound(n, zcclFloat32);
+  char* hs = malloc(cap);
+  CHECK_RES(zd_compress(host, p, x, n, hs, cap, hsz), zcclSuccess);
+  return hs;
+}
+
 /* Sizes in flight: a compression, then 700 homomorphic MAXes in place,
  * each reading the size the one before writes (the size slots, 1024 a
  * stream, wrap while every writer's slot is held for its reader;
@@ -521,13 +539,11 @@ static void test_codec(zd_dev_t* g, zd_dev_t* host) {
  * queued without a wait. The MAX of a stream with itself is that stream. */
 static void test_size_chain(zd_dev_t* g, zd_dev_t* host) {
   const size_t n = 5000;
-  float* x = malloc(n * 4);
-  for (size_t i = 0; i < n; i++) x[i] = (float)cos((double)i * 0.01) * 50.0f;
-  zc_params_t p = {.dtype = zcclFloat32, .eb = 1e-3};
+  float* x = wave(n);
+  const zc_params_t p = kWaveParams;
   size_t cap = zd_compress_bound(n, zcclFloat32), hsz = 0;
-  char* hs = malloc(cap);
+  char* hs = host_stream(host, &p, x, n, &hsz);
   float* y = malloc(n * 4);
-  CHECK_RES(zd_compress(host, &p, x, n, hs, cap, &hsz), zcclSuccess);
   CHECK_RES(zd_decompress(host, hs, &hsz, y, n), zcclSuccess);
   char *in = piece(g, n * 4), *a = piece(g, cap), *b = piece(g, cap), *out = piece(g, n * 4);
   if (!in || !a || !b || !out) return;
@@ -561,17 +577,14 @@ static void test_size_chain(zd_dev_t* g, zd_dev_t* host) {
 }
 
 /* A compressed stream to pinned staging memory right behind its kernel
- * (zd_copy_sized reads the size the compression writes), on every stream,
+ * (zd_copy_sized reads the size the compression writes), on two streams,
  * queued without a wait: the host codec's bytes, aligned and not; a size
  * above the room fails the copy at the next wait, copying nothing. */
 static void test_copy_sized(zd_dev_t* g, zd_dev_t* host) {
-  const size_t n = 7000;
-  float* x = malloc(n * 4);
-  for (size_t i = 0; i < n; i++) x[i] = (float)sin((double)i * 0.003) * 20.0f;
-  zc_params_t p = {.dtype = zcclFloat32, .eb = 1e-3};
-  size_t cap = zd_compress_bound(n, zcclFloat32), hsz = 0;
-  char* hs = malloc(cap);
-  CHECK_RES(zd_compress(host, &p, x, n, hs, cap, &hsz), zcclSuccess);
+  const size_t n = 7000, cap = zd_compress_bound(n, zcclFloat32);
+  float* x = wave(n);
+  size_t hsz = 0;
+  char* hs = host_stream(host, &kWaveParams, x, n, &hsz);
   char *in = piece(g, n * 4), *s = piece(g, 2 * cap);
   char* st = NULL;
   CHECK_RES(zd_stage_get(g, 2 * cap + 1, (void**)&st), zcclSuccess);
@@ -584,7 +597,7 @@ static void test_copy_sized(zd_dev_t* g, zd_dev_t* host) {
     char* out = st + (l ? 1 : 0); /* the second not 16-byte aligned */
     memset(st, 0x5a, 2 * cap + 1);
     int prev = zd_set_lane(g, l);
-    CHECK_RES(zd_compress(g, &p, in, n, s, cap, &sz), zcclSuccess);
+    CHECK_RES(zd_compress(g, &kWaveParams, in, n, s, cap, &sz), zcclSuccess);
     CHECK_RES(zd_copy_sized(g, out, s, &sz, cap), zcclSuccess);
     zd_set_lane(g, prev);
     CHECK_RES(zd_sync(g), zcclSuccess);
@@ -595,7 +608,7 @@ static void test_copy_sized(zd_dev_t* g, zd_dev_t* host) {
   /* Room smaller than the stream: the wait fails, nothing copied. */
   size_t sz = 0;
   memset(st, 0x5a, cap);
-  CHECK_RES(zd_compress(g, &p, in, n, s, cap, &sz), zcclSuccess);
+  CHECK_RES(zd_compress(g, &kWaveParams, in, n, s, cap, &sz), zcclSuccess);
   CHECK_RES(zd_copy_sized(g, st, s, &sz, hsz - 1), zcclSuccess);
   CHECK_RES(zd_sync(g), zcclInvalidUsage);
   CHECK_LAST_ERROR_HAS("zd_copy_sized");
