@@ -103,6 +103,10 @@ typedef struct {
                              * stream and not waited for (work after it on that stream is ordered
                              * after it; other streams must zd_lane_wait); stage goes back when it passes */
   int prestaged;            /* send: stage (a staging piece the caller set) already holds the bytes */
+  int stage_keep;           /* stage_async receive: the caller takes stage once its copy in is queued
+                             * (stage_late then set: it goes back only after stage_ev) */
+  int stage_late;           /* stage goes back with zd_stage_put_after(stage_ev), not at once */
+  zd_event_t stage_ev;
 } zp_xfer_t;
 
 /* Whether messages of ctx's device go through host staging buffers. */

@@ -94,6 +94,11 @@ typedef struct {
    * so the send waits for nothing more than that kernel's mark; NULL: the
    * send copies out as any other (zp_xfers_post). */
   void* pst[3][ZP_DOC_MAX_CHUNKS];
+  /* A forwarded chunk (allgather steps) goes out from the very staging
+   * buffer it came in by, which its copy in may still read: back after
+   * pev (plate set). */
+  zd_event_t pev[3][ZP_DOC_MAX_CHUNKS];
+  uint8_t plate[3][ZP_DOC_MAX_CHUNKS];
   double polled; /* when the codec last drove the transport (zp_doc_poll) */
 } zp_doc_t;
 
@@ -198,7 +203,10 @@ static zcclResult_t zp_ring_post_send(zp_doc_t* d, int t, int k, int i, int b) {
   if (d->pst[i][k]) { /* the send owns it now (zp_xfers_wait gives it back) */
     d->xs[i][k].stage = d->pst[i][k];
     d->xs[i][k].prestaged = 1;
+    d->xs[i][k].stage_late = d->plate[i][k];
+    d->xs[i][k].stage_ev = d->pev[i][k];
     d->pst[i][k] = NULL;
+    d->plate[i][k] = 0;
   }
   int prev = zd_set_lane(ctx->dev, zp_ring_lane(d, k));
   zcclResult_t res = zp_xfers_post(ctx, &d->xs[i][k], 1);
@@ -236,10 +244,11 @@ static zcclResult_t zp_ring_drain(zp_doc_t* d, zcclResult_t res) {
   zp_xfers_cancel_what(d->ctx, d->what, &d->xr[0][0], n);
   zcclResult_t w = zd_sync(d->ctx->dev);
   if (res == zcclSuccess) res = w;
-  for (int i = 0; i < 3; i++) /* staged for sends that never went (an error) */
+  for (int i = 0; i < 3; i++) /* staged for sends that never went (an error; the device is idle) */
     for (int k = 0; k < ZP_DOC_MAX_CHUNKS; k++) {
       zd_stage_put(d->ctx->dev, d->pst[i][k]);
       d->pst[i][k] = NULL;
+      d->plate[i][k] = 0;
     }
   if (res == zcclRemoteError) {
     zp_xfers_cancel_what(d->ctx, d->what, &d->xs[0][0], n);
@@ -324,7 +333,15 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
        * (zp_ring_post_recv), and T_k is this stream's; its send's staging
        * copy goes on the same stream (zp_ring_post_send). */
       int prev = zd_set_lane(dev, zp_ring_lane(d, k));
-      if (res == zcclSuccess) res = zp_xfers_wait(ctx, d->what, &d->xr[i][k], 1);
+      zp_xfer_t* xr = &d->xr[i][k];
+      xr->stage_keep = !rs && t + 1 < T; /* forwarded next step: sent from its staging buffer */
+      if (res == zcclSuccess) res = zp_xfers_wait(ctx, d->what, xr, 1);
+      if (xr->stage_keep && xr->stage_late && xr->stage) {
+        d->pst[i][k] = xr->stage;
+        d->pev[i][k] = xr->stage_ev;
+        d->plate[i][k] = 1;
+        xr->stage = NULL;
+      }
       if (res != zcclSuccess) {
         zd_set_lane(dev, prev);
         break;

@@ -86,7 +86,11 @@ int zp_xfers_staged(const zp_ctx_t* ctx) { return zd_stage_needed(ctx->dev) && !
 static void zp_stage_put(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
   for (int i = 0; i < n; i++) {
     if (x[i].stage == NULL || !x[i].req.done) continue; /* UCX may still use one not done */
-    zd_stage_put(ctx->dev, x[i].stage);
+    if (x[i].stage_keep && x[i].stage_late) continue;   /* the caller's now */
+    if (x[i].stage_late)
+      zd_stage_put_after(ctx->dev, x[i].stage, x[i].stage_ev);
+    else
+      zd_stage_put(ctx->dev, x[i].stage);
     x[i].stage = NULL;
   }
 }
@@ -122,12 +126,12 @@ static zcclResult_t zp_stage_in(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
     else
       copies++;
   }
-  if (queued) {
+  if (queued) { /* zp_stage_put gives them back after the copies, or leaves them to the caller */
     zd_event_t ev = zd_event_record(ctx->dev);
     for (int i = 0; i < n; i++)
       if (x[i].stage_async && !x[i].is_send && x[i].stage && x[i].req.done && x[i].req.status == 0) {
-        zd_stage_put_after(ctx->dev, x[i].stage, ev);
-        x[i].stage = NULL;
+        x[i].stage_late = 1;
+        x[i].stage_ev = ev;
       }
   }
   return copies ? zd_event_wait(ctx->dev, zd_event_record(ctx->dev)) : zcclSuccess;
