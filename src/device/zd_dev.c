@@ -364,12 +364,34 @@ static int zd_stage_reclaim(zd_dev_t* dev, int wait) {
     memmove(&dev->late[i], &dev->late[i + 1], (size_t)(dev->nlate - i - 1) * sizeof dev->late[0]);
     dev->nlate--;
     pthread_mutex_unlock(&dev->late_lock);
-    /* A failed wait is the lane's error, reported by its next wait; the
-     * copy is over either way. */
-    if (!zd_event_done(dev, ev)) (void)zd_event_wait(dev, ev);
+    /* The wait reports (and clears) the lane's first error since its last
+     * report, which belongs to the algorithm's next wait on that lane: kept
+     * for it (zd_late_err_take). The copy is over either way. */
+    if (!zd_event_done(dev, ev)) {
+      zcclResult_t r = dev->ops->wait(dev, ev);
+      int l = zd_ev_lane(ev);
+      pthread_mutex_lock(&dev->late_lock);
+      if (r != zcclSuccess && dev->late_err[l] == zcclSuccess) {
+        dev->late_err[l] = r;
+        snprintf(dev->late_msg[l], sizeof dev->late_msg[l], "%s", zu_error_last());
+      }
+      pthread_mutex_unlock(&dev->late_lock);
+    }
     zd_stage_put(dev, buf);
     back++;
   }
+}
+
+/* res of a wait on lane l, unless a wait for a late staging buffer took an
+ * earlier error of that lane: that one, reported now. */
+static zcclResult_t zd_late_err_take(zd_dev_t* dev, int l, zcclResult_t res) {
+  pthread_mutex_lock(&dev->late_lock);
+  zcclResult_t e = dev->late_err[l];
+  char msg[sizeof dev->late_msg[0]];
+  memcpy(msg, dev->late_msg[l], sizeof msg);
+  dev->late_err[l] = zcclSuccess;
+  pthread_mutex_unlock(&dev->late_lock);
+  return e != zcclSuccess ? ZU_ERROR(e, "%s", msg) : res;
 }
 
 void zd_stage_put_after(zd_dev_t* dev, void* buf, zd_event_t ev) {
@@ -378,21 +400,17 @@ void zd_stage_put_after(zd_dev_t* dev, void* buf, zd_event_t ev) {
     zd_stage_put(dev, buf);
     return;
   }
-  pthread_mutex_lock(&dev->late_lock);
-  int full = dev->nlate == ZD_STAGE_LATE;
-  pthread_mutex_unlock(&dev->late_lock);
-  if (full) zd_stage_reclaim(dev, 1);
-  pthread_mutex_lock(&dev->late_lock);
-  if (dev->nlate < ZD_STAGE_LATE) {
-    dev->late[dev->nlate].buf = buf;
-    dev->late[dev->nlate].ev = ev;
-    dev->nlate++;
-    buf = NULL;
-  }
-  pthread_mutex_unlock(&dev->late_lock);
-  if (buf != NULL) { /* filled again meanwhile (another thread): wait here */
-    (void)zd_event_wait(dev, ev);
-    zd_stage_put(dev, buf);
+  for (;;) { /* full: the oldest goes back first (another thread may fill it again meanwhile) */
+    pthread_mutex_lock(&dev->late_lock);
+    if (dev->nlate < ZD_STAGE_LATE) {
+      dev->late[dev->nlate].buf = buf;
+      dev->late[dev->nlate].ev = ev;
+      dev->nlate++;
+      pthread_mutex_unlock(&dev->late_lock);
+      return;
+    }
+    pthread_mutex_unlock(&dev->late_lock);
+    zd_stage_reclaim(dev, 1);
   }
 }
 
@@ -708,7 +726,8 @@ zcclResult_t zd_event_wait(zd_dev_t* dev, zd_event_t ev) {
   ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_event_wait: NULL device");
   ZU_RETURN_ERR_IF(zd_ev_lane(ev) >= dev->nlanes, zcclInvalidArgument,
                    "zd_event_wait: event of stream %d; the device has %d", zd_ev_lane(ev), dev->nlanes);
-  return dev->ops->wait(dev, ev);
+  zcclResult_t res = dev->ops->wait(dev, ev);
+  return zd_late_err_take(dev, zd_ev_lane(ev), res);
 }
 
 zcclResult_t zd_sync(zd_dev_t* dev) {
@@ -718,7 +737,7 @@ zcclResult_t zd_sync(zd_dev_t* dev) {
   int cur = dev->lane;
   for (int l = 0; l < dev->nlanes; l++) {
     dev->lane = l;
-    zcclResult_t r = dev->ops->wait(dev, dev->ops->record(dev));
+    zcclResult_t r = zd_late_err_take(dev, l, dev->ops->wait(dev, dev->ops->record(dev)));
     if (res == zcclSuccess) res = r;
   }
   dev->lane = cur;

@@ -117,6 +117,10 @@ struct zd_dev {
     zd_event_t ev;
   } late[ZD_STAGE_LATE]; /* back to stage once ev has passed; oldest first */
   int nlate;
+  /* A lane's error that a wait for a late buffer took (the lane reports
+   * each error once), kept for the lane's next zd_event_wait / zd_sync. */
+  zcclResult_t late_err[ZD_LANES_MAX];
+  char late_msg[ZD_LANES_MAX][256];
   /* Host compute: the pool starts at the first split operation. run_lock
    * serialises zd_pool_run (one job per pool). */
   pthread_mutex_t run_lock;

@@ -942,7 +942,8 @@ static void test_sim_streams(void) {
  * lags 50 ms: a buffer is handed out again only once its copy has passed
  * (the copy still reads the first contents), a get that finds the pool
  * full of late buffers waits for the oldest and gets it (not memory of
- * its own), zd_sync takes every late buffer back, and a device destroyed
+ * its own), zd_sync takes every late buffer back, a lane's error that such
+ * a wait meets stays for the lane's next wait, and a device destroyed
  * with late buffers frees them. */
 static void test_stage_late(void) {
   setenv("ZCCL_SIM_STAGE", "1", 1);
@@ -989,6 +990,22 @@ static void test_stage_late(void) {
   CHECK_RES(zd_stage_get(dev, 4 * q, &t), zcclSuccess);
   CHECK(t == s[0]);
   zd_stage_put(dev, t);
+  /* An error of the lane that a wait for a late buffer meets (a corrupt
+   * stream's decompression queued before the copies) is still reported
+   * by the lane's next wait, once. */
+  size_t bad = 64;
+  memset(p, 0xff, bad);
+  CHECK_RES(zd_decompress(dev, p, &bad, (char*)p + q / 2, 100), zcclSuccess);
+  for (int i = 0; i < 4; i++) CHECK_RES(zd_stage_get(dev, q, &s[i]), zcclSuccess);
+  for (int i = 0; i < 4; i++) {
+    CHECK_RES(zd_copy(dev, (char*)p + q / 2 + 4096, s[i], 64), zcclSuccess);
+    zd_stage_put_after(dev, s[i], zd_event_record(dev));
+  }
+  CHECK_RES(zd_stage_get(dev, q, &t), zcclSuccess); /* waits for the oldest copy, after the failure */
+  zd_stage_put(dev, t);
+  CHECK_RES(zd_sync(dev), zcclInvalidArgument); /* the host codec's "bad magic" */
+  CHECK_LAST_ERROR_HAS("bad magic");
+  CHECK_RES(zd_sync(dev), zcclSuccess);
   /* Late buffers at the device's end. */
   CHECK_RES(zd_stage_get(dev, q, &t), zcclSuccess);
   CHECK_RES(zd_copy(dev, p, t, q), zcclSuccess);
