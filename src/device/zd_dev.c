@@ -554,6 +554,11 @@ zcclResult_t zd_value_range(zd_dev_t* dev, const void* in, size_t count, zcclDat
                    "zd_value_range: datatype %d, expected float32 or float64", (int)dtype);
   ZU_RETURN_ERR_IF(min == NULL || max == NULL || valid == NULL, zcclInvalidArgument, "zd_value_range: NULL result");
   if (dev->ops->value_range) return dev->ops->value_range(dev, in, count, dtype, has_fill, fill, min, max, valid);
+  return zd_value_range_host(dev, in, count, dtype, has_fill, fill, min, max, valid);
+}
+
+zcclResult_t zd_value_range_host(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
+                                 double fill, double* min, double* max, size_t* valid) {
   ZU_CHECK(zd_sync(dev)); /* host and sim memory: read once what is queued has run */
   zc_value_range(in, count, dtype, has_fill, fill, min, max, valid);
   return zcclSuccess;

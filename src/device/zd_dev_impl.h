@@ -137,6 +137,12 @@ struct zd_dev {
   int stream_blocking; /* ZCCL_STREAM_MODE as this kind reads it (zd_stream_blocking) */
 };
 
+/* zd_value_range of host-readable memory: once what is queued has run,
+ * the host's loop (the kinds without a value_range op; sim's, after its
+ * ZCCL_SIM_FAIL_RANGE check). */
+zcclResult_t zd_value_range_host(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
+                                 double fill, double* min, double* max, size_t* valid);
+
 extern const zd_ops_t zd_sim_ops;
 /* Waits for the work queued now on every live sim user stream, held calls
  * included (zd_stream.c): what cudaFree and cudaFreeHost may do to a GPU's

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "zc_szp.h"
 #include "zd_dev_impl.h"
 #include "zu_error.h"
 #include "zu_param.h"
@@ -229,14 +228,12 @@ static void zd_sim_mem_free(zd_dev_t* dev, void* mem) {
   free(mem);
 }
 
-/* The host's range once what is queued has run, or (ZCCL_SIM_FAIL_RANGE)
- * the failure a broken GPU would give. */
+/* The host's range, or (ZCCL_SIM_FAIL_RANGE) the failure a broken GPU
+ * would give. */
 static zcclResult_t zd_sim_value_range(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype,
                                        int has_fill, double fill, double* min, double* max, size_t* valid) {
-  ZU_CHECK(zd_sync(dev));
   ZU_RETURN_ERR_IF(dev->sim->fail_range, zcclInternalError, "sim device: value range failed (ZCCL_SIM_FAIL_RANGE=1)");
-  zc_value_range(in, count, dtype, has_fill, fill, min, max, valid);
-  return zcclSuccess;
+  return zd_value_range_host(dev, in, count, dtype, has_fill, fill, min, max, valid);
 }
 
 const zd_ops_t zd_sim_ops = {

@@ -121,18 +121,14 @@ static zcclResult_t zp_stage_in(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
     size_t len = x[i].req.length < x[i].bytes ? x[i].req.length : x[i].bytes;
     if (len == 0) continue;
     ZU_CHECK(zd_copy(ctx->dev, x[i].buf, x[i].stage, len));
-    if (x[i].stage_async)
-      queued++;
-    else
-      copies++;
+    x[i].stage_late = x[i].stage_async;
+    queued += x[i].stage_async;
+    copies += !x[i].stage_async;
   }
   if (queued) { /* zp_stage_put gives them back after the copies, or leaves them to the caller */
     zd_event_t ev = zd_event_record(ctx->dev);
     for (int i = 0; i < n; i++)
-      if (x[i].stage_async && !x[i].is_send && x[i].stage && x[i].req.done && x[i].req.status == 0) {
-        x[i].stage_late = 1;
-        x[i].stage_ev = ev;
-      }
+      if (x[i].stage_late && !x[i].is_send) x[i].stage_ev = ev;
   }
   return copies ? zd_event_wait(ctx->dev, zd_event_record(ctx->dev)) : zcclSuccess;
 }
