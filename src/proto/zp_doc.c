@@ -94,6 +94,7 @@ typedef struct {
    * so the send waits for nothing more than that kernel's mark; NULL: the
    * send copies out as any other (zp_xfers_post). */
   void* pst[3][ZP_DOC_MAX_CHUNKS];
+  int staged;              /* zp_xfers_staged, asked once */
   /* A forwarded chunk (allgather steps) goes out from the very staging
    * buffer it came in by, which its copy in may still read: back after
    * pev (plate set). */
@@ -184,7 +185,7 @@ static zcclResult_t zp_ring_post_recv(zp_doc_t* d, int t, int k) {
  * staging piece it will be sent from (pst), when messages are staged and
  * the pool has a piece. */
 static zcclResult_t zp_ring_prestage(zp_doc_t* d, int i, int k) {
-  if (!zp_xfers_staged(d->ctx)) return zcclSuccess;
+  if (!d->staged) return zcclSuccess;
   zd_dev_t* dev = d->ctx->dev;
   ZU_CHECK(zd_stage_try(dev, d->cap, &d->pst[i][k]));
   if (d->pst[i][k] == NULL) return zcclSuccess;
@@ -449,7 +450,7 @@ static zcclResult_t zp_doc_open(const zp_ctx_t* ctx, const zp_coll_args_t* a, si
   zp_doc_t* d = calloc(1, sizeof *d);
   ZU_RETURN_ERR_IF(d == NULL, zcclSystemError, "%s: out of memory", what);
   d->ctx = ctx, d->a = a, d->es = zu_dtype_size(a->datatype), d->p = zp_params(a, eb), d->soff = soff;
-  d->slen = slen, d->what = what;
+  d->slen = slen, d->what = what, d->staged = zp_xfers_staged(ctx);
   zd_set_progress(ctx->dev, zp_doc_poll, d);
   zcclResult_t res = zp_doc_plan(d, maxb, c0, sets, hz, &kmax);
   if (res != zcclSuccess) {
