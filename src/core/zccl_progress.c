@@ -68,8 +68,9 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
   zd_dev_t* dev = op->dev ? op->dev : comm->dev;
   if (zd_dev_kind(dev) == ZD_CUDA) zd_cuda_use_device(comm->cuda_dev);
   zd_dev_t* host = dev != comm->dev && zd_dev_kind(comm->dev) == ZD_HOST ? comm->dev : NULL;
+  double cancel_by = 0;
   zp_ctx_t ctx = {.w = comm->worker, .dev = dev, .host = host, .link = &comm->link, .stats = &comm->stats, .rank = comm->rank, .nranks = comm->nranks,
-                  .timeout = comm->timeout, .spin = comm->spin, .abort = &comm->abort};
+                  .timeout = comm->timeout, .spin = comm->spin, .abort = &comm->abort, .cancel_by = &cancel_by};
   zcclResult_t res = zcclSuccess;
   /* Stream-ordered: not before the callers' streams have passed the call. */
   for (int i = 0; i < op->ntickets && res == zcclSuccess; i++)

@@ -83,6 +83,11 @@ typedef struct {
   double timeout;           /* ZCCL_TIMEOUT, seconds without progress */
   double spin;              /* ZCCL_SPIN_US, in seconds; < 0: never sleep */
   const atomic_int* abort;  /* nonzero: give up */
+  /* The operation's cancel deadline (zp_xfers_cancel_what): 0 until its
+   * first cancel sets it; every later cancel, and every wait after it, ends
+   * by then, so an operation's clean-up costs one grace period however many
+   * of its messages are stuck. NULL: each cancel has its own. */
+  double* cancel_by;
 } zp_ctx_t;
 
 /* One message: a send or a receive of bytes with a peer. */
@@ -120,8 +125,11 @@ zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n);
  * completed. what names the operation in messages. */
 zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n);
 zcclResult_t zp_xfers_run(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n);
-/* Cancels posted messages not done yet and waits (bounded) until UCX has
- * let go of them: an algorithm leaving early on an error calls this. */
+/* Cancels posted messages not done yet (never-posted and completed ones
+ * are skipped) and waits until UCX has let go of them, at most until the
+ * operation's cancel deadline (ctx->cancel_by); those still in flight then
+ * are abandoned (zt_abandon). An algorithm leaving early on an error calls
+ * this once over all its messages. */
 void zp_xfers_cancel(const zp_ctx_t* ctx, zp_xfer_t* x, int n);
 void zp_xfers_cancel_what(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n);
 /* A collective's message: tag (collective, sender, ctx->seq, sub). */

@@ -54,23 +54,48 @@ static zcclResult_t zp_xfer_check(const zp_ctx_t* ctx, const char* what, const z
 
 static void zp_stage_put(const zp_ctx_t* ctx, zp_xfer_t* x, int n);
 
-/* Cancels what is still in flight and drives UCX until UCX no longer
- * touches the buffers (bounded: cancelled requests complete at once). */
+/* How long cancelled messages get to complete. A cancelled receive
+ * completes at once; a send to a dead peer over shared memory, without
+ * UCX's peer error mode, never does, so the grace is short and shared by
+ * the whole operation (ctx->cancel_by). */
+#define ZP_CANCEL_GRACE_SECONDS 0.5
+
+/* The operation's cancel deadline, set by its first cancel. */
+static double zp_cancel_deadline(const zp_ctx_t* ctx) {
+  if (ctx->cancel_by == NULL) return zu_now() + ZP_CANCEL_GRACE_SECONDS;
+  if (*ctx->cancel_by == 0) *ctx->cancel_by = zu_now() + ZP_CANCEL_GRACE_SECONDS;
+  return *ctx->cancel_by;
+}
+
+/* Cancels what is still in flight, in one pass, and drives UCX until UCX no
+ * longer touches the buffers or the operation's cancel deadline passes. */
 void zp_xfers_cancel_what(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
-  for (int i = 0; i < n; i++) zt_cancel(ctx->w, &x[i].req);
-  double deadline = zu_now() + 1.0;
-  for (;;) {
-    int pending = 0;
-    for (int i = 0; i < n; i++) pending += !x[i].req.done;
-    if (!pending) break;
-    if (zu_now() > deadline) {
-      /* A rendezvous send to a dead peer without UCX's peer error mode
-       * never completes; the peer cannot read it any more (its staging
-       * buffer, if any, stays out rather than be reused under UCX). */
-      ZU_WARN("%s: %d messages did not complete after cancel", what, pending);
-      break;
+  int pending = 0;
+  for (int i = 0; i < n; i++)
+    if (zt_req_pending(&x[i].req)) {
+      zt_cancel(ctx->w, &x[i].req);
+      pending++;
     }
-    zt_progress(ctx->w);
+  if (pending) {
+    double deadline = zp_cancel_deadline(ctx);
+    for (;;) {
+      pending = 0;
+      for (int i = 0; i < n; i++) pending += zt_req_pending(&x[i].req);
+      if (!pending) break;
+      if (zu_now() > deadline) {
+        /* A rendezvous send to a dead peer without UCX's peer error mode
+         * never completes; the peer cannot read it any more. Its staging
+         * buffer, if any, stays out rather than be reused under UCX. */
+        ZU_WARN("%s: %d messages did not complete after cancel; given up", what, pending);
+        for (int i = 0; i < n; i++)
+          if (zt_req_pending(&x[i].req)) {
+            x[i].stage = NULL;
+            zt_abandon(ctx->w, &x[i].req);
+          }
+        break;
+      }
+      zt_progress(ctx->w);
+    }
   }
   zp_stage_put(ctx, x, n);
 }
@@ -207,6 +232,13 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
     if (fatal == zcclSuccess && ctx->abort && atomic_load(ctx->abort)) {
       fatal = zcclRemoteError;
       snprintf(why, sizeof why, "%s: the communicator was aborted", what);
+    }
+    if (fatal == zcclSuccess && ctx->cancel_by && *ctx->cancel_by > 0 && now > *ctx->cancel_by) {
+      /* The operation already failed and cancelled (an algorithm's clean-up
+       * waiting for its sends): its error is the one to report, and the
+       * wait ends with its cancel deadline. */
+      zp_xfers_cancel_what(ctx, what, x, n);
+      return zcclRemoteError;
     }
     if (fatal == zcclSuccess && now - last_progress > patience) {
       const zp_xfer_t* p = NULL;

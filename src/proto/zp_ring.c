@@ -14,11 +14,6 @@
 #define ZP_RING_CHUNK_BYTES (256u << 10)
 #define ZP_RING_MAX_CHUNKS 64
 
-static void zp_cancel_all(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
-  for (int i = 0; i < n; i++)
-    if (x[i].bytes || x[i].tag) zp_xfers_cancel(ctx, &x[i], 1);
-}
-
 /* Elements per piece for blocks of up to maxb elements of es bytes:
  * ZP_RING_CHUNK_BYTES' worth, or more so a block is at most
  * ZP_RING_MAX_CHUNKS pieces, but no more than goes eagerly (zp_eager_cap);
@@ -113,7 +108,7 @@ static zcclResult_t zp_ring_rs_slice(const zp_ctx_t* ctx, const zp_coll_args_t* 
 #undef ZP_LEN
   return zd_sync(ctx->dev);
 fail:
-  zp_cancel_all(ctx, x, 3 * K);
+  zp_xfers_cancel(ctx, x, 3 * K); /* one pass: entries never posted are skipped */
   return res;
 }
 
@@ -233,7 +228,7 @@ static zcclResult_t zp_ring_allgather_window(const zp_ctx_t* ctx, uint8_t* buf, 
   }
   return zcclSuccess;
 fail:
-  zp_cancel_all(ctx, x, 4 * K);
+  zp_xfers_cancel(ctx, x, 4 * K);
   return res;
 }
 

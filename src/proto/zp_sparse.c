@@ -34,10 +34,6 @@ static size_t zp_sparse_piece(const zp_ctx_t* ctx, size_t n, zcclDataType_t dt, 
 /* The pipelines keep each message slot zeroed while nothing is in it. */
 static int zp_sparse_busy(const zp_xfer_t* x) { return x->bytes || x->tag; }
 
-static void zp_sparse_cancel(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
-  for (int i = 0; i < n; i++)
-    if (zp_sparse_busy(&x[i])) zp_xfers_cancel(ctx, &x[i], 1);
-}
 
 /* Waits for slot x's message, if it holds one, and empties it. */
 static zcclResult_t zp_sparse_settle(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x) {
@@ -108,7 +104,7 @@ static zcclResult_t zp_sparse_chain(const zp_ctx_t* ctx, const zp_coll_args_t* a
   res = zcclSuccess;
   goto out;
 fail:
-  zp_sparse_cancel(ctx, x, 4);
+  zp_xfers_cancel(ctx, x, 4);
 out:
   (void)zd_sync(ctx->dev); /* nothing queued may outlive the buffers */
   for (int i = 1; i >= 0; i--) {
@@ -177,7 +173,7 @@ zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   res = zcclSuccess;
   goto out;
 fail:
-  zp_sparse_cancel(ctx, x, 4);
+  zp_xfers_cancel(ctx, x, 4);
 out:
   (void)zd_sync(ctx->dev);
   zp_tmp_put(ctx, st[1]);

@@ -125,42 +125,39 @@ zcclResult_t zp_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
    * k+2 is posted before piece k is forwarded, so the next piece never
    * waits for its receive to be posted (a rendezvous round trip a piece
    * otherwise). */
-  zp_xfer_t rx[2], send;
-  int posted[2] = {0, 0}, sending = 0;
+  zp_xfer_t x[3]; /* rx[2], then the send: cancelled together */
+  memset(x, 0, sizeof x);
+  zp_xfer_t *rx = x, *send = &x[2];
+  int sending = 0;
   zcclResult_t res = zcclSuccess;
 #define ZP_PIECE(k) (buf + (k) * P), ((k) * P + P < bytes ? P : bytes - (k) * P)
   for (size_t k = 0; k < 2 && k < npieces && prev >= 0; k++) {
     zp_recv_at(ctx, &rx[k], prev, (uint32_t)k, ZP_PIECE(k));
-    posted[k] = 1;
     ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[k], 1), res, fail);
   }
   for (size_t k = 0; k < npieces; k++) {
     if (prev >= 0) {
-      posted[k % 2] = 0; /* a failed wait cancels its own */
       ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain broadcast", &rx[k % 2], 1), res, fail);
       if (k + 2 < npieces) {
         zp_recv_at(ctx, &rx[k % 2], prev, (uint32_t)(k + 2), ZP_PIECE(k + 2));
-        posted[k % 2] = 1;
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[k % 2], 1), res, fail);
       }
     }
     if (sending) {
       sending = 0;
-      ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain broadcast", &send, 1), res, fail);
+      ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain broadcast", send, 1), res, fail);
     }
     if (next >= 0) {
-      zp_send_at(ctx, &send, next, (uint32_t)k, ZP_PIECE(k));
+      zp_send_at(ctx, send, next, (uint32_t)k, ZP_PIECE(k));
       sending = 1;
-      ZU_CHECK_GOTO(zp_xfers_post(ctx, &send, 1), res, fail);
+      ZU_CHECK_GOTO(zp_xfers_post(ctx, send, 1), res, fail);
     }
   }
 #undef ZP_PIECE
-  if (sending) return zp_xfers_wait(ctx, "chain broadcast", &send, 1);
+  if (sending) return zp_xfers_wait(ctx, "chain broadcast", send, 1);
   return zcclSuccess;
 fail:
-  for (int i = 0; i < 2; i++)
-    if (posted[i]) zp_xfers_cancel(ctx, &rx[i], 1);
-  if (sending) zp_xfers_cancel(ctx, &send, 1);
+  zp_xfers_cancel(ctx, x, 3); /* one pass; completed and unposted ones are skipped */
   return res;
 }
 
@@ -183,8 +180,10 @@ zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   if (piece == 0) piece = 1;
   size_t npieces = n ? (n + piece - 1) / piece : 0;
   void* t[4] = {NULL, NULL, NULL, NULL}; /* rtmp[2], acc[2] */
-  zp_xfer_t rx[2], sx[2];
-  int rposted[2] = {0, 0}, sposted[2] = {0, 0};
+  zp_xfer_t x[4]; /* rx[2], sx[2]: cancelled together */
+  memset(x, 0, sizeof x);
+  zp_xfer_t *rx = x, *sx = x + 2;
+  int sposted[2] = {0, 0};
   zcclResult_t res = zcclSuccess;
   for (int i = 0; i < 4 && from >= 0; i++)
     if (i < 2 || v > 0) ZU_CHECK_GOTO(zp_tmp_get(ctx, piece * es, &t[i]), res, out);
@@ -192,7 +191,6 @@ zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   for (size_t k = 0; k < 2 && k < npieces && from >= 0; k++) {
     m = zp_piece(n, piece, k, &lo);
     zp_recv_at(ctx, &rx[k], from, (uint32_t)k, t[k], m * es);
-    rposted[k] = 1;
     ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[k], 1), res, out);
   }
   for (size_t k = 0; k < npieces; k++) {
@@ -207,7 +205,6 @@ zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     if (from >= 0 || v == 0) {
       uint8_t* dst = v == 0 ? zp_at(a->recvbuff, lo, es) : t[2 + j];
       if (from >= 0) {
-        rposted[j] = 0;
         ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain reduce", &rx[j], 1), res, out);
         ZU_CHECK_GOTO(zd_reduce(ctx->dev, dst, mine, t[j], m, a->datatype, op), res, out);
       } else if (dst != mine) { /* one rank */
@@ -218,7 +215,6 @@ zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       if (from >= 0 && k + 2 < npieces) {
         size_t o2, m2 = zp_piece(n, piece, k + 2, &o2);
         zp_recv_at(ctx, &rx[j], from, (uint32_t)(k + 2), t[j], m2 * es);
-        rposted[j] = 1;
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[j], 1), res, out);
       }
       partial = dst;
@@ -235,10 +231,7 @@ zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain reduce", &sx[j], 1), res, out);
     }
 out:
-  for (int j = 0; j < 2; j++) {
-    if (rposted[j]) zp_xfers_cancel(ctx, &rx[j], 1);
-    if (sposted[j]) zp_xfers_cancel(ctx, &sx[j], 1);
-  }
+  zp_xfers_cancel(ctx, x, 4); /* one pass; completed and unposted ones are skipped */
   for (int i = 0; i < 4; i++) zp_tmp_put(ctx, t[i]);
   return res;
 }

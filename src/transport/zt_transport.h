@@ -101,6 +101,15 @@ zcclResult_t zt_irecv(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, voi
                       void* memh, zt_req_t* req);
 /* Cancels an in-flight request; it completes (done=1) after progress. */
 void zt_cancel(zt_worker_t* w, zt_req_t* req);
+/* 1 while a request is in flight: posted and not completed (a request
+ * never posted, or completed, is not). */
+int zt_req_pending(const zt_req_t* req);
+/* Gives a request that did not complete after zt_cancel back to UCX: no
+ * callback will touch req again (it may live on a stack that is about to
+ * go), and req reads as done with UCS_ERR_CANCELED. UCX may still read a
+ * send's buffer until the endpoint is gone; a receive's buffer is never
+ * written after a cancel. */
+void zt_abandon(zt_worker_t* w, zt_req_t* req);
 /* Error text of a completed request; "" when it succeeded. */
 const char* zt_req_error(const zt_req_t* req);
 /* Whether a completed receive was cut short because the sender sent more. */

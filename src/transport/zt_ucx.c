@@ -483,6 +483,18 @@ void zt_cancel(zt_worker_t* w, zt_req_t* req) {
   if (UCS_PTR_IS_PTR(s)) w->closing[peer] = s;
 }
 
+int zt_req_pending(const zt_req_t* req) { return !req->done && req->ucx != NULL; }
+
+void zt_abandon(zt_worker_t* w, zt_req_t* req) {
+  (void)w;
+  if (!zt_req_pending(req)) return;
+  /* ucp_request_free on a request in flight: UCX finishes it internally
+   * and calls no callback for it. */
+  ucp_request_free(req->ucx);
+  req->ucx = NULL;
+  zt_req_end(req, UCS_ERR_CANCELED);
+}
+
 int zt_req_truncated(const zt_req_t* req) { return req->status == UCS_ERR_MESSAGE_TRUNCATED; }
 
 const char* zt_req_error(const zt_req_t* req) {
