@@ -56,6 +56,7 @@ struct zcclComm {
   zt_worker_t* worker;
   double timeout;          /* ZCCL_TIMEOUT, seconds */
   double spin;             /* ZCCL_SPIN_US, seconds; < 0: waits never sleep */
+  int check_calls;         /* ZCCL_CHECK_CALLS */
   pthread_t thread;
   int thread_started;
   pthread_mutex_t lock;    /* guards the queue, stop/abort and async_error */
@@ -74,6 +75,7 @@ struct zcclComm {
   zd_dev_t* gpu;           /* cuda device for calls on device buffers, made at the first */
   zp_link_t link;          /* the cost model's view of the network */
   zp_stats_t stats;        /* compressed bytes sent (under worker_lock) */
+  zp_notice_t notice;      /* peers' failures, and this rank's (under worker_lock) */
 };
 
 /* ---- runtime (zccl_progress.c) ---- */
@@ -156,6 +158,9 @@ void zccl_init_once(void);
 
 /* zcclSuccess when comm is a live communicator; sets this thread's log rank. */
 zcclResult_t zccl_comm_check(const char* fn, zcclComm_t comm);
+/* 1 while comm is a communicator not yet destroyed or aborted (reads
+ * nothing through comm). */
+int zccl_comm_live(zcclComm_t comm);
 
 /* Checks a compression setting; fn names the caller in the message. */
 zcclResult_t zccl_compression_check(const char* fn, const zcclCompression_t* c);

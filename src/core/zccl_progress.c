@@ -70,7 +70,10 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
   zd_dev_t* host = dev != comm->dev && zd_dev_kind(comm->dev) == ZD_HOST ? comm->dev : NULL;
   double cancel_by = 0;
   zp_ctx_t ctx = {.w = comm->worker, .dev = dev, .host = host, .link = &comm->link, .stats = &comm->stats, .rank = comm->rank, .nranks = comm->nranks,
-                  .timeout = comm->timeout, .spin = comm->spin, .abort = &comm->abort, .cancel_by = &cancel_by};
+                  .timeout = comm->timeout, .spin = comm->spin, .abort = &comm->abort, .cancel_by = &cancel_by, .check_calls = comm->check_calls};
+  /* Peers' failure notices: posted at the first operation (UCX keeps one
+   * that comes earlier); without it peers are found out by ZCCL_TIMEOUT. */
+  if (comm->nranks > 1 && zp_notice_listen(comm->worker, &comm->notice) == zcclSuccess) ctx.notice = &comm->notice;
   zcclResult_t res = zcclSuccess;
   /* Stream-ordered: not before the callers' streams have passed the call. */
   for (int i = 0; i < op->ntickets && res == zcclSuccess; i++)
@@ -91,7 +94,11 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
   /* A point-to-point size mismatch leaves the peers in step; anything else,
    * and any failed collective, breaks the communicator. A stream-ordered
    * caller learns of failures only from the communicator. */
-  if (res != zcclInvalidUsage || op->ncolls > 0 || op->detached) zccl_comm_set_error(comm, res, op->msg);
+  if (res != zcclInvalidUsage || op->ncolls > 0 || op->detached) {
+    zccl_comm_set_error(comm, res, op->msg);
+    /* Every peer learns at once (not one that told this rank first). */
+    if (!comm->notice.rx.done) zp_notice_send(comm->worker, &comm->notice, comm->rank, comm->nranks, res, op->msg);
+  }
 }
 
 /* ---- the thread ------------------------------------------------------------------- */
@@ -166,6 +173,9 @@ zcclResult_t zccl_runtime_create(zcclComm_t comm) {
   ZU_CHECK(zu_param_int(ZU_PARAM_SPIN_US, &t));
   ZU_RETURN_ERR_IF(t < -1, zcclInvalidArgument, "ZCCL_SPIN_US=%lld must be >= -1", (long long)t);
   comm->spin = t < 0 ? -1.0 : (double)t * 1e-6;
+  ZU_CHECK(zu_param_int(ZU_PARAM_CHECK_CALLS, &t));
+  ZU_RETURN_ERR_IF(t != 0 && t != 1, zcclInvalidArgument, "ZCCL_CHECK_CALLS=%lld must be 0 or 1", (long long)t);
+  comm->check_calls = (int)t;
   pthread_mutex_init(&comm->lock, NULL);
   pthread_mutex_init(&comm->worker_lock, NULL);
   zccl_cond_init(&comm->wake);
@@ -225,6 +235,7 @@ void zccl_runtime_stop(zcclComm_t comm, int abort) {
    * (it checks the flag while it waits): wait for it to let go. Endpoints
    * close gracefully (flushing what was sent) unless aborting. */
   pthread_mutex_lock(&comm->worker_lock);
+  if (comm->worker) zp_notice_close(comm->worker, &comm->notice);
   if (comm->worker) zt_worker_destroy(comm->worker, abort ? 0.0 : comm->timeout, abort);
   comm->worker = NULL;
   pthread_mutex_unlock(&comm->worker_lock);

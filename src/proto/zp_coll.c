@@ -412,7 +412,7 @@ static double zp_sparse_auto_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a, 
   return zp_sparse_cost(ctx, a) * (keep > 0.02 ? keep : 0.02) + 2 * n / zp_codec_rate(ctx, ZP_AUTO_RLE_BPS);
 }
 
-zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_coll_dispatch(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const char* fn = zp_coll_name(a->coll);
   const zcclCompression_t* c = &a->compression;
   const char* forced = zu_param_str(ZU_PARAM_ALGO);
@@ -484,4 +484,43 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
             forced[0] && strcmp(forced, algo->name) == 0 ? " (ZCCL_ALGO)" : "", zp_cost(ctx, algo, a) * 1e6,
             ctx->link ? ctx->link->alpha * 1e6 : 0, ctx->link ? ctx->link->bandwidth / 1e9 : 0);
   return algo->fn(ctx, a);
+}
+
+/* Every collective sends its call signature to the right neighbour beside
+ * its own messages (one small eager message, not waited for until the
+ * end): a rank whose arguments differ from its neighbour's fails as soon
+ * as the signature is in, whatever the algorithms did with the sizes, and
+ * its failure notice (core) makes every other rank fail at once. */
+zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  if (ctx->nranks < 2 || !ctx->check_calls) return zp_coll_dispatch(ctx, a);
+  const char* fn = zp_coll_name(a->coll);
+  const zcclCompression_t* c = &a->compression;
+  zp_sig_t mine, left;
+  memset(&mine, 0, sizeof mine); /* padding too: it goes on the wire */
+  mine.coll = (uint32_t)a->coll;
+  mine.dtype = (uint32_t)a->datatype;
+  mine.count = a->count;
+  mine.codec = c->codec;
+  mine.mode = c->mode;
+  mine.eb = c->eb;
+  mine.min_bytes = c->minBytes;
+  if (zp_coll_reduces(a->coll)) mine.op = (uint32_t)a->op;
+  mine.root = zp_coll_rooted(a->coll) ? a->root : -1;
+  zp_xfer_t x[2];
+  zcclResult_t res = zp_sig_post(ctx, &mine, &left, x);
+  if (res != zcclSuccess) {
+    zp_xfers_cancel(ctx, x, 2);
+    return res;
+  }
+  zp_ctx_t g = *ctx;
+  g.sig_mine = &mine;
+  g.sig_left = &left;
+  g.sig_rx = &x[1].req;
+  res = zp_coll_dispatch(&g, a);
+  if (res != zcclSuccess) {
+    zp_xfers_cancel(ctx, x, 2);
+    return res;
+  }
+  ZU_CHECK(zp_xfers_wait(ctx, fn, x, 2));
+  return zp_sig_check(&g, fn);
 }

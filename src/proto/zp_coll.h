@@ -71,6 +71,43 @@ typedef struct {
   uint64_t raw_bytes, wire_bytes;
 } zp_stats_t;
 
+/* A rank's word that its communicator broke: sent to every peer when an
+ * operation fails there (zp_notice_send), so that ranks that do not wait
+ * on it directly fail at once, naming it, instead of at ZCCL_TIMEOUT. */
+typedef struct {
+  int32_t rank;
+  int32_t code; /* zcclResult_t */
+  char why[248];
+} zp_notice_msg_t;
+
+typedef struct {
+  zt_req_t rx;          /* posted for any peer's notice while the communicator lives */
+  zp_notice_msg_t in;
+  int listening;
+  zt_req_t* tx;         /* one per peer, sent once */
+  int ntx;
+  zp_notice_msg_t out;
+} zp_notice_t;
+
+/* Posts the receive for peers' notices (once; a no-op after). */
+zcclResult_t zp_notice_listen(zt_worker_t* w, zp_notice_t* n);
+/* Tells every peer once that this rank's communicator broke, and why. */
+void zp_notice_send(zt_worker_t* w, zp_notice_t* n, int rank, int nranks, zcclResult_t code, const char* why);
+/* Cancels the receive and gives back sends not done (before the worker goes). */
+void zp_notice_close(zt_worker_t* w, zp_notice_t* n);
+
+/* What a rank calls a collective with, checked against its left
+ * neighbour's in every collective (so any difference across ranks is seen
+ * by some rank, which then tells all: zp_notice_send). */
+typedef struct {
+  uint32_t coll, dtype, op;
+  int32_t root;
+  uint64_t count;
+  int32_t codec, mode;
+  double eb;
+  uint64_t min_bytes;
+} zp_sig_t;
+
 typedef struct {
   zt_worker_t* w;
   zd_dev_t* dev;
@@ -88,6 +125,14 @@ typedef struct {
    * by then, so an operation's clean-up costs one grace period however many
    * of its messages are stuck. NULL: each cancel has its own. */
   double* cancel_by;
+  zp_notice_t* notice;       /* peers' failures (NULL: not watched) */
+  int check_calls;           /* send and check call signatures (ZCCL_CHECK_CALLS) */
+  /* The collective's call signature: this rank's, its left neighbour's and
+   * the receive bringing it (NULL outside a collective or with one rank).
+   * Every wait compares them once the receive is done. */
+  const zp_sig_t* sig_mine;
+  const zp_sig_t* sig_left;
+  const zt_req_t* sig_rx;
 } zp_ctx_t;
 
 /* One message: a send or a receive of bytes with a peer. */
@@ -138,6 +183,12 @@ void zp_recv_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, void*
 /* Send to dst and receive from src together (either may be -1: none). */
 zcclResult_t zp_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const void* sbuf, size_t sbytes, int src,
                          void* rbuf, size_t rbytes, uint32_t sub);
+
+/* Posts the call signature's messages (x[0] to the right neighbour, x[1]
+ * from the left into *left). */
+zcclResult_t zp_sig_post(const zp_ctx_t* ctx, const zp_sig_t* mine, zp_sig_t* left, zp_xfer_t x[2]);
+/* zcclInvalidUsage naming both calls when ctx's signatures differ. */
+zcclResult_t zp_sig_check(const zp_ctx_t* ctx, const char* what);
 
 /* Measures the link (latency, bandwidth) with the ring neighbours; every
  * rank ends with the same model (the worst rank's). A collective call. */

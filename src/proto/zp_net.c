@@ -180,6 +180,118 @@ zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
   return res;
 }
 
+/* ---- failures told to every peer ------------------------------------------------ */
+/* Internal tags: sub 0 is zcclCommSplit's exchange, 1 the call signatures
+ * (sequence: the collective's), ZP_NOTICE_SUB the notices. */
+#define ZP_NOTICE_SEQ 0xffffffu
+#define ZP_NOTICE_SUB 0xffffu
+#define ZP_SIG_SUB 1u
+
+zcclResult_t zp_notice_listen(zt_worker_t* w, zp_notice_t* n) {
+  if (n->listening) return zcclSuccess;
+  /* From any sender: the source bits are left out of the match. */
+  uint64_t mask = ZT_TAG_MASK_ALL & ~zt_tag((zt_tag_kind_t)0, 0xfffff, 0, 0);
+  ZU_CHECK(zt_irecv(w, 0, zt_tag(ZT_TAG_INTERNAL, 0, ZP_NOTICE_SEQ, ZP_NOTICE_SUB), mask, &n->in, sizeof n->in, NULL,
+                    &n->rx));
+  n->listening = 1;
+  return zcclSuccess;
+}
+
+void zp_notice_send(zt_worker_t* w, zp_notice_t* n, int rank, int nranks, zcclResult_t code, const char* why) {
+  if (n->tx != NULL || nranks < 2) return;
+  n->tx = calloc((size_t)nranks, sizeof *n->tx);
+  if (n->tx == NULL) return; /* the peers find out by ZCCL_TIMEOUT, as before */
+  n->ntx = nranks;
+  n->out.rank = rank;
+  n->out.code = (int32_t)code;
+  snprintf(n->out.why, sizeof n->out.why, "%s", why);
+  for (int p = 0; p < nranks; p++) {
+    n->tx[p].done = 1; /* this rank, and peers whose send cannot start */
+    if (p != rank)
+      (void)zt_isend(w, p, zt_tag(ZT_TAG_INTERNAL, rank, ZP_NOTICE_SEQ, ZP_NOTICE_SUB), &n->out, sizeof n->out, NULL,
+                     &n->tx[p]);
+  }
+}
+
+void zp_notice_close(zt_worker_t* w, zp_notice_t* n) {
+  if (n->listening) zt_cancel(w, &n->rx);
+  /* Small eager messages, done once the endpoint is wired up (which takes
+   * the peer's progress too), or never (a dead peer). */
+  double deadline = zu_now() + 0.5;
+  for (;;) {
+    int pending = zt_req_pending(&n->rx);
+    for (int p = 0; p < n->ntx; p++) pending += zt_req_pending(&n->tx[p]);
+    if (!pending || zu_now() > deadline) break;
+    zt_progress(w);
+  }
+  zt_abandon(w, &n->rx);
+  for (int p = 0; p < n->ntx; p++) zt_abandon(w, &n->tx[p]);
+  free(n->tx);
+  memset(n, 0, sizeof *n);
+}
+
+/* Fills why and returns 1 when the left neighbour's call differs. */
+static int zp_sig_differs(const zp_ctx_t* ctx, const char* what, char* why, size_t len) {
+  const zp_sig_t *m = ctx->sig_mine, *l = ctx->sig_left;
+  const char* field = m->coll != l->coll       ? "collective"
+                      : m->count != l->count   ? "count"
+                      : m->dtype != l->dtype   ? "datatype"
+                      : m->op != l->op         ? "reduction op"
+                      : m->root != l->root     ? "root"
+                      : m->codec != l->codec || m->mode != l->mode || m->eb != l->eb || m->min_bytes != l->min_bytes
+                          ? "compression setting"
+                          : NULL;
+  if (field == NULL) return 0;
+  int left = (ctx->rank + ctx->nranks - 1) % ctx->nranks;
+  snprintf(why, len,
+           "%s: the call's %s differs across ranks: rank %d called %s count %llu datatype %u op %u root %d "
+           "(codec %d eb %g), rank %d %s count %llu datatype %u op %u root %d (codec %d eb %g)",
+           what, field, ctx->rank, zp_coll_name((zp_coll_id_t)m->coll), (unsigned long long)m->count, m->dtype, m->op,
+           m->root, m->codec, m->eb, left, zp_coll_name((zp_coll_id_t)l->coll), (unsigned long long)l->count,
+           l->dtype, l->op, l->root, l->codec, l->eb);
+  return 1;
+}
+
+zcclResult_t zp_sig_post(const zp_ctx_t* ctx, const zp_sig_t* mine, zp_sig_t* left, zp_xfer_t x[2]) {
+  int N = ctx->nranks, right = (ctx->rank + 1) % N, from = (ctx->rank + N - 1) % N;
+  memset(x, 0, 2 * sizeof *x);
+  x[0] = (zp_xfer_t){.is_send = 1, .peer = right, .buf = (void*)mine, .bytes = sizeof *mine, .count = sizeof *mine,
+                     .dtype = zcclUint8, .coll = 1, .tag = zt_tag(ZT_TAG_INTERNAL, ctx->rank, ctx->seq, ZP_SIG_SUB)};
+  x[1] = (zp_xfer_t){.peer = from, .buf = left, .bytes = sizeof *left, .count = sizeof *left, .dtype = zcclUint8,
+                     .coll = 1, .tag = zt_tag(ZT_TAG_INTERNAL, from, ctx->seq, ZP_SIG_SUB)};
+  /* Tiny host messages: never staged, whatever the device. */
+  for (int i = 0; i < 2; i++) {
+    zcclResult_t r = x[i].is_send ? zt_isend(ctx->w, x[i].peer, x[i].tag, x[i].buf, x[i].bytes, NULL, &x[i].req)
+                                  : zt_irecv(ctx->w, x[i].peer, x[i].tag, ZT_TAG_MASK_ALL, x[i].buf, x[i].bytes, NULL,
+                                             &x[i].req);
+    if (r != zcclSuccess) {
+      if (i == 0) x[1].req.done = 1;
+      return r;
+    }
+  }
+  return zcclSuccess;
+}
+
+zcclResult_t zp_sig_check(const zp_ctx_t* ctx, const char* what) {
+  char why[400];
+  return zp_sig_differs(ctx, what, why, sizeof why) ? ZU_ERROR(zcclInvalidUsage, "%s", why) : zcclSuccess;
+}
+
+/* Fills why with what makes the operation fail now, besides its own
+ * messages: a peer's notice, or a call signature that differs. */
+static zcclResult_t zp_guard_check(const zp_ctx_t* ctx, const char* what, int* sig_done, char* why, size_t len) {
+  if (ctx->notice && ctx->notice->rx.done && ctx->notice->rx.status == 0) {
+    const zp_notice_msg_t* m = &ctx->notice->in;
+    snprintf(why, len, "%s: rank %d's communicator broke: %.*s", what, m->rank, (int)sizeof m->why - 1, m->why);
+    return zcclRemoteError;
+  }
+  if (ctx->sig_rx && !*sig_done && ctx->sig_rx->done) {
+    *sig_done = 1;
+    if (ctx->sig_rx->status == 0 && zp_sig_differs(ctx, what, why, len)) return zcclInvalidUsage;
+  }
+  return zcclSuccess;
+}
+
 zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
   /* A receive of the wrong size is reported, but the other messages still
    * complete (the peers stay in step); anything else ends the wait. */
@@ -190,13 +302,15 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
     if (x[i].bytes > largest) largest = x[i].bytes;
   double patience = ctx->timeout + (double)largest / ZP_SLOW_LINK_BYTES_PER_S;
   double last_progress = zu_now();
-  int left = 0;
+  int left = 0, sig_done = 0;
   for (int i = 0; i < n; i++) {
     x[i].checked = 0;
     left++;
   }
   while (left > 0) {
     int events = zt_progress(ctx->w);
+    if (fatal == zcclSuccess) fatal = zp_guard_check(ctx, what, &sig_done, why, sizeof why);
+    if (fatal != zcclSuccess) break;
     for (int i = 0; i < n && fatal == zcclSuccess; i++) {
       if (x[i].checked || !x[i].req.done) continue;
       x[i].checked = 1;
@@ -263,6 +377,10 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
     sched_yield();
   }
   if (fatal != zcclSuccess) {
+    /* The communicator breaks: the peers hear it now, before the cancel
+     * closes endpoints (not from one that told this rank). */
+    if (ctx->notice && !ctx->notice->rx.done)
+      zp_notice_send(ctx->w, ctx->notice, ctx->rank, ctx->nranks, fatal, why);
     zp_xfers_cancel_what(ctx, what, x, n); /* also returns the staging buffers */
     return ZU_ERROR(fatal, "%s", why);
   }

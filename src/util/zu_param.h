@@ -40,6 +40,11 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(TIMEOUT, INT, "30",                                                                   \
     "Seconds an operation may wait for a peer before it fails with zcclRemoteError and "  \
     "the communicator reports the error (zcclCommGetAsyncError); also bounds destroy.")  \
+  X(CHECK_CALLS, INT, "1",                                                                \
+    "1: every collective sends its call (collective, count, datatype, op, root, "        \
+    "compression) to its ring neighbour beside its data, so a call that differs across " \
+    "ranks fails at once on every rank instead of after ZCCL_TIMEOUT; 0: not sent (one " \
+    "small message less per call).")                                                     \
   X(UCX_ERR_MODE, STR, "none",                                                           \
     "UCX endpoint error handling: none (shared memory usable; a dead peer is found by "   \
     "ZCCL_TIMEOUT, at once over TCP) or peer (UCX reports a dead peer at once, but "      \

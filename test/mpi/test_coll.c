@@ -442,39 +442,45 @@ int main(int argc, char** argv) {
   test_group(comm);
   CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
 
-  /* Counts that differ across ranks: an error (not corruption, not a hang)
-   * on some rank; the others then time out waiting for it. */
+  /* Calls that differ across ranks (counts the algorithms see alike or
+   * not, a root): every rank fails at once, not at ZCCL_TIMEOUT (30 s
+   * here): some rank sees its neighbour's call signature differ and tells
+   * all; nothing is written past a buffer; the communicator is broken
+   * (the next call fails at once). A rank whose own messages all matched
+   * (a broadcast from the root it named) may return before the word
+   * reaches it; its next call fails. */
   if (nranks > 1) {
-    /* The peers of the rank that sees the mismatch wait this long (most of
-     * this test's time): long enough for every message of ranks
-     * oversubscribing 2 cores to arrive first, so the mismatch is seen. */
-    setenv("ZCCL_TIMEOUT", nranks <= 4 ? "3" : "6", 1);
-    zcclComm_t c2 = NULL;
-    if (rank == 0) zcclGetUniqueId(&id);
-    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    CHECK_RES(zcclCommInitRank(&c2, nranks, id, rank), zcclSuccess);
-    size_t n = rank == 0 ? 5000 : 4000;
-    float* x = calloc(n + 64, sizeof(float));
-    float* y = calloc(n + 64, sizeof(float));
-    y[n] = 123.0f;
-    /* One algorithm on every rank: left to the cost model, the two counts
-     * can fall on either side of a crossover that moves with the measured
-     * link (ring on one rank, recursive doubling on the other), and then no
-     * message pairs up to show the size mismatch. */
-    const char* keep = getenv("ZCCL_ALGO");
-    char algo_keep[64] = "";
-    if (keep) snprintf(algo_keep, sizeof algo_keep, "%s", keep);
-    setenv("ZCCL_ALGO", "ring", 1);
-    zcclResult_t res = zcclAllReduce(x, y, n, zcclFloat32, zcclSum, c2, NULL);
-    if (algo_keep[0]) setenv("ZCCL_ALGO", algo_keep, 1);
-    else unsetenv("ZCCL_ALGO");
-    CHECK(res == zcclInvalidUsage || res == zcclRemoteError);
-    CHECK(y[n] == 123.0f); /* nothing written past the buffer */
-    int bad = res == zcclInvalidUsage, anybad = 0;
-    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    CHECK(anybad > 0); /* someone saw the size mismatch itself */
-    zcclCommAbort(c2);
-    free(x), free(y);
+    setenv("ZCCL_TIMEOUT", "30", 1);
+    for (int kase = 0; kase < 3; kase++) {
+      zcclComm_t c2 = NULL;
+      if (rank == 0) zcclGetUniqueId(&id);
+      MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+      CHECK_RES(zcclCommInitRank(&c2, nranks, id, rank), zcclSuccess);
+      size_t n = kase == 0 ? (rank == 0 ? 5000 : 4000) : kase == 1 ? (rank == 0 ? (1u << 20) : 16) : 3000;
+      float* x = calloc(n + 64, sizeof(float));
+      float* y = calloc(n + 64, sizeof(float));
+      y[n] = 123.0f;
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = MPI_Wtime();
+      zcclResult_t res = kase < 2 ? zcclAllReduce(x, y, n, zcclFloat32, zcclSum, c2, NULL)
+                                  : zcclBroadcast(x, y, n, zcclFloat32, rank == 0 ? 0 : 1, c2, NULL);
+      double took = MPI_Wtime() - t0;
+      printf("mismatch case %d: rank %d returned %s after %.2f s: %s\n", kase, rank, zcclGetErrorString(res), took,
+               zcclGetLastError(c2));
+      CHECK(res == zcclInvalidUsage || res == zcclRemoteError || (kase == 2 && res == zcclSuccess));
+      CHECK(took < 5.0);
+      CHECK(y[n] == 123.0f); /* nothing written past the buffer */
+      int bad = res == zcclInvalidUsage, anybad = 0;
+      MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+      CHECK(anybad > 0); /* someone saw the difference itself */
+      t0 = MPI_Wtime();
+      zcclResult_t next = zcclAllReduce(x, y, 1, zcclFloat32, zcclSum, c2, NULL);
+      CHECK(next == (res == zcclSuccess ? zcclRemoteError : res));
+      if (res != zcclSuccess) CHECK_LAST_ERROR_HAS("pending error");
+      CHECK(MPI_Wtime() - t0 < 1.0);
+      zcclCommAbort(c2);
+      free(x), free(y);
+    }
   }
   if (wrong_total) fprintf(stderr, "rank %d: %ld wrong elements in all\n", rank, wrong_total);
   MPI_Finalize();
