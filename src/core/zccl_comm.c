@@ -1,5 +1,6 @@
 /* Communicator lifecycle: creation (bootstrap, worker, progress thread),
  * split over the parent's transport, finalize, destroy and abort. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +10,52 @@
 #include "zd_device.h"
 #include "zu_param.h"
 
+/* ---- live handles ----------------------------------------------------------------
+ * Every communicator between its allocation and its free is in this list,
+ * so a handle is checked without reading its memory: a call on a destroyed
+ * or aborted communicator (or a second destroy) would otherwise read freed
+ * memory. An address the allocator reuses for a new communicator names
+ * that one, as with any pointer handle. */
+static pthread_mutex_t zccl_live_lock = PTHREAD_MUTEX_INITIALIZER;
+static zcclComm_t* zccl_live;
+static size_t zccl_nlive, zccl_caplive;
+
+static int zccl_live_add(zcclComm_t c) {
+  int ok = 1;
+  pthread_mutex_lock(&zccl_live_lock);
+  if (zccl_nlive == zccl_caplive) {
+    size_t cap = zccl_caplive ? 2 * zccl_caplive : 16;
+    zcclComm_t* l = realloc(zccl_live, sizeof *l * cap);
+    if (l) zccl_live = l, zccl_caplive = cap;
+    ok = l != NULL;
+  }
+  if (ok) zccl_live[zccl_nlive++] = c;
+  pthread_mutex_unlock(&zccl_live_lock);
+  return ok;
+}
+
+static void zccl_live_remove(zcclComm_t c) {
+  pthread_mutex_lock(&zccl_live_lock);
+  for (size_t i = 0; i < zccl_nlive; i++)
+    if (zccl_live[i] == c) {
+      zccl_live[i] = zccl_live[--zccl_nlive];
+      break;
+    }
+  pthread_mutex_unlock(&zccl_live_lock);
+}
+
+int zccl_comm_live(zcclComm_t comm) {
+  int found = 0;
+  pthread_mutex_lock(&zccl_live_lock);
+  for (size_t i = 0; i < zccl_nlive && !found; i++) found = zccl_live[i] == comm;
+  pthread_mutex_unlock(&zccl_live_lock);
+  return found;
+}
+
 zcclResult_t zccl_comm_check(const char* fn, zcclComm_t comm) {
   ZU_RETURN_ERR_IF(comm == NULL, zcclInvalidArgument, "%s: comm is NULL", fn);
-  ZU_RETURN_ERR_IF(comm->magic != ZCCL_COMM_MAGIC, zcclInvalidArgument,
-                   "%s: comm is not a live communicator (destroyed or never created)", fn);
+  ZU_RETURN_ERR_IF(!zccl_comm_live(comm) || comm->magic != ZCCL_COMM_MAGIC, zcclInvalidArgument,
+                   "%s: comm is not a live communicator (destroyed, aborted or never created)", fn);
   zu_log_set_rank(comm->rank);
   return zcclSuccess;
 }
@@ -83,6 +126,10 @@ static zcclResult_t zccl_comm_alloc(const char* fn, int nranks, int rank, const 
   c->cuda_dev = zd_cuda_current_device();
   c->async_error = zcclSuccess;
   c->magic = ZCCL_COMM_MAGIC;
+  if (!zccl_live_add(c)) {
+    free(c);
+    return ZU_ERROR(zcclSystemError, "%s: out of memory", fn);
+  }
   *comm = c;
   return zcclSuccess;
 }
@@ -92,6 +139,7 @@ static void zccl_comm_free(zcclComm_t comm, int abort) {
   zccl_runtime_stop(comm, abort);
   ZU_INFO(ZU_LOG_INIT, "comm %p rank %d %s", (void*)comm, comm->rank, abort ? "aborted" : "destroyed");
   comm->magic = 0;
+  zccl_live_remove(comm);
   free(comm);
   zu_log_set_rank(-1);
 }

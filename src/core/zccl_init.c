@@ -28,7 +28,7 @@ const char* zcclGetErrorString(zcclResult_t result) { return zu_error_string(res
 
 const char* zcclGetLastError(zcclComm_t comm) {
   const char* msg = zu_error_last();
-  if (msg[0] == '\0' && comm != NULL && comm->magic == ZCCL_COMM_MAGIC &&
+  if (msg[0] == '\0' && comm != NULL && zccl_comm_live(comm) && comm->magic == ZCCL_COMM_MAGIC &&
       comm->async_error != zcclSuccess)
     return comm->async_msg;
   return msg;

@@ -205,6 +205,44 @@ static void test_coll_args(void) {
    * only holds while the allocator has not reused it; don't rely on it). */
 }
 
+/* Calls on a destroyed or aborted communicator, and a second destroy, are
+ * zcclInvalidArgument without touching the freed memory (the ASan build of
+ * this test reports a use-after-free otherwise). */
+static void test_stale_handles(void) {
+  for (int aborted = 0; aborted < 2; aborted++) {
+    zcclComm_t comm = NULL;
+    CHECK_RES(zcclCommInitRank(&comm, 1, zero_id, 0), zcclSuccess);
+    if (comm == NULL) return;
+    CHECK_RES(aborted ? zcclCommAbort(comm) : zcclCommDestroy(comm), zcclSuccess);
+    float x = 1.0f;
+    int n = 0;
+    zcclResult_t async;
+    zcclComm_t sub = NULL;
+    zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+    uint64_t raw, wire;
+    CHECK_RES(zcclAllReduce(&x, &x, 1, zcclFloat32, zcclSum, comm, NULL), zcclInvalidArgument);
+    CHECK_LAST_ERROR_HAS("not a live communicator");
+    CHECK_RES(zcclSend(&x, 1, zcclFloat32, 0, comm, NULL), zcclInvalidArgument);
+    CHECK_RES(zcclCommCount(comm, &n), zcclInvalidArgument);
+    CHECK_RES(zcclCommUserRank(comm, &n), zcclInvalidArgument);
+    CHECK_RES(zcclCommCuDevice(comm, &n), zcclInvalidArgument);
+    CHECK_RES(zcclCommGetAsyncError(comm, &async), zcclInvalidArgument);
+    CHECK_RES(zcclCommSetCompression(comm, &c), zcclInvalidArgument);
+    CHECK_RES(zcclCommGetCompression(comm, &c), zcclInvalidArgument);
+    CHECK_RES(zcclCommCompressionStats(comm, &raw, &wire), zcclInvalidArgument);
+    CHECK_RES(zcclCommSplit(comm, 0, 0, &sub, NULL), zcclInvalidArgument);
+    CHECK_RES(zcclCommFinalize(comm), zcclInvalidArgument);
+    CHECK(zcclGetLastError(comm) != NULL);
+    CHECK_RES(zcclCommDestroy(comm), zcclInvalidArgument);
+    CHECK_LAST_ERROR_HAS("destroyed");
+    CHECK_RES(zcclCommAbort(comm), zcclInvalidArgument);
+    /* Inside a group too: recorded calls are checked as they are made. */
+    CHECK_RES(zcclGroupStart(), zcclSuccess);
+    CHECK_RES(zcclRecv(&x, 1, zcclFloat32, 0, comm, NULL), zcclInvalidArgument);
+    CHECK_RES(zcclGroupEnd(), zcclInvalidArgument);
+  }
+}
+
 static void test_groups(void) {
   CHECK_RES(zcclGroupEnd(), zcclInvalidUsage);
   CHECK_LAST_ERROR_HAS("no matching zcclGroupStart");
@@ -219,6 +257,7 @@ int main(void) {
   test_init_args();
   test_singleton();
   test_coll_args();
+  test_stale_handles();
   test_groups();
   TEST_DONE();
 }
