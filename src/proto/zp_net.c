@@ -277,19 +277,26 @@ zcclResult_t zp_sig_check(const zp_ctx_t* ctx, const char* what) {
   return zp_sig_differs(ctx, what, why, sizeof why) ? ZU_ERROR(zcclInvalidUsage, "%s", why) : zcclSuccess;
 }
 
-/* Fills why with what makes the operation fail now, besides its own
- * messages: a peer's notice, or a call signature that differs. */
-static zcclResult_t zp_guard_check(const zp_ctx_t* ctx, const char* what, int* sig_done, char* why, size_t len) {
-  if (ctx->notice && ctx->notice->rx.done && ctx->notice->rx.status == 0) {
-    const zp_notice_msg_t* m = &ctx->notice->in;
-    snprintf(why, len, "%s: rank %d's communicator broke: %.*s", what, m->rank, (int)sizeof m->why - 1, m->why);
-    return zcclRemoteError;
-  }
-  if (ctx->sig_rx && !*sig_done && ctx->sig_rx->done) {
-    *sig_done = 1;
-    if (ctx->sig_rx->status == 0 && zp_sig_differs(ctx, what, why, len)) return zcclInvalidUsage;
-  }
-  return zcclSuccess;
+/* A peer said its communicator broke: the operation's own messages get
+ * this long without progress to bring their own verdict (a failure the
+ * ranks agreed on arrives before the notice, a hop later at most), then it
+ * fails naming that peer. */
+#define ZP_NOTICE_PATIENCE_SECONDS 0.2
+
+/* 1 once a peer's notice is in; why then says so. */
+static int zp_noticed(const zp_ctx_t* ctx, const char* what, char* why, size_t len) {
+  if (!ctx->notice || !ctx->notice->rx.done || ctx->notice->rx.status != 0) return 0;
+  const zp_notice_msg_t* m = &ctx->notice->in;
+  snprintf(why, len, "%s: rank %d's communicator broke: %.*s", what, m->rank, (int)sizeof m->why - 1, m->why);
+  return 1;
+}
+
+/* zcclInvalidUsage (why says so) once the left neighbour's call signature
+ * is in and differs. */
+static zcclResult_t zp_sig_guard(const zp_ctx_t* ctx, const char* what, int* sig_done, char* why, size_t len) {
+  if (!ctx->sig_rx || *sig_done || !ctx->sig_rx->done) return zcclSuccess;
+  *sig_done = 1;
+  return ctx->sig_rx->status == 0 && zp_sig_differs(ctx, what, why, len) ? zcclInvalidUsage : zcclSuccess;
 }
 
 zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
@@ -307,10 +314,9 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
     x[i].checked = 0;
     left++;
   }
+  double noticed_at = 0;
   while (left > 0) {
     int events = zt_progress(ctx->w);
-    if (fatal == zcclSuccess) fatal = zp_guard_check(ctx, what, &sig_done, why, sizeof why);
-    if (fatal != zcclSuccess) break;
     for (int i = 0; i < n && fatal == zcclSuccess; i++) {
       if (x[i].checked || !x[i].req.done) continue;
       x[i].checked = 1;
@@ -326,7 +332,10 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
       }
     }
     if (fatal != zcclSuccess || left == 0) break;
+    fatal = zp_sig_guard(ctx, what, &sig_done, why, sizeof why);
+    if (fatal != zcclSuccess) break;
     double now = zu_now();
+    if (noticed_at == 0 && ctx->notice && ctx->notice->rx.done) noticed_at = now;
     if (events) {
       last_progress = now;
       continue;
@@ -354,6 +363,10 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
       zp_xfers_cancel_what(ctx, what, x, n);
       return zcclRemoteError;
     }
+    if (fatal == zcclSuccess && noticed_at > 0 &&
+        now - (last_progress > noticed_at ? last_progress : noticed_at) > ZP_NOTICE_PATIENCE_SECONDS &&
+        zp_noticed(ctx, what, why, sizeof why))
+      fatal = zcclRemoteError;
     if (fatal == zcclSuccess && now - last_progress > patience) {
       const zp_xfer_t* p = NULL;
       for (int i = 0; i < n && !p; i++)

@@ -96,6 +96,10 @@ static int rank_main(int c, int rank, int n, size_t bytes, int compressed, zcclU
   printf("%s%s %d ranks: rank %d's call %d returned %s %.2f s after the kill (bound %.2f): %s\n", colls[c],
          compressed ? " compressed" : "", n, rank, calls, zcclGetErrorString(res), after, bound,
          zcclGetLastError(comm));
+  /* For perf/chaos.sh: one line a survivor. */
+  printf("PROBE kill %s %s np%d %s rank %d: %s %.3f s bound %.2f\n", colls[c], compressed ? "compressed" : "plain", n,
+         getenv("UCX_TLS") && strcmp(getenv("UCX_TLS"), "tcp") == 0 ? "tcp" : "shm", rank,
+         res == zcclSuccess ? "silent" : res == zcclRemoteError ? "clean" : "other", after, bound);
   CHECK(res == zcclRemoteError);
   CHECK(*killed_at > 0 && after < bound);
   /* Broken: the next call fails at once. */
@@ -135,6 +139,7 @@ static int run_case(int c, int n, size_t bytes, int compressed) {
   for (int r = 0; r < n; r++) {
     if (status[r] == -1) {
       fprintf(stderr, "%s: rank %d hung: killed by the watchdog\n", colls[c], r);
+      printf("PROBE kill %s rank %d: hang\n", colls[c], r);
       kill(pids[r], SIGKILL);
       waitpid(pids[r], NULL, 0);
       bad = 1;
@@ -142,6 +147,7 @@ static int run_case(int c, int n, size_t bytes, int compressed) {
       bad |= !(WIFSIGNALED(status[r]) && WTERMSIG(status[r]) == SIGKILL);
     } else if (!WIFEXITED(status[r]) || WEXITSTATUS(status[r]) != 0) {
       fprintf(stderr, "%s: rank %d failed\n", colls[c], r);
+      if (WIFSIGNALED(status[r])) printf("PROBE kill %s rank %d: crash (signal %d)\n", colls[c], r, WTERMSIG(status[r]));
       bad = 1;
     }
   }
