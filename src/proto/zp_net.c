@@ -214,6 +214,14 @@ void zp_notice_send(zt_worker_t* w, zp_notice_t* n, int rank, int nranks, zcclRe
 }
 
 void zp_notice_close(zt_worker_t* w, zp_notice_t* n) {
+  /* Every rank of a failed call may have told this one: take those
+   * notices in too (UCX warns about messages left unmatched). */
+  for (int k = 0; k < 1024 && n->listening; k++) {
+    for (int spin = 0; spin < 4 && !n->rx.done; spin++) zt_progress(w);
+    if (!n->rx.done) break;
+    n->listening = 0;
+    if (zp_notice_listen(w, n) != zcclSuccess) break;
+  }
   if (n->listening) zt_cancel(w, &n->rx);
   /* Small eager messages, done once the endpoint is wired up (which takes
    * the peer's progress too), or never (a dead peer). */
