@@ -238,6 +238,10 @@ zcclResult_t zccl_connect(zcclComm_t comm, const zcclUniqueId* id) {
       ZU_CHECK_GOTO(zccl_addr_pack(comm, mine), res, out);
       ZU_CHECK_GOTO(zb_tcp_allgather(id, comm->rank, comm->nranks, mine, ZCCL_ADDR_SLOT, table, timeout), res,
                     out);
+      /* The job formed: if this process runs the root, it finishes answering
+       * the other ranks and is joined here rather than left to the next id.
+       * (After a failure it is left alone: it may still serve the others.) */
+      zb_tcp_root_stop(id);
     }
   }
   ZU_CHECK_GOTO(zt_worker_set_peers(comm->worker, comm->nranks, table, ZCCL_ADDR_SLOT), res, out);
