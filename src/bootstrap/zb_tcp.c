@@ -153,7 +153,8 @@ typedef struct zb_root {
   uint8_t secret[16];
   double timeout;
   pthread_t thread;
-  int done; /* the thread has finished (under zb_roots_lock) */
+  pid_t pid; /* the process that runs it: a forked child inherits the list, not the thread */
+  int done;  /* the thread has finished (under zb_roots_lock) */
   struct zb_root* next;
 } zb_root_t;
 
@@ -174,7 +175,7 @@ static void zb_roots_reap(void) {
   pthread_mutex_lock(&zb_roots_lock);
   for (zb_root_t** p = &zb_roots; *p;) {
     zb_root_t* r = *p;
-    if (r->done) {
+    if (r->done && r->pid == getpid()) {
       *p = r->next;
       r->next = done;
       done = r;
@@ -197,7 +198,7 @@ void zb_tcp_root_stop(const zcclUniqueId* id) {
   zb_root_t* found = NULL;
   pthread_mutex_lock(&zb_roots_lock);
   for (zb_root_t** p = &zb_roots; *p; p = &(*p)->next)
-    if (memcmp((*p)->secret, secret, 16) == 0) {
+    if ((*p)->pid == getpid() && memcmp((*p)->secret, secret, 16) == 0) {
       found = *p;
       *p = found->next; /* this caller joins it, no other */
       break;
@@ -571,6 +572,7 @@ zcclResult_t zb_tcp_root_start(const char* ifname, double timeout, zcclUniqueId*
   root->stop_rd = stop[0];
   root->stop_wr = stop[1];
   root->timeout = timeout;
+  root->pid = getpid();
   zb_id_secret(id, root->secret);
   /* Registered before it runs: its `done` and `next` are the registry's. */
   pthread_mutex_lock(&zb_roots_lock);
