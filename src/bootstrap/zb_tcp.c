@@ -222,6 +222,7 @@ typedef struct {
   uint64_t seq;
   zb_group_t* groups;
   int ngroups, gcap;
+  double accept_after; /* out of descriptors: no accept before then */
   int formed;      /* the job formed: no more joining */
   uint8_t* table;  /* the formed job's table */
 } zb_serve_t;
@@ -387,6 +388,10 @@ static void zb_accept(zb_serve_t* s, int listen_fd) {
         zb_drop_oldest(s);
         continue;
       }
+      /* Out of descriptors with only ranks to keep: ask again in a while
+       * rather than spin on a listening socket that stays readable. */
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+        s->accept_after = zu_now() + 0.1;
       return;
     }
     if (s->n == s->cap) {
@@ -478,8 +483,9 @@ static void* zb_root_main(void* arg) {
       pfd = more;
       pcap = cap;
     }
-    int np = 0;
-    pfd[np++] = (struct pollfd){listen_fd, POLLIN, 0}; /* -1 once formed: ignored */
+    int np = 0, accepting = listen_fd >= 0 && now >= s.accept_after;
+    if (listen_fd >= 0 && !accepting && s.accept_after < next) next = s.accept_after;
+    pfd[np++] = (struct pollfd){accepting ? listen_fd : -1, POLLIN, 0}; /* -1: ignored */
     pfd[np++] = (struct pollfd){s.formed ? -1 : self->stop_rd, POLLIN, 0};
     for (int i = 0; i < s.n; i++)
       pfd[np++] = (struct pollfd){s.conns[i]->fd, (short)(s.conns[i]->state == ZB_CONN_ANSWER ? POLLOUT : POLLIN), 0};
@@ -495,6 +501,7 @@ static void* zb_root_main(void* arg) {
       while (i < s.n && s.conns[i]->fd != pfd[k].fd) i++;
       if (i == s.n) continue;
       zb_conn_t* c = s.conns[i];
+      if (s.formed && c->state != ZB_CONN_ANSWER) continue; /* too late: closed above, next turn */
       if (c->state == ZB_CONN_HELLO) {
         if (zb_conn_read(&s, c, deadline) != 0) {
           ZU_INFO(ZU_LOG_BOOTSTRAP, "bootstrap root: dropped a connection that did not prove the id's secret");
@@ -507,7 +514,7 @@ static void* zb_root_main(void* arg) {
         zb_conn_close(&s, i);
       }
     }
-    if (listen_fd >= 0 && (pfd[0].revents & POLLIN)) zb_accept(&s, listen_fd);
+    if (listen_fd >= 0 && !s.formed && (pfd[0].revents & POLLIN)) zb_accept(&s, listen_fd);
   }
   for (int i = s.n - 1; i >= 0; i--) zb_conn_close(&s, i);
   if (listen_fd >= 0) close(listen_fd);
