@@ -192,6 +192,35 @@ static void zb_roots_reap(void) {
   }
 }
 
+/* At exit: stops (or lets finish answering) and joins every root of this
+ * process, so none is left running while the process's libraries are torn
+ * down, and none is left finished but not joined. */
+static void zb_roots_end(void) {
+  for (;;) {
+    zb_root_t* found = NULL;
+    pthread_mutex_lock(&zb_roots_lock);
+    for (zb_root_t** p = &zb_roots; *p; p = &(*p)->next)
+      if ((*p)->pid == getpid()) {
+        found = *p;
+        *p = found->next;
+        break;
+      }
+    pthread_mutex_unlock(&zb_roots_lock);
+    if (found == NULL) return;
+    char one = 1;
+    if (write(found->stop_wr, &one, 1) != 1) ZU_WARN("bootstrap: cannot stop the root");
+    pthread_join(found->thread, NULL);
+    zb_root_free(found);
+  }
+}
+
+/* libcrypto registers its own clean-up with atexit when it initialises;
+ * zb_roots_end is registered after it, so it runs before it. */
+static void zb_roots_at_exit(void) {
+  OPENSSL_init_crypto(0, NULL);
+  atexit(zb_roots_end);
+}
+
 void zb_tcp_root_stop(const zcclUniqueId* id) {
   uint8_t secret[16];
   zb_id_secret(id, secret);
@@ -548,6 +577,8 @@ static int zb_pick_address(const char* ifname, struct in_addr* out) {
 }
 
 zcclResult_t zb_tcp_root_start(const char* ifname, double timeout, zcclUniqueId* id) {
+  static pthread_once_t at_exit = PTHREAD_ONCE_INIT;
+  pthread_once(&at_exit, zb_roots_at_exit);
   zb_roots_reap(); /* roots that ended on their own since the last call */
   struct in_addr ip;
   ZU_RETURN_ERR_IF(zb_pick_address(ifname, &ip) != 0, zcclInvalidArgument,
