@@ -154,9 +154,18 @@ typedef struct zb_root {
   double timeout;
   pthread_t thread;
   pid_t pid; /* the process that runs it: a forked child inherits the list, not the thread */
+  /* The thread's first arrays, allocated by zb_tcp_root_start: a root that
+   * nobody has contacted allocates nothing, so a fork just after
+   * zcclGetUniqueId (ranks forked by the process that made the id) cannot
+   * catch it inside malloc or mmap, whose locks (the allocator's, UCX's
+   * memory hooks') the child would inherit taken. */
+  zb_conn_t** conns;
+  struct pollfd* pfd;
   int done;  /* the thread has finished (under zb_roots_lock) */
   struct zb_root* next;
 } zb_root_t;
+
+#define ZB_ROOT_CONNS0 64 /* connections before the root's arrays grow */
 
 /* The roots this process started and has not joined yet, so
  * zb_tcp_root_stop can find one by id and finished ones get joined. */
@@ -462,10 +471,10 @@ static void zb_accept(zb_serve_t* s, int listen_fd) {
 static void* zb_root_main(void* arg) {
   zb_root_t* self = arg;
   const double deadline = zu_now() + self->timeout;
-  zb_serve_t s = {.secret = self->secret};
+  zb_serve_t s = {.secret = self->secret, .conns = self->conns, .cap = ZB_ROOT_CONNS0};
   int listen_fd = self->fd, stopping = 0;
-  struct pollfd* pfd = NULL;
-  int pcap = 0;
+  struct pollfd* pfd = self->pfd;
+  int pcap = ZB_ROOT_CONNS0 + 2;
   for (;;) {
     double now = zu_now();
     if (!s.formed && (now >= deadline || stopping)) {
@@ -600,12 +609,18 @@ zcclResult_t zb_tcp_root_start(const char* ifname, double timeout, zcclUniqueId*
   }
   zb_id_set_tcp(id, ip.s_addr, sa.sin_port);
   zb_root_t* root = calloc(1, sizeof *root);
+  zb_conn_t** conns = malloc(sizeof *conns * ZB_ROOT_CONNS0);
+  struct pollfd* pfd = malloc(sizeof *pfd * (ZB_ROOT_CONNS0 + 2));
   int stop[2];
-  if (root == NULL || pipe2(stop, O_CLOEXEC) != 0) {
+  if (root == NULL || conns == NULL || pfd == NULL || pipe2(stop, O_CLOEXEC) != 0) {
     free(root);
+    free(conns);
+    free(pfd);
     close(fd);
     return ZU_ERROR(zcclSystemError, "bootstrap: out of memory or file descriptors");
   }
+  root->conns = conns; /* the thread's from now on: it frees them */
+  root->pfd = pfd;
   root->fd = fd;
   root->stop_rd = stop[0];
   root->stop_wr = stop[1];
@@ -622,6 +637,8 @@ zcclResult_t zb_tcp_root_start(const char* ifname, double timeout, zcclUniqueId*
   pthread_mutex_unlock(&zb_roots_lock);
   if (rc != 0) {
     close(fd);
+    free(conns);
+    free(pfd);
     zb_root_free(root);
     return ZU_ERROR(zcclSystemError, "bootstrap: cannot start the root thread: %s", strerror(rc));
   }
