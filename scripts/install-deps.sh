@@ -10,6 +10,8 @@ PACKAGES=(
   # runtime dependencies (DESIGN.md: transport, bootstrap, topology)
   libucx-dev ucx-utils libpmix-dev libhwloc-dev hwloc
   libibverbs-dev librdmacm-dev
+  # libcrypto: HMAC-SHA256 for the unique id's challenge-response
+  libssl-dev
   # launcher and the baseline to beat
   openmpi-bin libopenmpi-dev
   # real data and the ZFP baseline codec

@@ -57,13 +57,18 @@ void zb_id_secret(const zcclUniqueId* id, uint8_t secret[16]);
 
 /* TCP bootstrap (zb_tcp.c). zb_tcp_root_start makes id (kind TCP) and starts
  * the root thread listening on ifname (NULL or "": the first up non-loopback
- * IPv4 interface, else loopback); the root serves one communicator's ranks,
- * then exits, or gives up after timeout seconds. zb_tcp_allgather: rank
- * sends len bytes and receives every rank's, rank-ordered, into table
- * (nranks * len); errors name the cause (refused, timed out). */
+ * IPv4 interface, else loopback); the root serves one communicator's ranks
+ * (every connection at once; a rank proves the id's secret by HMAC over the
+ * root's nonce, and the root its answer over the rank's), then exits, or
+ * gives up after timeout seconds. zb_tcp_allgather: rank sends len bytes and
+ * receives every rank's, rank-ordered, into table (nranks * len); errors
+ * name the cause (refused, timed out, an answer that is not the root's). */
 zcclResult_t zb_tcp_root_start(const char* ifname, double timeout, zcclUniqueId* id);
-/* Stops the root this process started for id, if any and still running
- * (the ranks met another way). */
+/* Ends the root this process started for id, if any: one that has not
+ * formed a job stops at once (the ranks met another way, or there is only
+ * one); one that has finishes answering its ranks. When it returns the root
+ * thread has been joined and its socket closed. Also joins the roots that
+ * ended on their own (job formed, or timed out). */
 void zb_tcp_root_stop(const zcclUniqueId* id);
 zcclResult_t zb_tcp_allgather(const zcclUniqueId* id, int rank, int nranks, const void* blob, size_t len,
                               void* table, double timeout);

@@ -6,7 +6,9 @@
 #include "zu_error.h"
 
 #define ZB_ID_MAGIC 0x4449435au /* "ZCID" little-endian */
-#define ZB_ID_VERSION 1u
+/* 2: the TCP root speaks the HMAC challenge-response (zb_tcp.c); ranks of
+ * zccl builds that speak the clear-text hello are told so up front. */
+#define ZB_ID_VERSION 2u
 
 /* Byte layout, little-endian host order (ids don't leave the job's
  * machines, which share an architecture). */

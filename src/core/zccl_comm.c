@@ -154,6 +154,9 @@ zcclResult_t zcclCommInitRankConfig(zcclComm_t* comm, int nranks, zcclUniqueId c
                                     zcclConfig_t* config) {
   static const char* fn = "zcclCommInitRank";
   zccl_init_once();
+  /* One rank meets nobody: the root this process may run for the id has
+   * no one to serve, whether this init succeeds or not. */
+  if (nranks == 1) zb_tcp_root_stop(&commId);
   ZU_RETURN_ERR_IF(comm == NULL, zcclInvalidArgument, "%s: comm is NULL", fn);
   *comm = NULL;
   ZU_RETURN_ERR_IF(nranks < 1, zcclInvalidArgument, "%s: nranks=%d must be >= 1", fn, nranks);

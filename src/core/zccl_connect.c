@@ -117,22 +117,29 @@ void zccl_set_sharing(zcclComm_t comm, const uint8_t* table) {
 }
 
 /* What each process publishes through PMIx: ranks of the communicator need
- * not be the job's ranks, so each says which it is. */
+ * not be the job's ranks, so each says which it is; seq and tag say which
+ * communicator the entry is for (see zccl_connect_pmix). */
 typedef struct {
   int32_t rank, nranks;
+  uint32_t seq;
+  uint8_t tag[16];
   uint8_t slot[ZCCL_ADDR_SLOT];
 } zccl_pmix_entry_t;
 
-/* With ZCCL_BOOTSTRAP=pmix the ranks need not share an id: the n-th
- * communicator a process brings up through PMIx is the n-th of every
- * process (communicators over the whole job are created in the same order
- * everywhere, as collective calls must be). */
+/* The n-th communicator a process brings up through PMIx is the n-th of
+ * every process: PMIx_Fence over the namespace pairs the n-th fences, so
+ * communicators over the whole job are created in the same order
+ * everywhere, as collective calls must be. With ZCCL_BOOTSTRAP=pmix this is
+ * how ranks that share no id meet. */
 static atomic_uint zccl_pmix_comms;
 
-/* PMIx for the life of the process: under OpenMPI's launcher a second
- * PMIx_Init after PMIx_Finalize succeeds but its fences fail, so zccl takes
- * one reference the first time it needs PMIx and drops it at exit (the
- * launcher counts a process that never finalizes as failed). */
+/* PMIx keeps every key a process puts, and every key the fences bring from
+ * the other processes, until PMIx_Finalize: a key per communicator grew the
+ * heap by ~7 kB and RSS by ~17 kB a communicator on 2 ranks. All of them
+ * use this one key instead: a put replaces the process's value and the
+ * fence replaces the others'. */
+#define ZCCL_PMIX_KEY "zccl.boot"
+
 static pthread_mutex_t zccl_pmix_lock = PTHREAD_MUTEX_INITIALIZER;
 static int zccl_pmix_ready, zccl_pmix_rank, zccl_pmix_size, zccl_pmix_singleton;
 
@@ -157,14 +164,13 @@ static zcclResult_t zccl_connect_pmix(zcclComm_t comm, const zcclUniqueId* id, i
                    "PMIx bootstrap: the communicator has %d ranks but the job has %d processes%s; "
                    "PMIx brings up communicators over the whole job only (use ZCCL_BOOTSTRAP=tcp)",
                    comm->nranks, psize, singleton ? " (no PMIx launcher)" : "");
-  char key[64] = "zccl.";
-  if (by_env) {
-    snprintf(key, sizeof key, "zccl.pmix.%u", atomic_fetch_add(&zccl_pmix_comms, 1));
-  } else {
-    uint8_t secret[16];
-    zb_id_secret(id, secret);
-    for (int i = 0; i < 16; i++) snprintf(key + 5 + 2 * i, sizeof key - 5 - 2 * i, "%02x", secret[i]);
-  }
+  /* The one key is reused: an entry says which communicator it is for
+   * (this process's count of PMIx communicators, and the id's secret when
+   * there is an id), so a value left from an earlier communicator, or one
+   * from a process that passed another id, is an error, never an address. */
+  uint32_t seq = atomic_fetch_add(&zccl_pmix_comms, 1);
+  uint8_t tag[16] = {0};
+  if (!by_env) zb_id_secret(id, tag);
   zccl_pmix_entry_t* all = malloc(sizeof *all * (size_t)psize);
   zccl_pmix_entry_t* mine = calloc(1, sizeof *mine);
   zcclResult_t res = zcclSuccess;
@@ -174,10 +180,26 @@ static zcclResult_t zccl_connect_pmix(zcclComm_t comm, const zcclUniqueId* id, i
   }
   mine->rank = comm->rank;
   mine->nranks = comm->nranks;
+  mine->seq = seq;
+  memcpy(mine->tag, tag, sizeof tag);
   ZU_CHECK_GOTO(zccl_addr_pack(comm, mine->slot), res, out);
-  ZU_CHECK_GOTO(zb_pmix_allgather(key, mine, sizeof *mine, all, timeout), res, out);
+  ZU_CHECK_GOTO(zb_pmix_allgather(ZCCL_PMIX_KEY, mine, sizeof *mine, all, timeout), res, out);
   for (int p = 0; p < psize; p++) {
     int r = all[p].rank;
+    if (all[p].seq != seq) {
+      res = ZU_ERROR(zcclInvalidUsage,
+                     "PMIx bootstrap: process %d is at its PMIx communicator #%u, this one at #%u (create "
+                     "communicators over the whole job in the same order in every process)",
+                     p, all[p].seq, seq);
+      goto out;
+    }
+    if (memcmp(all[p].tag, tag, sizeof tag) != 0) {
+      res = ZU_ERROR(zcclInvalidUsage,
+                     "PMIx bootstrap: process %d passed another unique id than this one (did every rank pass "
+                     "the same unique id?)",
+                     p);
+      goto out;
+    }
     if (all[p].nranks != comm->nranks || r < 0 || r >= comm->nranks) {
       res = ZU_ERROR(zcclInvalidUsage, "PMIx bootstrap: process %d joined as rank %d of %d, this one as %d of %d",
                      p, r, all[p].nranks, comm->rank, comm->nranks);
@@ -238,6 +260,10 @@ zcclResult_t zccl_connect(zcclComm_t comm, const zcclUniqueId* id) {
       ZU_CHECK_GOTO(zccl_addr_pack(comm, mine), res, out);
       ZU_CHECK_GOTO(zb_tcp_allgather(id, comm->rank, comm->nranks, mine, ZCCL_ADDR_SLOT, table, timeout), res,
                     out);
+      /* The job formed: if this process runs the root, it finishes answering
+       * the other ranks and is joined here rather than left to the next id.
+       * (After a failure it is left alone: it may still serve the others.) */
+      zb_tcp_root_stop(id);
     }
   }
   ZU_CHECK_GOTO(zt_worker_set_peers(comm->worker, comm->nranks, table, ZCCL_ADDR_SLOT), res, out);

@@ -61,7 +61,8 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "is then not asked for wake-up support, which leaves out transports without it).")  \
   X(BOOTSTRAP_TIMEOUT, INT, "60",                                                         \
     "Seconds the bootstrap waits for every rank to join (and a rank for the root) before " \
-    "failing with zcclRemoteError.")                                                      \
+    "failing with zcclRemoteError; also how long the root thread of an id that is never " \
+    "used lives.")                                                                        \
   X(ALGO, STR, "",                                                                        \
     "Force a collective algorithm where the collective has it and can run it: ring, "  \
     "rd (recursive doubling), rabenseifner, direct, bruck, tree, chain, "                \
