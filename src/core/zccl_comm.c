@@ -1,6 +1,5 @@
 /* Communicator lifecycle: creation (bootstrap, worker, progress thread),
  * split over the parent's transport, finalize, destroy and abort. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,48 +8,6 @@
 #include "zccl_core.h"
 #include "zd_device.h"
 #include "zu_param.h"
-
-/* ---- live handles ----------------------------------------------------------------
- * Every communicator between its allocation and its free is in this list,
- * so a handle is checked without reading its memory: a call on a destroyed
- * or aborted communicator (or a second destroy) would otherwise read freed
- * memory. An address the allocator reuses for a new communicator names
- * that one, as with any pointer handle. */
-static pthread_mutex_t zccl_live_lock = PTHREAD_MUTEX_INITIALIZER;
-static zcclComm_t* zccl_live;
-static size_t zccl_nlive, zccl_caplive;
-
-static int zccl_live_add(zcclComm_t c) {
-  int ok = 1;
-  pthread_mutex_lock(&zccl_live_lock);
-  if (zccl_nlive == zccl_caplive) {
-    size_t cap = zccl_caplive ? 2 * zccl_caplive : 16;
-    zcclComm_t* l = realloc(zccl_live, sizeof *l * cap);
-    if (l) zccl_live = l, zccl_caplive = cap;
-    ok = l != NULL;
-  }
-  if (ok) zccl_live[zccl_nlive++] = c;
-  pthread_mutex_unlock(&zccl_live_lock);
-  return ok;
-}
-
-static void zccl_live_remove(zcclComm_t c) {
-  pthread_mutex_lock(&zccl_live_lock);
-  for (size_t i = 0; i < zccl_nlive; i++)
-    if (zccl_live[i] == c) {
-      zccl_live[i] = zccl_live[--zccl_nlive];
-      break;
-    }
-  pthread_mutex_unlock(&zccl_live_lock);
-}
-
-int zccl_comm_live(zcclComm_t comm) {
-  int found = 0;
-  pthread_mutex_lock(&zccl_live_lock);
-  for (size_t i = 0; i < zccl_nlive && !found; i++) found = zccl_live[i] == comm;
-  pthread_mutex_unlock(&zccl_live_lock);
-  return found;
-}
 
 zcclResult_t zccl_comm_check(const char* fn, zcclComm_t comm) {
   ZU_RETURN_ERR_IF(comm == NULL, zcclInvalidArgument, "%s: comm is NULL", fn);

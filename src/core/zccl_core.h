@@ -159,8 +159,11 @@ void zccl_init_once(void);
 /* zcclSuccess when comm is a live communicator; sets this thread's log rank. */
 zcclResult_t zccl_comm_check(const char* fn, zcclComm_t comm);
 /* 1 while comm is a communicator not yet destroyed or aborted (reads
- * nothing through comm). */
+ * nothing through comm; zccl_init.c). */
 int zccl_comm_live(zcclComm_t comm);
+/* Into and out of that list: at allocation (0: out of memory) and free. */
+int zccl_live_add(zcclComm_t comm);
+void zccl_live_remove(zcclComm_t comm);
 
 /* Checks a compression setting; fn names the caller in the message. */
 zcclResult_t zccl_compression_check(const char* fn, const zcclCompression_t* c);

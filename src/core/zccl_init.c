@@ -1,4 +1,5 @@
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "zccl_core.h"
 #include "zd_device.h"
@@ -25,6 +26,49 @@ zcclResult_t zcclGetVersion(int* version) {
 }
 
 const char* zcclGetErrorString(zcclResult_t result) { return zu_error_string(result); }
+
+/* ---- live communicators -----------------------------------------------------------
+ * Every communicator between its allocation and its free is in this list,
+ * so a handle is checked without reading its memory: a call on a destroyed
+ * or aborted communicator (or a second destroy) would otherwise read freed
+ * memory. Here, not in zccl_comm.c: zcclGetLastError needs it without
+ * pulling the runtime into static links of the codec alone. An address the allocator reuses for a new communicator names
+ * that one, as with any pointer handle. */
+static pthread_mutex_t zccl_live_lock = PTHREAD_MUTEX_INITIALIZER;
+static zcclComm_t* zccl_live;
+static size_t zccl_nlive, zccl_caplive;
+
+int zccl_live_add(zcclComm_t c) {
+  int ok = 1;
+  pthread_mutex_lock(&zccl_live_lock);
+  if (zccl_nlive == zccl_caplive) {
+    size_t cap = zccl_caplive ? 2 * zccl_caplive : 16;
+    zcclComm_t* l = realloc(zccl_live, sizeof *l * cap);
+    if (l) zccl_live = l, zccl_caplive = cap;
+    ok = l != NULL;
+  }
+  if (ok) zccl_live[zccl_nlive++] = c;
+  pthread_mutex_unlock(&zccl_live_lock);
+  return ok;
+}
+
+void zccl_live_remove(zcclComm_t c) {
+  pthread_mutex_lock(&zccl_live_lock);
+  for (size_t i = 0; i < zccl_nlive; i++)
+    if (zccl_live[i] == c) {
+      zccl_live[i] = zccl_live[--zccl_nlive];
+      break;
+    }
+  pthread_mutex_unlock(&zccl_live_lock);
+}
+
+int zccl_comm_live(zcclComm_t comm) {
+  int found = 0;
+  pthread_mutex_lock(&zccl_live_lock);
+  for (size_t i = 0; i < zccl_nlive && !found; i++) found = zccl_live[i] == comm;
+  pthread_mutex_unlock(&zccl_live_lock);
+  return found;
+}
 
 const char* zcclGetLastError(zcclComm_t comm) {
   const char* msg = zu_error_last();

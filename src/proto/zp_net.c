@@ -58,7 +58,7 @@ static void zp_stage_put(const zp_ctx_t* ctx, zp_xfer_t* x, int n);
  * completes at once; a send to a dead peer over shared memory, without
  * UCX's peer error mode, never does, so the grace is short and shared by
  * the whole operation (ctx->cancel_by). */
-#define ZP_CANCEL_GRACE_SECONDS 0.5
+#define ZP_CANCEL_GRACE_SECONDS 0.25
 
 /* The operation's cancel deadline, set by its first cancel. */
 static double zp_cancel_deadline(const zp_ctx_t* ctx) {
