@@ -137,6 +137,7 @@ static int read_file(const char* path, uint8_t** buf, size_t* size) {
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
   *buf = malloc(n > 0 ? (size_t)n : 1);
+  if (*buf == NULL) return fclose(f), -1;
   *size = n > 0 ? (size_t)fread(*buf, 1, (size_t)n, f) : 0;
   fclose(f);
   return 0;
@@ -184,6 +185,7 @@ static int cmd_compress(const args_t* a) {
   if (load_input(a, &d, &p)) return 1;
   size_t cap = zc_compress_bound(d.count, p.dtype, 0), size;
   uint8_t* s = malloc(cap);
+  if (s == NULL) return die("compress: out of memory%s%s", "", "");
   zd_pool_t* pool = NULL;
   if (zd_pool_create(a->threads, &pool) != zcclSuccess ||
       zd_host_compress(pool, 0, &p, d.values, d.count, s, cap, &size) != zcclSuccess)
@@ -205,6 +207,8 @@ static int cmd_decompress(const args_t* a) {
   zc_header_t h;
   if (zc_header_read(s, size, &h) != zcclSuccess) return die("%s: %s", a->in, zcclGetLastError(NULL));
   size_t esize = h.dtype == zcclFloat32 ? 4 : 8, n;
+  /* zc_header_read bounds count by the chunks (at most 2^16 values each,
+   * each at least 8 bytes of the file), so this cannot wrap. */
   void* y = malloc((size_t)h.count * esize + 1);
   if (y == NULL) return die("out of memory%s%s", "", "");
   zd_pool_t* pool = NULL;
@@ -224,10 +228,12 @@ static int cmd_hsum(const args_t* a) {
   if (!a->in || !a->in2 || !a->out) return die("hsum: A B OUT are required%s%s", "", "");
   if (read_file(a->in, &x, &xn) != 0) return die("cannot read %s%s", a->in, "");
   if (read_file(a->in2, &y, &yn) != 0) return die("cannot read %s%s", a->in2, "");
-  zc_header_t h;
+  zc_header_t h, hb;
   if (zc_header_read(x, xn, &h) != zcclSuccess) return die("%s: %s", a->in, zcclGetLastError(NULL));
+  if (zc_header_read(y, yn, &hb) != zcclSuccess) return die("%s: %s", a->in2, zcclGetLastError(NULL));
   size_t cap = zc_compress_bound((size_t)h.count, h.dtype, h.chunk_log2), n;
   uint8_t* o = malloc(cap);
+  if (o == NULL) return die("hsum: out of memory%s%s", "", "");
   zd_pool_t* pool = NULL;
   if (zd_pool_create(a->threads, &pool) != zcclSuccess || zd_host_hop(pool, 0, NULL, zcclSum, x, xn, y, yn, o, cap, &n) != zcclSuccess)
     return die("hsum: %s%s", zcclGetLastError(NULL), "");

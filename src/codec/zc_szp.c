@@ -22,10 +22,16 @@ size_t zc_dtype_bytes(zcclDataType_t dtype) {
 
 size_t zc_compress_bound(size_t count, zcclDataType_t dtype, unsigned chunk_log2) {
   if (chunk_log2 == 0) chunk_log2 = ZC_CHUNK_LOG2_DEFAULT;
-  size_t esize = zc_dtype_bytes(dtype);
-  size_t nchunks = (count + ((size_t)1 << chunk_log2) - 1) >> chunk_log2;
-  size_t nblocks = (count + ZC_BLOCK - 1) / ZC_BLOCK + nchunks; /* partial blocks per chunk */
-  return ZC_HEADER_BYTES + nchunks * (4 + 8) + nblocks * (ZC_BLOCK_MAX_CODED + ZC_BLOCK * esize);
+  size_t esize = zc_dtype_bytes(dtype), per_block = ZC_BLOCK_MAX_CODED + ZC_BLOCK * esize;
+  /* count may come from a stream's header (anything up to 2^64 - 1):
+   * rounding up by adding first would wrap, so round up after the shift,
+   * and saturate where the bound itself does not fit. */
+  size_t nchunks = zc_ceil_shift(count, chunk_log2);
+  size_t nblocks = zc_ceil_shift(count, 5) + nchunks; /* partial blocks per chunk */
+  size_t per_chunk = 4 + 8;
+  if (nblocks > (SIZE_MAX - ZC_HEADER_BYTES) / 2 / per_block || nchunks > (SIZE_MAX - ZC_HEADER_BYTES) / 2 / per_chunk)
+    return SIZE_MAX;
+  return ZC_HEADER_BYTES + nchunks * per_chunk + nblocks * per_block;
 }
 
 size_t zc_chunks_bound(size_t count, zcclDataType_t dtype, unsigned chunk_log2, uint32_t c0, uint32_t c1) {
@@ -77,7 +83,9 @@ zcclResult_t zc_header_read(const void* stream, size_t size, zc_header_t* h) {
   ZU_RETURN_ERR_IF(!(isfinite(h->eb) && h->eb > 0), zcclInvalidArgument, "stream: bad error bound %g", h->eb);
   ZU_RETURN_ERR_IF(!isfinite(h->fill), zcclInvalidArgument, "stream: non-finite fill value");
   ZU_RETURN_ERR_IF(h->divisor == 0, zcclInvalidArgument, "stream: divisor 0");
-  uint64_t want = (h->count + ((uint64_t)1 << h->chunk_log2) - 1) >> h->chunk_log2;
+  /* Not (count + 2^k - 1) >> k: that wraps for counts near 2^64 and lets a
+   * header claim 2^64 - 1 values in 0 chunks. */
+  uint64_t want = zc_ceil_shift(h->count, h->chunk_log2);
   ZU_RETURN_ERR_IF(want != h->nchunks, zcclInvalidArgument,
                    "stream: %u chunks for %llu values of chunk size %u (expected %llu)", h->nchunks,
                    (unsigned long long)h->count, 1u << h->chunk_log2, (unsigned long long)want);
@@ -290,7 +298,7 @@ zcclResult_t zc_compress_begin(const zc_params_t* p, size_t count, void* out, si
   unsigned lg = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
   ZU_RETURN_ERR_IF(lg < ZC_CHUNK_LOG2_MIN || lg > ZC_CHUNK_LOG2_MAX, zcclInvalidArgument,
                    "zc_compress: chunk size 2^%u outside 2^%d..2^%d", lg, ZC_CHUNK_LOG2_MIN, ZC_CHUNK_LOG2_MAX);
-  uint64_t nchunks = ((uint64_t)count + ((size_t)1 << lg) - 1) >> lg;
+  uint64_t nchunks = zc_ceil_shift(count, lg);
   ZU_RETURN_ERR_IF(nchunks > UINT32_MAX, zcclInvalidArgument, "zc_compress: %zu values is too many", count);
   *head = ZC_HEADER_BYTES + (size_t)nchunks * 4;
   ZU_RETURN_ERR_IF(cap < *head, zcclInvalidArgument, "zc_compress: output buffer too small");
@@ -303,7 +311,7 @@ zcclResult_t zc_compress_chunks(const zc_params_t* p, const void* in, size_t cou
                                 void* arg) {
   unsigned lg = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
   size_t esize = zc_dtype_bytes(p->dtype), chunk = (size_t)1 << lg, at = 0;
-  uint32_t nchunks = (uint32_t)((count + chunk - 1) >> lg);
+  uint32_t nchunks = (uint32_t)zc_ceil_shift(count, lg);
   zc_grid_t g;
   zc_grid_init(p->eb, &g);
   const zc_kernels_t* k = zc_kernels();
@@ -548,7 +556,9 @@ zcclResult_t zc_encode_ints(const zc_header_t* h, const int64_t* q, const uint8_
                             void* out, size_t cap, size_t* size) {
   ZU_RETURN_ERR_IF(zc_dtype_bytes(h->dtype) == 0, zcclInvalidArgument, "zc_encode_ints: bad dtype");
   size_t chunk = (size_t)1 << h->chunk_log2;
-  uint32_t nchunks = (uint32_t)((h->count + chunk - 1) >> h->chunk_log2);
+  uint64_t nchunks64 = zc_ceil_shift(h->count, h->chunk_log2);
+  ZU_RETURN_ERR_IF(nchunks64 > UINT32_MAX, zcclInvalidArgument, "zc_encode_ints: too many values");
+  uint32_t nchunks = (uint32_t)nchunks64;
   size_t head = ZC_HEADER_BYTES + (size_t)nchunks * 4;
   ZU_RETURN_ERR_IF(cap < head, zcclInvalidArgument, "zc_encode_ints: output buffer too small");
   uint8_t* o = out;

@@ -1731,7 +1731,7 @@ static zcclResult_t zd_grid(int kind, int* grid) {
   return zcclSuccess;
 }
 
-static uint64_t zd_nchunks(uint64_t count, unsigned lg) { return (count + (1ull << lg) - 1) >> lg; }
+static uint64_t zd_nchunks(uint64_t count, unsigned lg) { return zc_ceil_shift(count, lg); }
 
 extern "C" size_t zd_cuda_codec_scratch_bytes(size_t count, zcclDataType_t dtype, unsigned chunk_log2) {
   unsigned lg = chunk_log2 ? chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
