@@ -12,7 +12,7 @@ static size_t make(uint8_t* out, int kind, size_t n, zcclDataType_t dt, int fill
     double v = kind == 0 ? sin(i * 0.05) * 10 : kind == 1 ? (i % 7 == 0 ? NAN : i % 5 == 0 ? -1e34 : i * 0.3) : (rand() % 1000) * 0.01;
     x[i] = v; xf[i] = (float)v;
   }
-  zc_params_t p = {dt, 1e-2, fill, -1e34, lg};
+  zc_params_t p = {dt, 1e-2, fill, -1e34, lg, 0};
   size_t size; zc_compress(&p, dt == zcclFloat32 ? (void*)xf : (void*)x, n, out, zc_compress_bound(n, dt, lg), &size, 0, 0);
   free(x); free(xf); return size;
 }

@@ -1762,6 +1762,11 @@ static zcclResult_t zd_compress_args(const zc_params_t* p, const void* in, size_
                    "zd_cuda_compress: error bound %g must be finite and > 0", p->eb);
   ZU_RETURN_ERR_IF(p->has_fill && !isfinite(p->fill), zcclInvalidArgument,
                    "zd_cuda_compress: the fill value must be finite");
+  /* The kernels write no chunk checksums yet (docs/cuda.md): refuse rather
+   * than write a stream without the integrity the caller asked for. */
+  ZU_RETURN_ERR_IF(p->checksum, zcclInvalidUsage,
+                   "zd_cuda_compress: the CUDA kernels do not write chunk checksums yet (ZCCL_CHECKSUM=1 needs "
+                   "the host codec)");
   unsigned lg = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
   ZU_RETURN_ERR_IF(lg < ZC_CHUNK_LOG2_MIN || lg > ZC_CHUNK_LOG2_MAX, zcclInvalidArgument,
                    "zd_cuda_compress: chunk size 2^%u outside 2^%d..2^%d", lg, ZC_CHUNK_LOG2_MIN, ZC_CHUNK_LOG2_MAX);
