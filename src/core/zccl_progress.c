@@ -69,7 +69,7 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
   if (zd_dev_kind(dev) == ZD_CUDA) zd_cuda_use_device(comm->cuda_dev);
   zd_dev_t* host = dev != comm->dev && zd_dev_kind(comm->dev) == ZD_HOST ? comm->dev : NULL;
   zp_ctx_t ctx = {.w = comm->worker, .dev = dev, .host = host, .link = &comm->link, .stats = &comm->stats, .rank = comm->rank, .nranks = comm->nranks,
-                  .timeout = comm->timeout, .spin = comm->spin, .abort = &comm->abort};
+                  .timeout = comm->timeout, .spin = comm->spin, .checksum = comm->checksum, .abort = &comm->abort};
   zcclResult_t res = zcclSuccess;
   /* Stream-ordered: not before the callers' streams have passed the call. */
   for (int i = 0; i < op->ntickets && res == zcclSuccess; i++)
@@ -165,6 +165,9 @@ zcclResult_t zccl_runtime_create(zcclComm_t comm) {
   ZU_CHECK(zu_param_int(ZU_PARAM_SPIN_US, &t));
   ZU_RETURN_ERR_IF(t < -1, zcclInvalidArgument, "ZCCL_SPIN_US=%lld must be >= -1", (long long)t);
   comm->spin = t < 0 ? -1.0 : (double)t * 1e-6;
+  ZU_CHECK(zu_param_int(ZU_PARAM_CHECKSUM, &t));
+  ZU_RETURN_ERR_IF(t != 0 && t != 1, zcclInvalidArgument, "ZCCL_CHECKSUM=%lld must be 0 or 1", (long long)t);
+  comm->checksum = (int)t;
   pthread_mutex_init(&comm->lock, NULL);
   pthread_mutex_init(&comm->worker_lock, NULL);
   zccl_cond_init(&comm->wake);

@@ -82,6 +82,7 @@ typedef struct {
   uint32_t seq;
   double timeout;           /* ZCCL_TIMEOUT, seconds without progress */
   double spin;              /* ZCCL_SPIN_US, in seconds; < 0: never sleep */
+  int checksum;             /* ZCCL_CHECKSUM: compressed streams carry chunk checksums */
   const atomic_int* abort;  /* nonzero: give up */
 } zp_ctx_t;
 
