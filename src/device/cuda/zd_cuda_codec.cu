@@ -1736,8 +1736,11 @@ static uint64_t zd_nchunks(uint64_t count, unsigned lg) { return zc_ceil_shift(c
 extern "C" size_t zd_cuda_codec_scratch_bytes(size_t count, zcclDataType_t dtype, unsigned chunk_log2) {
   unsigned lg = chunk_log2 ? chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
   size_t slots = ZD_CTL_BYTES + ZD_SLOT_BYTES * zd_nchunks(count, lg);
-  /* room to copy one input of an in-place hop */
-  return ((slots + 15) & ~(size_t)15) + zc_compress_bound(count, dtype, lg) + 16;
+  /* room to copy one input of an in-place hop; a count whose bound
+   * saturates (zc_compress_bound) must not wrap to a small scratch */
+  size_t bound = zc_compress_bound(count, dtype, lg);
+  if (bound > SIZE_MAX / 2 || slots > SIZE_MAX / 4) return SIZE_MAX;
+  return ((slots + 15) & ~(size_t)15) + bound + 16;
 }
 
 /* A hop into cap bytes: a chunk takes at least 13 bytes of a stream (its
