@@ -28,6 +28,8 @@ zccl_find_pkg(ZCCL_IBVERBS libibverbs libibverbs-dev)
 zccl_find_pkg(ZCCL_RDMACM librdmacm librdmacm-dev)
 # HMAC-SHA256 for the unique id's challenge-response (src/bootstrap/zb_tcp.c).
 zccl_find_pkg(ZCCL_CRYPTO libcrypto libssl-dev)
+# The stream codec's chunk checksums (XXH3, docs/format.md).
+zccl_find_pkg(ZCCL_XXHASH libxxhash libxxhash-dev)
 
 find_package(zfp CONFIG QUIET)
 if(NOT zfp_FOUND)
@@ -37,9 +39,10 @@ get_target_property(ZCCL_ZFP_LOCATION zfp::zfp LOCATION)
 message(STATUS "zccl: found zfp ${zfp_VERSION}")
 
 set(ZCCL_DEP_TARGETS PkgConfig::ZCCL_UCX PkgConfig::ZCCL_PMIX PkgConfig::ZCCL_HWLOC
-                     PkgConfig::ZCCL_IBVERBS PkgConfig::ZCCL_CRYPTO zfp::zfp Threads::Threads)
+                     PkgConfig::ZCCL_IBVERBS PkgConfig::ZCCL_CRYPTO PkgConfig::ZCCL_XXHASH zfp::zfp Threads::Threads)
 set(ZCCL_DEP_LINK_FILES ${ZCCL_UCX_LINK_LIBRARIES} ${ZCCL_PMIX_LINK_LIBRARIES}
                         ${ZCCL_HWLOC_LINK_LIBRARIES} ${ZCCL_IBVERBS_LINK_LIBRARIES} ${ZCCL_CRYPTO_LINK_LIBRARIES}
+                        ${ZCCL_XXHASH_LINK_LIBRARIES}
                         ${ZCCL_ZFP_LOCATION} Threads::Threads m)
 if(ZCCL_HAVE_CUDA)
   # The static runtime: libzccl loads on machines without libcudart.so and

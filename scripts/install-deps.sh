@@ -16,6 +16,8 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev
   # real data and the ZFP baseline codec
   libnetcdf-dev netcdf-bin libzfp-dev ferret-datasets
+  # the stream codec's chunk checksums (XXH3)
+  libxxhash-dev
   # emulated cluster; a one-node Slurm for srun --mpi=pmix (scripts/slurm-local)
   iproute2 iperf3 slurmctld slurmd slurm-client munge
   # plots

@@ -1,7 +1,7 @@
 /*
  * zccl-codec: zccl's error-bounded codec on files.
  *
- *   zccl-codec compress IN OUT --dtype f32|f64 --mode abs|rel --eb X [--fill V]
+ *   zccl-codec compress IN OUT --dtype f32|f64 --mode abs|rel --eb X [--fill V] [--no-checksum]
  *   zccl-codec decompress IN OUT
  *   zccl-codec hsum A B OUT            (homomorphic sum of two streams)
  *   zccl-codec stats IN --dtype ... --mode ... --eb ... [--fill V|--fill-zero]
@@ -9,6 +9,8 @@
  *
  * --threads (default ZCCL_CODEC_THREADS, 0: all cores) and --simd (default
  * ZCCL_CODEC_SIMD) apply to every command; the bytes do not depend on them.
+ * compress and stats write a checksum per chunk (docs/format.md) unless
+ * --no-checksum; decompress and hsum verify the ones a stream has.
  *
  * IN is a raw little-endian file.f32 / file.f64 or a NetCDF variable
  * file.nc:VAR (its _FillValue is kept exactly unless --fill-zero). REL bounds
@@ -40,7 +42,7 @@ typedef struct {
   int fill_set, fill_zero;
   double fill;
   double tile_bytes;
-  int reps, threads, json;
+  int reps, threads, json, no_checksum;
   const char* simd;
   const char* codec; /* stats: szp (default), zfp-acc, zfp-rate */
   double rate;
@@ -48,13 +50,14 @@ typedef struct {
 
 static void usage(FILE* f) {
   fprintf(f,
-          "usage: zccl-codec compress IN OUT --dtype f32|f64 --mode abs|rel --eb X [--fill V]\n"
+          "usage: zccl-codec compress IN OUT --dtype f32|f64 --mode abs|rel --eb X [--fill V] [--no-checksum]\n"
           "       zccl-codec decompress IN OUT\n"
           "       zccl-codec hsum A B OUT\n"
           "       zccl-codec stats IN --dtype f32|f64 --mode abs|rel --eb X [--fill V | --fill-zero]\n"
           "                        [--tile BYTES] [--reps N] [--threads N (0: all cores)]\n"
           "                        [--simd scalar|avx2|avx2-gfni|avx512] [--json]\n"
           "                        [--codec szp|zfp-acc|zfp-rate [--rate BITS]]  (ZFP: the baseline)\n"
+          "                        [--no-checksum]\n"
           "IN: file.f32, file.f64 or file.nc:VARIABLE (NetCDF; _FillValue kept exactly)\n");
 }
 
@@ -78,6 +81,7 @@ static int parse(int argc, char** argv, args_t* a) {
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(s, "--json") == 0) a->json = 1;
     else if (strcmp(s, "--fill-zero") == 0) a->fill_zero = 1;
+    else if (strcmp(s, "--no-checksum") == 0) a->no_checksum = 1;
     else if (s[0] == '-' && s[1] == '-') {
       if (v == NULL) return fprintf(stderr, "zccl-codec: %s needs a value\n", s), -1;
       i++;
@@ -137,6 +141,7 @@ static int read_file(const char* path, uint8_t** buf, size_t* size) {
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
   *buf = malloc(n > 0 ? (size_t)n : 1);
+  if (*buf == NULL) return fclose(f), -1;
   *size = n > 0 ? (size_t)fread(*buf, 1, (size_t)n, f) : 0;
   fclose(f);
   return 0;
@@ -168,6 +173,7 @@ static int load_input(const args_t* a, zccl_data_t* d, zc_params_t* p) {
   p->has_fill = d->has_fill;
   p->fill = d->fill;
   p->eb = a->eb;
+  p->checksum = !a->no_checksum;
   if (a->rel) {
     double lo = 0, hi = 0;
     size_t valid = 0;
@@ -184,6 +190,7 @@ static int cmd_compress(const args_t* a) {
   if (load_input(a, &d, &p)) return 1;
   size_t cap = zc_compress_bound(d.count, p.dtype, 0), size;
   uint8_t* s = malloc(cap);
+  if (s == NULL) return die("compress: out of memory%s%s", "", "");
   zd_pool_t* pool = NULL;
   if (zd_pool_create(a->threads, &pool) != zcclSuccess ||
       zd_host_compress(pool, 0, &p, d.values, d.count, s, cap, &size) != zcclSuccess)
@@ -205,6 +212,8 @@ static int cmd_decompress(const args_t* a) {
   zc_header_t h;
   if (zc_header_read(s, size, &h) != zcclSuccess) return die("%s: %s", a->in, zcclGetLastError(NULL));
   size_t esize = h.dtype == zcclFloat32 ? 4 : 8, n;
+  /* zc_header_read bounds count by the chunks (at most 2^16 values each,
+   * each at least 8 bytes of the file), so this cannot wrap. */
   void* y = malloc((size_t)h.count * esize + 1);
   if (y == NULL) return die("out of memory%s%s", "", "");
   zd_pool_t* pool = NULL;
@@ -224,10 +233,12 @@ static int cmd_hsum(const args_t* a) {
   if (!a->in || !a->in2 || !a->out) return die("hsum: A B OUT are required%s%s", "", "");
   if (read_file(a->in, &x, &xn) != 0) return die("cannot read %s%s", a->in, "");
   if (read_file(a->in2, &y, &yn) != 0) return die("cannot read %s%s", a->in2, "");
-  zc_header_t h;
+  zc_header_t h, hb;
   if (zc_header_read(x, xn, &h) != zcclSuccess) return die("%s: %s", a->in, zcclGetLastError(NULL));
+  if (zc_header_read(y, yn, &hb) != zcclSuccess) return die("%s: %s", a->in2, zcclGetLastError(NULL));
   size_t cap = zc_compress_bound((size_t)h.count, h.dtype, h.chunk_log2), n;
   uint8_t* o = malloc(cap);
+  if (o == NULL) return die("hsum: out of memory%s%s", "", "");
   zd_pool_t* pool = NULL;
   if (zd_pool_create(a->threads, &pool) != zcclSuccess || zd_host_hop(pool, 0, NULL, zcclSum, x, xn, y, yn, o, cap, &n) != zcclSuccess)
     return die("hsum: %s%s", zcclGetLastError(NULL), "");

@@ -93,9 +93,13 @@ zcclResult_t zc_hop_chunks(zcclRedOp_t op, const zc_header_t* ha, const zc_heade
   uint8_t* o = out;
   size_t at = 0, chunk = (size_t)1 << ha->chunk_log2;
   for (uint32_t c = c0; c < c1; c++) {
-    uint32_t na = zc_get_u32(ha->index + 4 * (size_t)c), nb = zc_get_u32(hb->index + 4 * (size_t)c);
+    uint32_t sa = zc_get_u32(ha->index + 4 * (size_t)c), sb = zc_get_u32(hb->index + 4 * (size_t)c), na, nb;
     size_t first = (size_t)c << ha->chunk_log2;
     size_t n = ha->count - first < chunk ? ha->count - first : chunk;
+    /* Inputs verified first: a corrupt chunk must not pass into a result
+     * that carries a valid checksum. */
+    ZU_CHECK(zc_chunk_verify(ha, c, ca, sa, &na, "zc_hop: input a"));
+    ZU_CHECK(zc_chunk_verify(hb, c, cb, sb, &nb, "zc_hop: input b"));
     zc_parse_t pa, pb;
     if (zc_parse_begin(&pa, ca, na, n, ha->dtype, ha->has_fill) != 0 ||
         zc_parse_begin(&pb, cb, nb, n, hb->dtype, hb->has_fill) != 0)
@@ -106,11 +110,13 @@ zcclResult_t zc_hop_chunks(zcclRedOp_t op, const zc_header_t* ha, const zc_heade
     int rc = zc_kernels()->hop(op, ha, &g, &pa, &pb, &e);
     if (rc != 0) return zc_emit_error(rc, "zc_hop");
     if (pa.o != na || pb.o != nb) return ZU_ERROR(zcclInvalidArgument, "zc_hop: chunk %u has trailing bytes", c);
-    size_t n_bytes = zc_emit_end(&e);
+    /* The result's header is a's (zc_hop_begin), so is its seed. */
+    size_t n_bytes = zc_chunk_seal(o + at, zc_emit_end(&e), cap - at, ha->checksum, ha->seed, c);
+    if (n_bytes == 0) return zc_emit_error(ZC_RC_SPACE, "zc_hop");
     zc_put_u32(index + 4 * (size_t)(c - c0), (uint32_t)n_bytes);
     at += n_bytes;
-    ca += na;
-    cb += nb;
+    ca += sa;
+    cb += sb;
   }
   *bytes = at;
   return zcclSuccess;
@@ -192,6 +198,8 @@ zcclResult_t zc_hop_values_begin(zcclRedOp_t op, const zc_params_t* p, const voi
   h->chunk_log2 = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
   h->nchunks = (uint32_t)((*head - ZC_HEADER_BYTES) / 4);
   h->divisor = 1;
+  h->checksum = p->checksum != 0;
+  h->seed = h->checksum ? zc_header_seed(out) : 0; /* of the header just written */
   ZU_RETURN_ERR_IF(!zc_compatible(h, hb), zcclInvalidArgument,
                    "zc_hop_values: the stream differs from the values' compression in dtype, count, error bound, "
                    "chunk size, fill or divisor");
@@ -207,9 +215,10 @@ zcclResult_t zc_hop_values_chunks(zcclRedOp_t op, const zc_header_t* h, const zc
   uint8_t* o = out;
   size_t at = 0, chunk = (size_t)1 << h->chunk_log2, esize = zc_dtype_bytes(h->dtype);
   for (uint32_t c = c0; c < c1; c++) {
-    uint32_t nb = zc_get_u32(hb->index + 4 * (size_t)c);
+    uint32_t sb = zc_get_u32(hb->index + 4 * (size_t)c), nb;
     size_t first = (size_t)c << h->chunk_log2;
     size_t n = h->count - first < chunk ? h->count - first : chunk;
+    ZU_CHECK(zc_chunk_verify(hb, c, cb, sb, &nb, "zc_hop_values: the stream"));
     zc_parse_t pb;
     if (zc_parse_begin(&pb, cb, nb, n, hb->dtype, hb->has_fill) != 0)
       return ZU_ERROR(zcclInvalidArgument, "zc_hop_values: chunk %u is truncated", c);
@@ -219,10 +228,11 @@ zcclResult_t zc_hop_values_chunks(zcclRedOp_t op, const zc_header_t* h, const zc
     int rc = k->hop_values(op, h, &g, (const uint8_t*)in + first * esize, n, &pb, &e);
     if (rc != 0) return zc_emit_error(rc, "zc_hop_values");
     if (pb.o != nb) return ZU_ERROR(zcclInvalidArgument, "zc_hop_values: chunk %u has trailing bytes", c);
-    size_t n_bytes = zc_emit_end(&e);
+    size_t n_bytes = zc_chunk_seal(o + at, zc_emit_end(&e), cap - at, h->checksum, h->seed, c);
+    if (n_bytes == 0) return zc_emit_error(ZC_RC_SPACE, "zc_hop_values");
     zc_put_u32(index + 4 * (size_t)(c - c0), (uint32_t)n_bytes);
     at += n_bytes;
-    cb += nb;
+    cb += sb;
     if (progress) progress(arg, c + 1, h->nchunks);
   }
   *bytes = at;

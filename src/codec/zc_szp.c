@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "zc_szp_block.h"
 #include "zc_szp_internal.h"
@@ -22,10 +23,16 @@ size_t zc_dtype_bytes(zcclDataType_t dtype) {
 
 size_t zc_compress_bound(size_t count, zcclDataType_t dtype, unsigned chunk_log2) {
   if (chunk_log2 == 0) chunk_log2 = ZC_CHUNK_LOG2_DEFAULT;
-  size_t esize = zc_dtype_bytes(dtype);
-  size_t nchunks = (count + ((size_t)1 << chunk_log2) - 1) >> chunk_log2;
-  size_t nblocks = (count + ZC_BLOCK - 1) / ZC_BLOCK + nchunks; /* partial blocks per chunk */
-  return ZC_HEADER_BYTES + nchunks * (4 + 8) + nblocks * (ZC_BLOCK_MAX_CODED + ZC_BLOCK * esize);
+  size_t esize = zc_dtype_bytes(dtype), per_block = ZC_BLOCK_MAX_CODED + ZC_BLOCK * esize;
+  /* count may come from a stream's header (anything up to 2^64 - 1):
+   * rounding up by adding first would wrap, so round up after the shift,
+   * and saturate where the bound itself does not fit. */
+  size_t nchunks = zc_ceil_shift(count, chunk_log2);
+  size_t nblocks = zc_ceil_shift(count, 5) + nchunks; /* partial blocks per chunk */
+  size_t per_chunk = 4 + 8 + ZC_CHUNK_SUM_BYTES;
+  if (nblocks > (SIZE_MAX - ZC_HEADER_BYTES) / 2 / per_block || nchunks > (SIZE_MAX - ZC_HEADER_BYTES) / 2 / per_chunk)
+    return SIZE_MAX;
+  return ZC_HEADER_BYTES + nchunks * per_chunk + nblocks * per_block;
 }
 
 size_t zc_chunks_bound(size_t count, zcclDataType_t dtype, unsigned chunk_log2, uint32_t c0, uint32_t c1) {
@@ -36,15 +43,15 @@ size_t zc_chunks_bound(size_t count, zcclDataType_t dtype, unsigned chunk_log2, 
   /* Ranges start on chunk, hence block, boundaries: only the last chunk of
    * the stream has a partial block beyond its share. */
   size_t nblocks = (end - first + ZC_BLOCK - 1) / ZC_BLOCK + nc;
-  return nc * 8 + nblocks * (ZC_BLOCK_MAX_CODED + ZC_BLOCK * zc_dtype_bytes(dtype));
+  return nc * (8 + ZC_CHUNK_SUM_BYTES) + nblocks * (ZC_BLOCK_MAX_CODED + ZC_BLOCK * zc_dtype_bytes(dtype));
 }
 
 static void zc_header_write(uint8_t* o, zcclDataType_t dtype, uint64_t count, double eb, int has_fill,
-                            double fill, unsigned chunk_log2, uint32_t nchunks, uint32_t divisor) {
+                            double fill, unsigned chunk_log2, uint32_t nchunks, uint32_t divisor, int checksum) {
   memcpy(o, zc_magic, 4);
   o[4] = 1;
   o[5] = dtype == zcclFloat32 ? 1 : 2;
-  o[6] = has_fill ? 1 : 0;
+  o[6] = (uint8_t)((has_fill ? ZC_FLAG_FILL : 0) | (checksum ? ZC_FLAG_CHECKSUM : 0));
   o[7] = (uint8_t)chunk_log2;
   memcpy(o + 8, &count, 8);
   memcpy(o + 16, &eb, 8);
@@ -52,6 +59,42 @@ static void zc_header_write(uint8_t* o, zcclDataType_t dtype, uint64_t count, do
   memcpy(o + 24, &f, 8);
   memcpy(o + 32, &nchunks, 4);
   memcpy(o + 36, &divisor, 4);
+}
+
+/* ---- chunk checksums ---------------------------------------------------- */
+
+uint64_t zc_header_seed(const uint8_t* header) { return XXH3_64bits(header, ZC_HEADER_BYTES); }
+
+uint32_t zc_chunk_sum(const uint8_t* chunk, size_t n, uint64_t seed, uint32_t c) {
+  return (uint32_t)XXH3_64bits_withSeed(chunk, n, seed + c);
+}
+
+zcclResult_t zc_chunk_verify(const zc_header_t* h, uint32_t c, const uint8_t* chunk, uint32_t bytes,
+                             uint32_t* payload, const char* what) {
+  *payload = bytes;
+  if (!h->checksum) return zcclSuccess;
+  *payload = bytes - ZC_CHUNK_SUM_BYTES; /* zc_header_read saw bytes >= 12 */
+  uint32_t want = zc_get_u32(chunk + *payload), got = zc_chunk_sum(chunk, *payload, h->seed, c);
+  ZU_RETURN_ERR_IF(want != got, zcclInvalidArgument,
+                   "%s: chunk %u fails its checksum (stored 0x%08x, computed 0x%08x): the stream is corrupt", what,
+                   c, want, got);
+  return zcclSuccess;
+}
+
+size_t zc_chunk_seal(uint8_t* chunk, size_t n, size_t cap, int seed_on, uint64_t seed, uint32_t c) {
+  if (!seed_on) return n;
+  if (cap - n < ZC_CHUNK_SUM_BYTES) return 0;
+  zc_put_u32(chunk + n, zc_chunk_sum(chunk, n, seed, c));
+  return n + ZC_CHUNK_SUM_BYTES;
+}
+
+/* The seed of the header compression writes for p and count. */
+static uint64_t zc_params_seed(const zc_params_t* p, size_t count) {
+  unsigned lg = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
+  uint8_t hdr[ZC_HEADER_BYTES];
+  zc_header_write(hdr, p->dtype, count, p->eb, p->has_fill, p->fill, lg, (uint32_t)zc_ceil_shift(count, lg), 1,
+                  p->checksum);
+  return zc_header_seed(hdr);
 }
 
 zcclResult_t zc_header_read(const void* stream, size_t size, zc_header_t* h) {
@@ -62,12 +105,14 @@ zcclResult_t zc_header_read(const void* stream, size_t size, zc_header_t* h) {
   ZU_RETURN_ERR_IF(memcmp(s, zc_magic, 4) != 0, zcclInvalidArgument, "stream: bad magic (not a zccl stream)");
   ZU_RETURN_ERR_IF(s[4] != 1, zcclInvalidArgument, "stream: format version %u, this zccl reads 1", s[4]);
   ZU_RETURN_ERR_IF(s[5] != 1 && s[5] != 2, zcclInvalidArgument, "stream: bad dtype code %u", s[5]);
-  ZU_RETURN_ERR_IF(s[6] & ~1u, zcclInvalidArgument, "stream: reserved flag bits set (0x%02x)", s[6]);
+  ZU_RETURN_ERR_IF(s[6] & ~(ZC_FLAG_FILL | ZC_FLAG_CHECKSUM), zcclInvalidArgument,
+                   "stream: reserved flag bits set (0x%02x)", s[6]);
   ZU_RETURN_ERR_IF(s[7] < ZC_CHUNK_LOG2_MIN || s[7] > ZC_CHUNK_LOG2_MAX, zcclInvalidArgument,
                    "stream: chunk size 2^%u outside 2^%d..2^%d", s[7], ZC_CHUNK_LOG2_MIN, ZC_CHUNK_LOG2_MAX);
   memset(h, 0, sizeof *h);
   h->dtype = s[5] == 1 ? zcclFloat32 : zcclFloat64;
-  h->has_fill = s[6] & 1;
+  h->has_fill = (s[6] & ZC_FLAG_FILL) != 0;
+  h->checksum = (s[6] & ZC_FLAG_CHECKSUM) != 0;
   h->chunk_log2 = s[7];
   memcpy(&h->count, s + 8, 8);
   memcpy(&h->eb, s + 16, 8);
@@ -77,7 +122,9 @@ zcclResult_t zc_header_read(const void* stream, size_t size, zc_header_t* h) {
   ZU_RETURN_ERR_IF(!(isfinite(h->eb) && h->eb > 0), zcclInvalidArgument, "stream: bad error bound %g", h->eb);
   ZU_RETURN_ERR_IF(!isfinite(h->fill), zcclInvalidArgument, "stream: non-finite fill value");
   ZU_RETURN_ERR_IF(h->divisor == 0, zcclInvalidArgument, "stream: divisor 0");
-  uint64_t want = (h->count + ((uint64_t)1 << h->chunk_log2) - 1) >> h->chunk_log2;
+  /* Not (count + 2^k - 1) >> k: that wraps for counts near 2^64 and lets a
+   * header claim 2^64 - 1 values in 0 chunks. */
+  uint64_t want = zc_ceil_shift(h->count, h->chunk_log2);
   ZU_RETURN_ERR_IF(want != h->nchunks, zcclInvalidArgument,
                    "stream: %u chunks for %llu values of chunk size %u (expected %llu)", h->nchunks,
                    (unsigned long long)h->count, 1u << h->chunk_log2, (unsigned long long)want);
@@ -86,15 +133,17 @@ zcclResult_t zc_header_read(const void* stream, size_t size, zc_header_t* h) {
   h->index = s + ZC_HEADER_BYTES;
   h->chunks = h->index + (size_t)h->nchunks * 4;
   size_t total = ZC_HEADER_BYTES + (size_t)h->nchunks * 4;
+  uint32_t least = 8 + (h->checksum ? ZC_CHUNK_SUM_BYTES : 0); /* base (and checksum) */
   for (uint32_t c = 0; c < h->nchunks; c++) {
     uint32_t n = zc_get_u32(h->index + 4 * (size_t)c);
-    ZU_RETURN_ERR_IF(n < 8 || n > size - total, zcclInvalidArgument,
+    ZU_RETURN_ERR_IF(n < least || n > size - total, zcclInvalidArgument,
                      "stream: chunk %u claims %u bytes, %zu remain", c, n, size - total);
     total += n;
   }
   ZU_RETURN_ERR_IF(total != size, zcclInvalidArgument, "stream: %zu bytes given, the stream has %zu",
                    size, total);
   h->stream_bytes = total;
+  h->seed = h->checksum ? zc_header_seed(s) : 0;
   return zcclSuccess;
 }
 
@@ -290,11 +339,11 @@ zcclResult_t zc_compress_begin(const zc_params_t* p, size_t count, void* out, si
   unsigned lg = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
   ZU_RETURN_ERR_IF(lg < ZC_CHUNK_LOG2_MIN || lg > ZC_CHUNK_LOG2_MAX, zcclInvalidArgument,
                    "zc_compress: chunk size 2^%u outside 2^%d..2^%d", lg, ZC_CHUNK_LOG2_MIN, ZC_CHUNK_LOG2_MAX);
-  uint64_t nchunks = ((uint64_t)count + ((size_t)1 << lg) - 1) >> lg;
+  uint64_t nchunks = zc_ceil_shift(count, lg);
   ZU_RETURN_ERR_IF(nchunks > UINT32_MAX, zcclInvalidArgument, "zc_compress: %zu values is too many", count);
   *head = ZC_HEADER_BYTES + (size_t)nchunks * 4;
   ZU_RETURN_ERR_IF(cap < *head, zcclInvalidArgument, "zc_compress: output buffer too small");
-  zc_header_write(out, p->dtype, count, p->eb, p->has_fill, p->fill, lg, (uint32_t)nchunks, 1);
+  zc_header_write(out, p->dtype, count, p->eb, p->has_fill, p->fill, lg, (uint32_t)nchunks, 1, p->checksum);
   return zcclSuccess;
 }
 
@@ -303,11 +352,12 @@ zcclResult_t zc_compress_chunks(const zc_params_t* p, const void* in, size_t cou
                                 void* arg) {
   unsigned lg = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
   size_t esize = zc_dtype_bytes(p->dtype), chunk = (size_t)1 << lg, at = 0;
-  uint32_t nchunks = (uint32_t)((count + chunk - 1) >> lg);
+  uint32_t nchunks = (uint32_t)zc_ceil_shift(count, lg);
   zc_grid_t g;
   zc_grid_init(p->eb, &g);
   const zc_kernels_t* k = zc_kernels();
   zc_chunk_compress_fn fn = esize == 4 ? k->compress_f32 : k->compress_f64;
+  uint64_t seed = p->checksum ? zc_params_seed(p, count) : 0;
   uint8_t* o = out;
   for (uint32_t c = c0; c < c1; c++) {
     size_t first = (size_t)c << lg;
@@ -317,7 +367,8 @@ zcclResult_t zc_compress_chunks(const zc_params_t* p, const void* in, size_t cou
     zc_emit_begin(&e, o + at, cap - at, p->dtype, p->has_fill);
     int rc = fn((const uint8_t*)in + first * esize, n, p->dtype, &g, p->has_fill, p->fill, &e);
     if (rc != 0) return zc_emit_error(rc, "zc_compress");
-    size_t n_bytes = zc_emit_end(&e);
+    size_t n_bytes = zc_chunk_seal(o + at, zc_emit_end(&e), cap - at, p->checksum, seed, c);
+    if (n_bytes == 0) return zc_emit_error(ZC_RC_SPACE, "zc_compress");
     zc_put_u32(index + 4 * (size_t)(c - c0), (uint32_t)n_bytes);
     at += n_bytes;
     if (progress) progress(arg, c + 1, nchunks);
@@ -394,10 +445,11 @@ zcclResult_t zc_decompress_chunks(const zc_header_t* h, uint32_t c0, uint32_t c1
   const zc_kernels_t* k = zc_kernels();
   size_t esize = zc_dtype_bytes(h->dtype), csize = (size_t)1 << h->chunk_log2;
   for (uint32_t c = c0; c < c1; c++) {
-    uint32_t bytes = zc_get_u32(h->index + 4 * (size_t)c);
+    uint32_t bytes = zc_get_u32(h->index + 4 * (size_t)c), payload;
     size_t first = (size_t)c << h->chunk_log2;
     size_t n = h->count - first < csize ? h->count - first : csize;
-    if (k->decompress(h, &g, chunk, bytes, n, (uint8_t*)out + first * esize) != 0)
+    ZU_CHECK(zc_chunk_verify(h, c, chunk, bytes, &payload, "stream"));
+    if (k->decompress(h, &g, chunk, payload, n, (uint8_t*)out + first * esize) != 0)
       return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u is malformed or truncated", c);
     chunk += bytes;
     if (progress) progress(arg, c + 1, h->nchunks);
@@ -429,7 +481,22 @@ zcclResult_t zc_set_divisor(void* stream, size_t size, uint32_t divisor) {
   zc_header_t h;
   ZU_CHECK(zc_header_read(stream, size, &h));
   ZU_RETURN_ERR_IF(divisor == 0, zcclInvalidArgument, "zc_set_divisor: divisor 0");
+  /* Verified before resealing, or a corrupt chunk would get a valid checksum. */
+  const uint8_t* chunk = h.chunks;
+  for (uint32_t c = 0; c < h.nchunks; c++) {
+    uint32_t bytes = zc_get_u32(h.index + 4 * (size_t)c), payload;
+    ZU_CHECK(zc_chunk_verify(&h, c, chunk, bytes, &payload, "zc_set_divisor"));
+    chunk += bytes;
+  }
   memcpy((uint8_t*)stream + 36, &divisor, 4);
+  if (!h.checksum) return zcclSuccess;
+  uint64_t seed = zc_header_seed(stream);
+  uint8_t* w = (uint8_t*)h.chunks;
+  for (uint32_t c = 0; c < h.nchunks; c++) {
+    uint32_t bytes = zc_get_u32(h.index + 4 * (size_t)c);
+    zc_chunk_seal(w, bytes - ZC_CHUNK_SUM_BYTES, bytes, 1, seed, c);
+    w += bytes;
+  }
   return zcclSuccess;
 }
 
@@ -521,11 +588,12 @@ zcclResult_t zc_decode_ints(const void* stream, size_t size, int64_t* q, uint8_t
   const uint8_t* chunk = h.chunks;
   size_t at = 0;
   for (uint32_t c = 0; c < h.nchunks; c++) {
-    uint32_t bytes = zc_get_u32(h.index + 4 * (size_t)c);
+    uint32_t bytes = zc_get_u32(h.index + 4 * (size_t)c), payload;
     size_t first = (size_t)c << h.chunk_log2;
     size_t n = h.count - first < ((size_t)1 << h.chunk_log2) ? h.count - first : (size_t)1 << h.chunk_log2;
+    ZU_CHECK(zc_chunk_verify(&h, c, chunk, bytes, &payload, "stream"));
     zc_parse_t p;
-    if (zc_parse_begin(&p, chunk, bytes, n, h.dtype, h.has_fill) != 0)
+    if (zc_parse_begin(&p, chunk, payload, n, h.dtype, h.has_fill) != 0)
       return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u is truncated", c);
     while (p.left > 0) {
       zc_ivals_t v;
@@ -538,7 +606,7 @@ zcclResult_t zc_decode_ints(const void* stream, size_t size, int64_t* q, uint8_t
         raw[at] = v.kind[i] == ZC_KIND_EXCEPTION ? v.raw[i] : 0.0;
       }
     }
-    if (p.o != bytes) return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u has trailing bytes", c);
+    if (p.o != payload) return ZU_ERROR(zcclInvalidArgument, "stream: chunk %u has trailing bytes", c);
     chunk += bytes;
   }
   return zcclSuccess;
@@ -548,11 +616,15 @@ zcclResult_t zc_encode_ints(const zc_header_t* h, const int64_t* q, const uint8_
                             void* out, size_t cap, size_t* size) {
   ZU_RETURN_ERR_IF(zc_dtype_bytes(h->dtype) == 0, zcclInvalidArgument, "zc_encode_ints: bad dtype");
   size_t chunk = (size_t)1 << h->chunk_log2;
-  uint32_t nchunks = (uint32_t)((h->count + chunk - 1) >> h->chunk_log2);
+  uint64_t nchunks64 = zc_ceil_shift(h->count, h->chunk_log2);
+  ZU_RETURN_ERR_IF(nchunks64 > UINT32_MAX, zcclInvalidArgument, "zc_encode_ints: too many values");
+  uint32_t nchunks = (uint32_t)nchunks64;
   size_t head = ZC_HEADER_BYTES + (size_t)nchunks * 4;
   ZU_RETURN_ERR_IF(cap < head, zcclInvalidArgument, "zc_encode_ints: output buffer too small");
   uint8_t* o = out;
-  zc_header_write(o, h->dtype, h->count, h->eb, h->has_fill, h->fill, h->chunk_log2, nchunks, h->divisor);
+  zc_header_write(o, h->dtype, h->count, h->eb, h->has_fill, h->fill, h->chunk_log2, nchunks, h->divisor,
+                  h->checksum);
+  uint64_t seed = h->checksum ? zc_header_seed(o) : 0;
   size_t at = head;
   for (uint32_t c = 0; c < nchunks; c++) {
     size_t first = (size_t)c << h->chunk_log2;
@@ -571,7 +643,8 @@ zcclResult_t zc_encode_ints(const zc_header_t* h, const int64_t* q, const uint8_
       int rc = zc_emit_block(&e, &v, nv);
       if (rc != 0) return zc_emit_error(rc, "zc_encode_ints");
     }
-    size_t bytes = zc_emit_end(&e);
+    size_t bytes = zc_chunk_seal(o + at, zc_emit_end(&e), cap - at, h->checksum, seed, c);
+    if (bytes == 0) return zc_emit_error(ZC_RC_SPACE, "zc_encode_ints");
     zc_put_u32(o + ZC_HEADER_BYTES + 4 * (size_t)c, (uint32_t)bytes);
     at += bytes;
   }

@@ -17,6 +17,11 @@ extern "C" {
 #define ZC_CHUNK_LOG2_MIN 5
 #define ZC_CHUNK_LOG2_MAX 16
 #define ZC_CHUNK_LOG2_DEFAULT 12 /* 4096 values */
+/* Header flag bits (docs/format.md): a fill value is declared; every chunk
+ * ends with a checksum. */
+#define ZC_FLAG_FILL 0x01u
+#define ZC_FLAG_CHECKSUM 0x02u
+#define ZC_CHUNK_SUM_BYTES 4
 
 typedef struct {
   zcclDataType_t dtype;  /* zcclFloat32 or zcclFloat64 */
@@ -24,6 +29,7 @@ typedef struct {
   int has_fill;          /* values equal to fill are kept exactly */
   double fill;
   unsigned chunk_log2;   /* 0: default */
+  int checksum;          /* 1: every chunk ends with its checksum (docs/format.md) */
 } zc_params_t;
 
 /* A parsed, validated header (and where the chunks are). */
@@ -36,6 +42,8 @@ typedef struct {
   unsigned chunk_log2;
   uint32_t nchunks;
   uint32_t divisor;
+  int checksum;          /* every chunk ends with ZC_CHUNK_SUM_BYTES of checksum */
+  uint64_t seed;         /* the chunks' checksum seed: the header's hash */
   size_t stream_bytes;   /* header + index + chunks */
   const uint8_t* index;  /* nchunks little-endian u32 chunk sizes */
   const uint8_t* chunks; /* first chunk */
@@ -59,7 +67,8 @@ size_t zc_chunks_bound(size_t count, zcclDataType_t dtype, unsigned chunk_log2, 
 zcclResult_t zc_compress(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
                          size_t* size, zc_progress_fn progress, void* arg);
 
-/* Validates the header, the index and the total size. */
+/* Validates the header, the index and the total size (chunk checksums are
+ * verified chunk by chunk where chunks are decoded or reduced). */
 zcclResult_t zc_header_read(const void* stream, size_t size, zc_header_t* h);
 
 /* Decompresses into out (room for cap values); *count receives the values
@@ -120,7 +129,8 @@ zcclResult_t zc_hop_values_chunks(zcclRedOp_t op, const zc_header_t* h, const zc
                                   uint8_t* index, size_t* bytes, zc_progress_fn progress, void* arg);
 
 /* Sets the divisor decoded values are divided by (AVG: a SUM of N streams,
- * divisor N), in place. */
+ * divisor N), in place. The checksums cover the header: on a checksummed
+ * stream every chunk's is verified, then written anew. */
 zcclResult_t zc_set_divisor(void* stream, size_t size, uint32_t divisor);
 
 /* Range of the values that are finite and not the fill value; *valid is the

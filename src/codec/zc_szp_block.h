@@ -117,6 +117,12 @@ ZC_HD_INLINE uint32_t zc_get_u32(const uint8_t* p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* ceil(n / 2^k) without forming n + 2^k - 1, which wraps for n near 2^64
+ * (a count read from a stream's header can be anything). */
+ZC_HD_INLINE uint64_t zc_ceil_shift(uint64_t n, unsigned k) {
+  return (n >> k) + ((n & (((uint64_t)1 << k) - 1)) != 0);
+}
+
 /* Writes a block's head: width W, the sign mode that neg (negative) and
  * pos (positive positions) call for, the extension byte, the sub-groups'
  * stored widths sw (none below W - 15), the bitmaps. Returns its bytes;

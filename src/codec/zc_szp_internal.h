@@ -44,6 +44,21 @@ size_t zc_emit_end(zc_emit_t* e);
 /* The error for zc_emit_block's rc, what naming the caller. */
 zcclResult_t zc_emit_error(int rc, const char* what);
 
+/* Chunk checksums (docs/format.md, header flag ZC_FLAG_CHECKSUM): the seed
+ * is the hash of the 40 header bytes, so a changed header field fails
+ * every chunk; chunk c's checksum is XXH3-64 of its bytes before the
+ * checksum, seeded with seed + c, low 32 bits. */
+uint64_t zc_header_seed(const uint8_t* header);
+uint32_t zc_chunk_sum(const uint8_t* chunk, size_t n, uint64_t seed, uint32_t c);
+/* Chunk c of a validated stream (bytes from its index entry): the bytes
+ * before its checksum into *payload, and whether its checksum matches
+ * (always on a stream without). Error names the chunk and what. */
+zcclResult_t zc_chunk_verify(const zc_header_t* h, uint32_t c, const uint8_t* chunk, uint32_t bytes,
+                             uint32_t* payload, const char* what);
+/* Appends chunk c's checksum after its n bytes at chunk when seed_on;
+ * returns the bytes with it, 0 when cap (room from chunk) is too small. */
+size_t zc_chunk_seal(uint8_t* chunk, size_t n, size_t cap, int seed_on, uint64_t seed, uint32_t c);
+
 /* 0, or -1 when the chunk is too short for its base. */
 int zc_parse_begin(zc_parse_t* p, const uint8_t* chunk, size_t size, size_t nvalues, zcclDataType_t dtype,
                    int has_fill);

@@ -57,6 +57,7 @@ struct zcclComm {
   double timeout;          /* ZCCL_TIMEOUT, seconds */
   double spin;             /* ZCCL_SPIN_US, seconds; < 0: waits never sleep */
   int check_calls;         /* ZCCL_CHECK_CALLS */
+  int checksum;            /* ZCCL_CHECKSUM */
   pthread_t thread;
   int thread_started;
   pthread_mutex_t lock;    /* guards the queue, stop/abort and async_error */

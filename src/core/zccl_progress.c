@@ -70,7 +70,8 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
   zd_dev_t* host = dev != comm->dev && zd_dev_kind(comm->dev) == ZD_HOST ? comm->dev : NULL;
   double cancel_by = 0;
   zp_ctx_t ctx = {.w = comm->worker, .dev = dev, .host = host, .link = &comm->link, .stats = &comm->stats, .rank = comm->rank, .nranks = comm->nranks,
-                  .timeout = comm->timeout, .spin = comm->spin, .abort = &comm->abort, .cancel_by = &cancel_by, .check_calls = comm->check_calls};
+                  .timeout = comm->timeout, .spin = comm->spin, .abort = &comm->abort, .cancel_by = &cancel_by, .check_calls = comm->check_calls,
+                  .checksum = comm->checksum};
   /* Peers' failure notices: posted at the first operation (UCX keeps one
    * that comes earlier); without it peers are found out by ZCCL_TIMEOUT. */
   if (comm->nranks > 1 && zp_notice_listen(comm->worker, &comm->notice) == zcclSuccess) ctx.notice = &comm->notice;
@@ -176,6 +177,9 @@ zcclResult_t zccl_runtime_create(zcclComm_t comm) {
   ZU_CHECK(zu_param_int(ZU_PARAM_CHECK_CALLS, &t));
   ZU_RETURN_ERR_IF(t != 0 && t != 1, zcclInvalidArgument, "ZCCL_CHECK_CALLS=%lld must be 0 or 1", (long long)t);
   comm->check_calls = (int)t;
+  ZU_CHECK(zu_param_int(ZU_PARAM_CHECKSUM, &t));
+  ZU_RETURN_ERR_IF(t != 0 && t != 1, zcclInvalidArgument, "ZCCL_CHECKSUM=%lld must be 0 or 1", (long long)t);
+  comm->checksum = (int)t;
   pthread_mutex_init(&comm->lock, NULL);
   pthread_mutex_init(&comm->worker_lock, NULL);
   zccl_cond_init(&comm->wake);

@@ -119,6 +119,7 @@ typedef struct {
   uint32_t seq;
   double timeout;           /* ZCCL_TIMEOUT, seconds without progress */
   double spin;              /* ZCCL_SPIN_US, in seconds; < 0: never sleep */
+  int checksum;             /* ZCCL_CHECKSUM: compressed streams carry chunk checksums */
   const atomic_int* abort;  /* nonzero: give up */
   /* The operation's cancel deadline (zp_xfers_cancel_what): 0 until its
    * first cancel sets it; every later cancel, and every wait after it, ends

@@ -108,7 +108,7 @@ static zcclResult_t zp_cpr_setup(const zp_ctx_t* ctx, const zp_coll_args_t* a, c
   double eb = 0;
   ZU_CHECK(zp_eb_agreed(ctx, &b, in, in_n, root, &eb));
   if (cm->mode == zcclErrorTargetAbs || cm->mode == zcclErrorTargetRel) eb /= paths > 1 ? paths : 1;
-  c->p = zp_params(a, eb);
+  c->p = zp_params(ctx, a, eb);
   /* Slices: each buffer gets an equal share of the largest free piece
    * (first fit needs the slack). */
   size_t es = zu_dtype_size(a->datatype), room = zd_buf_largest(ctx->dev) / (size_t)(streams + raws + 1);

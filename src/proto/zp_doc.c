@@ -449,7 +449,7 @@ static zcclResult_t zp_doc_open(const zp_ctx_t* ctx, const zp_coll_args_t* a, si
   ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, total, 1, &eb));
   zp_doc_t* d = calloc(1, sizeof *d);
   ZU_RETURN_ERR_IF(d == NULL, zcclSystemError, "%s: out of memory", what);
-  d->ctx = ctx, d->a = a, d->es = zu_dtype_size(a->datatype), d->p = zp_params(a, eb), d->soff = soff;
+  d->ctx = ctx, d->a = a, d->es = zu_dtype_size(a->datatype), d->p = zp_params(ctx, a, eb), d->soff = soff;
   d->slen = slen, d->what = what, d->staged = zp_xfers_staged(ctx);
   zd_set_progress(ctx->dev, zp_doc_poll, d);
   zcclResult_t res = zp_doc_plan(d, maxb, c0, sets, hz, &kmax);

@@ -83,9 +83,12 @@ zcclResult_t zp_eb_agreed(const zp_ctx_t* ctx, const zp_coll_args_t* a, const vo
   return zcclSuccess;
 }
 
-zc_params_t zp_params(const zp_coll_args_t* a, double eb) {
+zc_params_t zp_params(const zp_ctx_t* ctx, const zp_coll_args_t* a, double eb) {
+  /* The CUDA kernels write no checksums yet (docs/cuda.md): their streams
+   * go without rather than fail. */
   zc_params_t p = {.dtype = a->datatype, .eb = eb, .has_fill = a->compression.hasFill,
-                   .fill = a->compression.fillValue};
+                   .fill = a->compression.fillValue,
+                   .checksum = ctx->checksum && zd_dev_kind(ctx->dev) != ZD_CUDA};
   return p;
 }
 
@@ -232,7 +235,7 @@ zcclResult_t zp_streams_get(const zp_ctx_t* ctx, const zp_coll_args_t* a, int eb
                           eb_from == ZP_EB_GLOBAL ? -1 : a->root, &eb));
   else if (eb_from != ZP_EB_NONE && !z->rle)
     ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, in_n, eb_from == ZP_EB_GLOBAL, &eb));
-  z->p = zp_params(a, eb);
+  z->p = zp_params(ctx, a, eb);
   z->slice = zp_slice_for(ctx, z, block, fit);
   z->cap = zp_bound(z, z->slice);
   ZU_CHECK(zp_tmp_get(ctx, (size_t)nbuf * z->cap, (void**)&z->s));

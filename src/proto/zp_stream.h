@@ -24,7 +24,7 @@ enum { ZP_EB_NONE, ZP_EB_LOCAL, ZP_EB_GLOBAL };
  * modes divide a SUM's bound by the number of contributions. */
 zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t n, int global,
                        double* eb);
-zc_params_t zp_params(const zp_coll_args_t* a, double eb);
+zc_params_t zp_params(const zp_ctx_t* ctx, const zp_coll_args_t* a, double eb);
 /* zp_eb_abs agreed: every rank's values (root < 0) or the root's, which
  * it then sends to every rank (the others pass in_n 0). With codec=zfp
  * also the check, agreed likewise, that those values are finite and that

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t got = 0, an2 = 0;
   void* v = malloc((size_t)h.count * 8 + 8);
   uint8_t* a2 = malloc(cap);
-  zc_params_t p = {h.dtype, h.eb, h.has_fill, h.fill, h.chunk_log2};
+  zc_params_t p = {h.dtype, h.eb, h.has_fill, h.fill, h.chunk_log2, h.checksum};
   if (zc_decompress(a, an, v, (size_t)h.count, &got, NULL, NULL) == zcclSuccess &&
       zc_compress(&p, v, got, a2, cap, &an2, NULL, NULL) == zcclSuccess) {
     r = zc_hop(op, a2, an2, b, bn, o1, cap, &n1);

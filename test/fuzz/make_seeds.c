@@ -1,4 +1,4 @@
-/* Writes the seed streams of fuzz/corpus/{decompress,hop,rle}: run from test/fuzz
+/* Writes the seed streams of fuzz/corpus/{decompress,header,hop,rle}: run from test/fuzz
  * as build/test/make_seeds after a format change, then commit the files. */
 #include <math.h>
 #include <stdio.h>
@@ -6,15 +6,54 @@
 #include <string.h>
 #include "zc_rle.h"
 #include "zc_szp.h"
-static size_t make(uint8_t* out, int kind, size_t n, zcclDataType_t dt, int fill, unsigned lg) {
+static size_t make_sum(uint8_t* out, int kind, size_t n, zcclDataType_t dt, int fill, unsigned lg, int checksum) {
   double* x = malloc(n * 8); float* xf = malloc(n * 4);
   for (size_t i = 0; i < n; i++) {
     double v = kind == 0 ? sin(i * 0.05) * 10 : kind == 1 ? (i % 7 == 0 ? NAN : i % 5 == 0 ? -1e34 : i * 0.3) : (rand() % 1000) * 0.01;
     x[i] = v; xf[i] = (float)v;
   }
-  zc_params_t p = {dt, 1e-2, fill, -1e34, lg};
+  zc_params_t p = {dt, 1e-2, fill, -1e34, lg, checksum};
   size_t size; zc_compress(&p, dt == zcclFloat32 ? (void*)xf : (void*)x, n, out, zc_compress_bound(n, dt, lg), &size, 0, 0);
   free(x); free(xf); return size;
+}
+static size_t make(uint8_t* out, int kind, size_t n, zcclDataType_t dt, int fill, unsigned lg) {
+  return make_sum(out, kind, n, dt, fill, lg, 0);
+}
+static void put(const char* path, const void* s, size_t n) {
+  FILE* f = fopen(path, "wb"); fwrite(s, 1, n, f); fclose(f);
+}
+/* A bare header: count values, 2^lg per chunk, nchunks chunks (issue 35's
+ * wrap: 2^64 - 1 values "in 0 chunks"). */
+static void bare(const char* path, uint64_t count, unsigned lg, uint32_t nchunks) {
+  uint8_t s[ZC_HEADER_BYTES] = {'Z', 'C', 'C', 'S', 1, 1, 0, (uint8_t)lg};
+  double eb = 1e-3; uint32_t one = 1;
+  memcpy(s + 8, &count, 8); memcpy(s + 16, &eb, 8); memcpy(s + 32, &nchunks, 4); memcpy(s + 36, &one, 4);
+  put(path, s, sizeof s);
+}
+static void header_seeds(uint8_t* a) {
+  bare("corpus/header/wrap_count_max_lg5", UINT64_MAX, 5, 0);
+  bare("corpus/header/wrap_count_lg16", UINT64_MAX - 65534, 16, 0);
+  bare("corpus/header/empty", 0, 12, 0);
+  /* checksummed: count one more, into the last block's padding and past the chunks */
+  size_t an = make_sum(a, 0, 95, zcclFloat32, 0, 5, 1);
+  put("corpus/header/sum_valid", a, an);
+  uint64_t c = 96; memcpy(a + 8, &c, 8);
+  put("corpus/header/sum_count_into_padding", a, an);
+  an = make_sum(a, 0, 64, zcclFloat32, 0, 5, 1);
+  c = 65; memcpy(a + 8, &c, 8);
+  put("corpus/header/sum_count_past_chunks", a, an);
+  an = make_sum(a, 1, 300, zcclFloat64, 1, 6, 0);
+  put("corpus/header/plain_fill", a, an);
+  an = make_sum(a, 1, 300, zcclFloat64, 1, 6, 1);
+  put("corpus/header/sum_fill", a, an);
+  put("corpus/decompress/c0", a, an);
+  { /* a hop of two checksummed streams: op byte, a's size, a, b */
+    static uint8_t h[1 << 16];
+    size_t bn = make_sum(h + 5 + an, 2, 300, zcclFloat64, 1, 6, 1);
+    uint32_t al = (uint32_t)an;
+    h[0] = 0; memcpy(h + 1, &al, 4); memcpy(h + 5, a, an);
+    put("corpus/hop/c0", h, 5 + an + bn);
+  }
 }
 int main(void) {
   static uint8_t a[1 << 20], b[1 << 20];
@@ -43,5 +82,6 @@ int main(void) {
     a[0] = 2;
     f = fopen("corpus/rle/r1", "wb"); fwrite(a, 1, rn + 1, f); fclose(f);
   }
+  header_seeds(a); /* last: its rand() calls leave the seeds above as they were */
   return 0;
 }

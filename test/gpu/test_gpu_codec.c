@@ -270,7 +270,7 @@ static void test_synthetic(void) {
           void *x = malloc(n * 8 + 8), *y = malloc(n * 8 + 8);
           gen(kind, f64, n, fill, x, 0);
           gen(kind == G_CONST ? G_SMOOTH : kind, f64, n, fill, y, 1000);
-          zc_params_t p = {dt, eb, has_fill, fill, lgs[li]};
+          zc_params_t p = {dt, eb, has_fill, fill, lgs[li], 0};
           size_t mis = (ci + (size_t)kind) % 2 ? 4 : 0;
           size_t an, bn;
           uint8_t* a = check_compress(&p, x, n, mis, &an);
@@ -306,7 +306,7 @@ static void test_large(void) {
     gen(G_SMOOTH, f64, n, 0, x, 0);
     gen(G_NONFINITE, f64, n, 0, y, 0);
     for (int k = 0; k < 2; k++) {
-      zc_params_t p = {dt, k ? 1e-4 : 1e-2, 0, 0, k ? 16 : 12};
+      zc_params_t p = {dt, k ? 1e-4 : 1e-2, 0, 0, k ? 16 : 12, 0};
       size_t an, bn;
       uint8_t* a = check_compress(&p, x, n, k ? 4 : 0, &an);
       uint8_t* b = check_compress(&p, y, n, k ? 0 : 4, &bn);
@@ -336,7 +336,7 @@ static void test_levitus(void) {
     zcclDataType_t dt = f64 ? zcclFloat64 : zcclFloat32;
     size_t esize = f64 ? 8 : 4, n = d.count - 4096;
     for (double eb = 1e-1; eb > 5e-7; eb /= 10) {
-      zc_params_t p = {dt, eb, 1, d.fill, 12};
+      zc_params_t p = {dt, eb, 1, d.fill, 12, 0};
       size_t an, bn;
       uint8_t* a = check_compress(&p, d.values, n, 0, &an);
       uint8_t* b = check_compress(&p, (uint8_t*)d.values + 4096 * esize, n, 4, &bn);
@@ -357,7 +357,7 @@ static void test_room(void) {
   const size_t n = 10000;
   float* x = malloc(n * 4);
   gen(G_NONFINITE, 0, n, 0, x, 0);
-  zc_params_t p = {zcclFloat32, 1e-3, 0, 0, 8};
+  zc_params_t p = {zcclFloat32, 1e-3, 0, 0, 8, 0};
   size_t sn;
   uint8_t* s = cpu_compress(&p, x, n, &sn);
   size_t caps[] = {0, 39, 40, 40 + 4 * 40, sn / 2, sn - 1, sn, sn + 1, sn + 200, sn + 391, sn + 392, sn + 1000};
@@ -401,7 +401,7 @@ static void test_integer_views(void) {
       if (variant == 3) q[i] = (i & 1) ? ((int64_t)1 << 60) : -((int64_t)1 << 60);
       if (kind[i] == ZC_KIND_EXCEPTION) raw[i] = urand();
     }
-    zc_header_t h = {zcclFloat64, n, 1e-3, 1, 9.5, 12, 0, 1, 0, NULL, NULL};
+    zc_header_t h = {zcclFloat64, n, 1e-3, 1, 9.5, 12, 0, 1, 0, 0, 0, NULL, NULL};
     size_t cap = zc_compress_bound(n, zcclFloat64, 12) * 2, an, tn;
     uint8_t *a = malloc(cap), *t = malloc(cap);
     CHECK_RES(zc_encode_ints(&h, q, kind, raw, a, cap, &an), zcclSuccess);
@@ -432,7 +432,7 @@ static void test_bad(void) {
     void *x = malloc(n * 8), *y = malloc(n * 8);
     gen(G_NONFINITE, f64, n, 0, x, 0);
     gen(G_FILL, f64, n, 0.5, y, 5);
-    zc_params_t p = {dt, 1e-3, 1, 0.5, 7};
+    zc_params_t p = {dt, 1e-3, 1, 0.5, 7, 0};
     size_t an, bn;
     uint8_t* a = cpu_compress(&p, x, n, &an);
     uint8_t* b = cpu_compress(&p, y, n, &bn);
@@ -477,7 +477,7 @@ static void test_bad(void) {
   const size_t n = 1000;
   float* x = malloc(n * 4);
   gen(G_SMOOTH, 0, n, 0, x, 0);
-  zc_params_t p = {zcclFloat32, 1e-3, 0, 0, 6};
+  zc_params_t p = {zcclFloat32, 1e-3, 0, 0, 6, 0};
   size_t an;
   uint8_t* a = cpu_compress(&p, x, n, &an);
   size_t cap = zc_compress_bound(n, zcclFloat32, 6), sb = zd_cuda_codec_scratch_bytes(n, zcclFloat32, 6);

@@ -5,6 +5,7 @@
 set -u
 CODEC=$1
 WORK=$2
+CORPUS=$(cd "$(dirname "$0")/../fuzz/corpus" && pwd)
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
 fail=0
 check() { # check <description> <expected exit> <command...>
@@ -39,4 +40,17 @@ head -c 100 t.zcs >trunc.zcs
 check "truncated stream" 1 "$CODEC" decompress trunc.zcs x.f32
 grep -q "stream:" err.txt || { echo "FAIL: no stream message for a truncated stream"; fail=1; }
 check "hsum of mismatched streams" 1 "$CODEC" hsum t.zcs trunc.zcs x.zcs
+# 2^64-1 values in 0 chunks: its nchunks check wrapped, and hsum exited 0.
+check "hsum of a header claiming 2^64-1 values" 1 "$CODEC" hsum "$CORPUS/header/wrap_count_max_lg5" \
+  "$CORPUS/header/wrap_count_max_lg5" x.zcs
+grep -q "0 chunks for 18446744073709551615 values" err.txt || { echo "FAIL: no message for the wrapped count"; fail=1; }
+# Chunk checksums by default; --no-checksum leaves them out (4 bytes a chunk).
+check "compress --no-checksum" 0 "$CODEC" compress $VAR n.zcs --dtype f32 --mode rel --eb 1e-3 --no-checksum
+[ "$(stat -c %s t.zcs)" -gt "$(stat -c %s n.zcs)" ] || { echo "FAIL: no checksum bytes in t.zcs"; fail=1; }
+check "decompress without checksums" 0 "$CODEC" decompress n.zcs n.f32
+cmp -s t.f32 n.f32 || { echo "FAIL: checksums changed the values"; fail=1; }
+cp t.zcs flip.zcs
+printf '\x55' | dd of=flip.zcs bs=1 seek=5000 conv=notrunc status=none
+check "a corrupted checksummed stream" 1 "$CODEC" decompress flip.zcs x.f32
+grep -q "fails its checksum" err.txt || { echo "FAIL: no checksum message for a corrupted stream"; fail=1; }
 exit $fail

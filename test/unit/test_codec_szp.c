@@ -100,7 +100,7 @@ static long checked_values;
 static size_t round_trip(const void* x, size_t n, zcclDataType_t dt, double eb, int has_fill, double fill,
                          unsigned lg) {
   size_t esize = dt == zcclFloat32 ? 4 : 8;
-  zc_params_t p = {dt, eb, has_fill, fill, lg};
+  zc_params_t p = {dt, eb, has_fill, fill, lg, 0};
   size_t cap = zc_compress_bound(n, dt, lg);
   uint8_t* s = malloc(cap);
   void* y = malloc(n * esize + 1);
@@ -253,7 +253,7 @@ static void test_round_trips_real(void) {
 
 static uint8_t* compress_new(const void* x, size_t n, zcclDataType_t dt, double eb, int has_fill, double fill,
                              size_t* size) {
-  zc_params_t p = {dt, eb, has_fill, fill, 0};
+  zc_params_t p = {dt, eb, has_fill, fill, 0, 0};
   size_t cap = zc_compress_bound(n, dt, 0);
   uint8_t* s = malloc(cap);
   CHECK_RES(zc_compress(&p, x, n, s, cap, size, NULL, NULL), zcclSuccess);
@@ -332,7 +332,7 @@ static void check_hop_exact(zcclRedOp_t op, const uint8_t* a, size_t an, const u
  * bytes, at every kernel level, out of place and in place over b. */
 static void check_hop_values(zcclRedOp_t op, zcclDataType_t dt, double eb, int has_fill, double fill, const void* x,
                              size_t n, const uint8_t* b, size_t bn) {
-  zc_params_t p = {dt, eb, has_fill, fill, 0};
+  zc_params_t p = {dt, eb, has_fill, fill, 0, 0};
   size_t cap = zc_compress_bound(n, dt, 0), an, wn, gn;
   uint8_t *a = malloc(cap), *want = malloc(cap), *got = malloc(cap);
   int level = zc_simd_get();
@@ -541,7 +541,7 @@ static void test_bad_streams(void) {
   const size_t n = 3000;
   float* x = malloc(n * 4);
   for (size_t i = 0; i < n; i++) x[i] = (float)gen_value(i % 7 ? GEN_SMOOTH : GEN_NONFINITE, i, 0);
-  zc_params_t p = {zcclFloat32, 1e-3, 1, 0.5, 8};
+  zc_params_t p = {zcclFloat32, 1e-3, 1, 0.5, 8, 0};
   size_t cap = zc_compress_bound(n, zcclFloat32, 8), size;
   uint8_t* s = malloc(cap);
   CHECK_RES(zc_compress(&p, x, n, s, cap, &size, NULL, NULL), zcclSuccess);
@@ -716,7 +716,7 @@ static void on_progress(void* arg, uint32_t done, uint32_t total) {
 static void test_progress(void) {
   const size_t n = 10 * 4096 + 5;
   float* x = calloc(n, 4);
-  zc_params_t p = {zcclFloat32, 1e-2, 0, 0, 12};
+  zc_params_t p = {zcclFloat32, 1e-2, 0, 0, 12, 0};
   size_t cap = zc_compress_bound(n, zcclFloat32, 12), size, got;
   uint8_t* s = malloc(cap);
   CHECK_RES(zc_compress(&p, x, n, s, cap, &size, on_progress, NULL), zcclSuccess);

@@ -248,7 +248,7 @@ static void test_matrix(void) {
         uint8_t *x = (uint8_t*)malloc(n * 8 + 8), *y = (uint8_t*)malloc(n * 8 + 8);
         gen(kind, f64, n, fill, x, 0);
         gen(kind == G_CONST ? G_NOISY : kind, f64, n, fill, y, 999);
-        zc_params_t p = {dt, eb, has_fill, fill, lgs[li]};
+        zc_params_t p = {dt, eb, has_fill, fill, lgs[li], 0};
         /* inputs and outputs at each of the four 4-byte offsets from a
          * 16-byte boundary */
         size_t mis = 4 * ((ci + li) % 4), an, bn;
@@ -283,7 +283,7 @@ static void test_big_chunks(void) {
   double *x = (double*)malloc(n * 8), *y = (double*)malloc(n * 8);
   gen(G_NOISY, 1, n, 0, x, 0);
   gen(G_NONFINITE, 1, n, 0, y, 0);
-  zc_params_t p = {zcclFloat64, 1e-9, 0, 0, 12};
+  zc_params_t p = {zcclFloat64, 1e-9, 0, 0, 12, 0};
   size_t an, bn;
   uint8_t* a = check_compress(&p, x, n, 4, &an);
   uint8_t* b = check_compress(&p, y, n, 0, &bn);
@@ -302,7 +302,7 @@ static void test_room(void) {
   const size_t n = 3000;
   float* x = (float*)malloc(n * 4);
   gen(G_NONFINITE, 0, n, 0, x, 0);
-  zc_params_t p = {zcclFloat32, 1e-3, 0, 0, 8};
+  zc_params_t p = {zcclFloat32, 1e-3, 0, 0, 8, 0};
   size_t sn, bn;
   uint8_t* s = cpu_compress(&p, x, n, &sn);
   gen(G_SMOOTH, 0, n, 0, x, 0);
@@ -341,7 +341,7 @@ static void test_bad(void) {
     uint8_t *x = (uint8_t*)malloc(n * 8), *y = (uint8_t*)malloc(n * 8);
     gen(G_NONFINITE, f64, n, 0, x, 0);
     gen(G_FILL, f64, n, 0.5, y, 5);
-    zc_params_t p = {dt, 1e-3, 1, 0.5, 6};
+    zc_params_t p = {dt, 1e-3, 1, 0.5, 6, 0};
     size_t an, bn;
     uint8_t* a = cpu_compress(&p, x, n, &an);
     uint8_t* b = cpu_compress(&p, y, n, &bn);
@@ -373,7 +373,7 @@ static void test_bad(void) {
   /* Out overlapping an input without being it; out_size aliasing an input's size. */
   float x[200];
   for (int i = 0; i < 200; i++) x[i] = (float)i * 0.1f;
-  zc_params_t p = {zcclFloat32, 1e-3, 0, 0, 5};
+  zc_params_t p = {zcclFloat32, 1e-3, 0, 0, 5, 0};
   size_t an;
   uint8_t* a = cpu_compress(&p, x, 200, &an);
   size_t cap = zc_compress_bound(200, zcclFloat32, 5), sb = zemu_codec_scratch_bytes(200, zcclFloat32, 5);
@@ -422,7 +422,7 @@ static void test_levitus(void) {
   if (!load_temp(&d)) return;
   const size_t n = 40000;
   for (double eb = 1e-1; eb > 1e-6; eb /= 100) {
-    zc_params_t p = {zcclFloat32, eb, 1, d.fill, 12};
+    zc_params_t p = {zcclFloat32, eb, 1, d.fill, 12, 0};
     size_t an, bn;
     uint8_t* a = check_compress(&p, (float*)d.values + 200000, n, 0, &an);
     uint8_t* b = check_compress(&p, (float*)d.values + 300001, n, 4, &bn);
@@ -474,7 +474,7 @@ static void test_paths(void) {
    * (coast blocks whose fill differs) some blocks go the general way. The
    * same for MAX and MIN. */
   const size_t n = 20000;
-  zc_params_t p = {zcclFloat32, 1e-3, 1, d.fill, 12};
+  zc_params_t p = {zcclFloat32, 1e-3, 1, d.fill, 12, 0};
   size_t an, bn, cap = zc_compress_bound(n, zcclFloat32, 12);
   long c32 = path_count(ZD_PATH_C32), d32 = path_count(ZD_PATH_D32), dgen = path_count(ZD_PATH_DGEN);
   uint8_t* a = check_compress(&p, (float*)d.values + 250000, n, 0, &an);
@@ -505,7 +505,7 @@ static void test_paths(void) {
    * where moves fit 32 bits (a smooth field's do). */
   double* x64 = (double*)malloc(n * 8);
   for (size_t i = 0; i < n; i++) x64[i] = ((float*)d.values)[250000 + i];
-  zc_params_t p64 = {zcclFloat64, 1e-6, 1, (double)d.fill, 12};
+  zc_params_t p64 = {zcclFloat64, 1e-6, 1, (double)d.fill, 12, 0};
   long cgen = path_count(ZD_PATH_CGEN);
   c32 = path_count(ZD_PATH_C32);
   d32 = path_count(ZD_PATH_D32);
@@ -521,7 +521,7 @@ static void test_paths(void) {
   /* Moves wider than 32 bits: within blocks (values jumping by about 2^40
    * steps: the general way from the start), and only from one block to the
    * next (each block flat at its own level: late, at the first move). */
-  zc_params_t pw64 = {zcclFloat64, 1e-6, 0, 0, 8};
+  zc_params_t pw64 = {zcclFloat64, 1e-6, 0, 0, 8, 0};
   for (size_t i = 0; i < 256; i++) x64[i] = (i % 2 ? 1.0 : -1.0) * 1e6 * (1.0 + urand());
   for (size_t i = 256; i < 512; i++) x64[i] = ((i - 256) / 32 % 2 ? 3e6 : -2e6) + 1e-3 * urand();
   cgen = path_count(ZD_PATH_CGEN);
@@ -539,7 +539,7 @@ static void test_paths(void) {
   const size_t m = 3000;
   float* x = (float*)malloc(m * 4);
   for (size_t i = 0; i < m; i++) x[i] = (float)(2.0 * urand() - 1.0);
-  zc_params_t pw = {zcclFloat32, 1e-9, 0, 0, 8};
+  zc_params_t pw = {zcclFloat32, 1e-9, 0, 0, 8, 0};
   size_t sn, accn;
   uint8_t* s = check_compress(&pw, x, m, 0, &sn);
   size_t capw = zc_compress_bound(m, zcclFloat32, 8) * 2;
@@ -598,7 +598,7 @@ static uint32_t gate_word;
 static void persist_chain(zd_cuda_persist_t* p, int R, size_t n, unsigned lg, int f64, int gated) {
   zcclDataType_t dt = f64 ? zcclFloat64 : zcclFloat32;
   size_t esize = f64 ? 8 : 4, cap = zc_compress_bound(n, dt, lg);
-  zc_params_t prm = {dt, 1e-3, 0, 0, lg};
+  zc_params_t prm = {dt, 1e-3, 0, 0, lg, 0};
   std::vector<uint8_t*> x(R), s(R), ref(R);
   std::vector<uint64_t> sz(R);
   std::vector<size_t> rn(R);
@@ -671,7 +671,7 @@ static void test_persistent(void) {
     const size_t n = 1000;
     float x[1000];
     gen(G_SMOOTH, 0, n, 0, x, 3);
-    zc_params_t prm = {zcclFloat32, 1e-3, 0, 0, 6};
+    zc_params_t prm = {zcclFloat32, 1e-3, 0, 0, 6, 0};
     size_t an;
     uint8_t* a = cpu_compress(&prm, x, n, &an);
     a[ZC_HEADER_BYTES + 1] ^= 0x40; /* the index */
@@ -693,7 +693,7 @@ static void test_persistent(void) {
     const size_t n = 300;
     float x[300];
     gen(G_NOISY, 0, n, 0, x, 11);
-    zc_params_t prm = {zcclFloat32, 1e-2, 0, 0, 5};
+    zc_params_t prm = {zcclFloat32, 1e-2, 0, 0, 5, 0};
     size_t rn;
     uint8_t* ref = cpu_compress(&prm, x, n, &rn);
     size_t cap = zc_compress_bound(n, zcclFloat32, 5), sb = zemu_codec_scratch_bytes(n, zcclFloat32, 5);

@@ -74,7 +74,7 @@ static void test_codec_threads(void) {
         if (dt) ((double*)x)[i] = v, ((double*)x2)[i] = w;
         else ((float*)x)[i] = (float)v, ((float*)x2)[i] = (float)w;
       }
-      zc_params_t p = {type, 1e-3, 1, -1e34, 0};
+      zc_params_t p = {type, 1e-3, 1, -1e34, 0, 0};
       size_t cap = zc_compress_bound(n, type, 0), s1n, s2n, tn, h1n, htn, got;
       uint8_t *s1 = malloc(cap), *s2 = malloc(cap), *st = malloc(cap), *h1 = malloc(cap), *ht = malloc(cap);
       void* y1 = malloc(n * esize + 8);
@@ -125,7 +125,7 @@ static void test_codec_threads(void) {
   float v[100] = {0};
   uint8_t s[4096];
   size_t sn;
-  zc_params_t p = {zcclFloat32, 1e-2, 0, 0, 5};
+  zc_params_t p = {zcclFloat32, 1e-2, 0, 0, 5, 0};
   CHECK_RES(zd_host_compress(NULL, 0, &p, v, 100, s, sizeof s, &sn), zcclSuccess);
   zd_pool_destroy(pool);
 }
@@ -148,7 +148,7 @@ static void test_codec_stealing(void) {
     x[i] = (float)(20.0 * sin((double)i * 0.001) + (i % 5000 < 600 ? 0.0 : 0.01 * (double)(i % 13)));
     x2[i] = (float)(5.0 * cos((double)i * 0.002));
   }
-  zc_params_t p = {zcclFloat32, 1e-4, 0, 0, 0};
+  zc_params_t p = {zcclFloat32, 1e-4, 0, 0, 0, 0};
   size_t cap = zc_compress_bound(n, zcclFloat32, 0), s1n, s2n, h1n, tn;
   uint8_t *s1 = malloc(cap), *s2 = malloc(cap), *h1 = malloc(cap), *st = malloc(cap);
   CHECK_RES(zc_compress(&p, x, n, s1, cap, &s1n, NULL, NULL), zcclSuccess);

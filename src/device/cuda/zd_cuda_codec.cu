@@ -1731,13 +1731,16 @@ static zcclResult_t zd_grid(int kind, int* grid) {
   return zcclSuccess;
 }
 
-static uint64_t zd_nchunks(uint64_t count, unsigned lg) { return (count + (1ull << lg) - 1) >> lg; }
+static uint64_t zd_nchunks(uint64_t count, unsigned lg) { return zc_ceil_shift(count, lg); }
 
 extern "C" size_t zd_cuda_codec_scratch_bytes(size_t count, zcclDataType_t dtype, unsigned chunk_log2) {
   unsigned lg = chunk_log2 ? chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
   size_t slots = ZD_CTL_BYTES + ZD_SLOT_BYTES * zd_nchunks(count, lg);
-  /* room to copy one input of an in-place hop */
-  return ((slots + 15) & ~(size_t)15) + zc_compress_bound(count, dtype, lg) + 16;
+  /* room to copy one input of an in-place hop; a count whose bound
+   * saturates (zc_compress_bound) must not wrap to a small scratch */
+  size_t bound = zc_compress_bound(count, dtype, lg);
+  if (bound > SIZE_MAX / 2 || slots > SIZE_MAX / 4) return SIZE_MAX;
+  return ((slots + 15) & ~(size_t)15) + bound + 16;
 }
 
 /* A hop into cap bytes: a chunk takes at least 13 bytes of a stream (its
@@ -1762,6 +1765,11 @@ static zcclResult_t zd_compress_args(const zc_params_t* p, const void* in, size_
                    "zd_cuda_compress: error bound %g must be finite and > 0", p->eb);
   ZU_RETURN_ERR_IF(p->has_fill && !isfinite(p->fill), zcclInvalidArgument,
                    "zd_cuda_compress: the fill value must be finite");
+  /* The kernels write no chunk checksums yet (docs/cuda.md): refuse rather
+   * than write a stream without the integrity the caller asked for. */
+  ZU_RETURN_ERR_IF(p->checksum, zcclInvalidUsage,
+                   "zd_cuda_compress: the CUDA kernels do not write chunk checksums yet (ZCCL_CHECKSUM=1 needs "
+                   "the host codec)");
   unsigned lg = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
   ZU_RETURN_ERR_IF(lg < ZC_CHUNK_LOG2_MIN || lg > ZC_CHUNK_LOG2_MAX, zcclInvalidArgument,
                    "zd_cuda_compress: chunk size 2^%u outside 2^%d..2^%d", lg, ZC_CHUNK_LOG2_MIN, ZC_CHUNK_LOG2_MAX);

@@ -73,7 +73,7 @@ ZC_HD_INLINE int zd_header_parse(const uint8_t* s, uint64_t size, zd_hdr_t* h) {
   h->divisor = zc_get_u32(s + 36);
   if (!(zd_finite64(h->eb_bits) && zc_bits_f64(h->eb_bits) > 0) || !zd_finite64(h->fill_bits) || h->divisor == 0)
     return -1;
-  uint64_t want = (h->count + ((uint64_t)1 << h->chunk_log2) - 1) >> h->chunk_log2;
+  uint64_t want = zc_ceil_shift(h->count, h->chunk_log2); /* no wrap near 2^64 */
   if (want != h->nchunks || (size - ZC_HEADER_BYTES) / 4 < h->nchunks) return -1;
   return 0;
 }
