@@ -10,13 +10,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "test_util.h"
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static inline uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
+static inline uint64_t rnd(void) { return test_xorshift(&rng_state); }
 static inline double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 
 enum { G_SMOOTH, G_NOISY, G_SPARSE, G_CONST, G_NONFINITE, G_HUGE, G_FILL, G_NUM };

@@ -47,6 +47,14 @@ static int test_checks = 0;
     }                                                                                  \
   } while (0)
 
+/* xorshift64: reproducible test inputs from a seed (nothing secret). */
+static inline uint64_t test_xorshift(uint64_t* s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
 #define TEST_DONE()                                                              \
   do {                                                                           \
     printf("%d checks, %d failed\n", test_checks, test_failures);               \

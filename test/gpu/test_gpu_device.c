@@ -18,12 +18,7 @@
 static const zcclRedOp_t ops[] = {zcclSum, zcclProd, zcclMax, zcclMin};
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
+static uint64_t rnd(void) { return test_xorshift(&rng_state); }
 
 /* Largest finite code of each narrow format: sums and products of these
  * overflow (fp16/bf16 to inf, fp8 saturating). */

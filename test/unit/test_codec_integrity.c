@@ -20,12 +20,7 @@
 #include "zd_cuda_codec_blocks.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
+static uint64_t rnd(void) { return test_xorshift(&rng_state); }
 
 /* A bare 40-byte header. */
 static void header(uint8_t* s, uint64_t count, unsigned lg, uint32_t nchunks) {

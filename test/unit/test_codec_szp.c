@@ -14,12 +14,7 @@
 #include "zccl_data.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
+static uint64_t rnd(void) { return test_xorshift(&rng_state); }
 static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 
 /* ---- per-block functions ---------------------------------------------------- */

@@ -19,12 +19,7 @@
 #include "zd_cuda_codec_blocks.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
+static uint64_t rnd(void) { return test_xorshift(&rng_state); }
 static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 
 /* ---- the kernels' algorithm, sequentially ------------------------------------- */

@@ -21,12 +21,7 @@ static const zd_kind_t kinds[] = {ZD_HOST, ZD_SIM, ZD_CUDA};
 static const zcclRedOp_t ops[] = {zcclSum, zcclProd, zcclMax, zcclMin};
 
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
+static uint64_t rnd(void) { return test_xorshift(&rng_state); }
 
 /* ---- reference narrow floats --------------------------------------------- */
 
