@@ -13,7 +13,7 @@
 # - leak: init + AllReduce + destroy cycles on one rank (unique id) and on
 #   two under mpirun (PMIx and TCP bootstraps; comm_leak, comm_leak_mpi); a
 #   try is one cycle, "silent wrong" a run whose threads, fds or heap grew;
-#   worst = heap growth in bytes per cycle.
+#   worst = the largest heap and RSS growth of a rank over its cycles.
 # - corruption: single-bit flips of a compressed levitus TEMP stream with
 #   and without chunk checksums (codec_integrity --flips); a try is one
 #   flip, "silent wrong" one that decoded to changed values, "clean" one
@@ -104,16 +104,19 @@ for boot in pmix tcp; do
   leak_run mpirun -np 2 -x ZCCL_BOOTSTRAP=$boot "$T/comm_leak_mpi" "$mcycles" 20
   l_tries=$((l_tries + 2 * mcycles))
 done
-l_worst=$(awk '/B\/cycle/ { for (i = 1; i <= NF; i++) if ($i ~ /B\/cycle/) { v = $(i - 1); gsub(/[(+]/, "", v);
-  if (v + 0 > w) w = v + 0 } } END { printf "%+.1f", w }' "$l_log")
-row "leak (init + AllReduce + destroy; 1 rank by id, 2 by PMIx and TCP)" "$l_tries" "$l_crash" "$l_hang" \
-  "$l_bad runs grew" "$l_clean runs flat" "heap ${l_worst} B/cycle"
+# "..., heap A -> B (...), RSS C -> D kB (...)": the largest growth of any rank.
+read -r l_heap l_rss < <(awk '/ heap / { for (i = 1; i <= NF; i++) {
+    if ($i == "heap") { h = ($(i + 3) - $(i + 1)) / 1024; if (h > hw) hw = h }
+    if ($i == "RSS") { r = $(i + 3) - $(i + 1); if (r > rw) rw = r } } }
+  END { printf "%+.0f %+.0f\n", hw, rw }' "$l_log")
+row "leak (cycles of init + AllReduce + destroy; 1 rank by id, 2 by PMIx and by TCP)" "$l_tries" "$l_crash" \
+  "$l_hang" "$l_bad runs grew" "$l_clean runs flat" "heap ${l_heap} kB, RSS ${l_rss} kB in all"
 
 # ---- corruption -------------------------------------------------------------------
 c_log=$OUT/corruption.log
 flips=10000
 [ $QUICK = 1 ] && flips=2000
-timeout 1800 "$T/codec_integrity" --flips "$flips" >"$c_log" 2>&1
+ZCCL_DEBUG=NONE timeout 1800 "$T/codec_integrity" --flips "$flips" >"$c_log" 2>&1
 c_rc=$?
 # "checksum on|off: N flips, R rejected, S same values, W silently changed values"
 while read -r mode tries rejected same wrong; do
@@ -122,7 +125,7 @@ while read -r mode tries rejected same wrong; do
   [ $c_rc = 124 ] && hang=1
   row "corruption, checksum $mode (single-bit flips of a TEMP stream; $same decoded unchanged)" "$tries" "$crash" \
     "$hang" "$wrong" "$rejected" "-"
-done < <(awk '/^checksum/ { m = $2; sub(/:$/, "", m); print m, $3, $5, $7, $10 }' "$c_log")
+done < <(sed -nE 's/^checksum (on|off) *: ([0-9]+) flips, ([0-9]+) rejected, ([0-9]+) same values, ([0-9]+) silently.*/\1 \2 \3 \4 \5/p' "$c_log")
 
 echo "## Chaos run ($(date -u +%F), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
