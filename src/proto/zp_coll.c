@@ -507,20 +507,15 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   if (zp_coll_reduces(a->coll)) mine.op = (uint32_t)a->op;
   mine.root = zp_coll_rooted(a->coll) ? a->root : -1;
   zp_xfer_t x[2];
-  zcclResult_t res = zp_sig_post(ctx, &mine, &left, x);
-  if (res != zcclSuccess) {
-    zp_xfers_cancel(ctx, x, 2);
-    return res;
-  }
   zp_ctx_t g = *ctx;
   g.sig_mine = &mine;
   g.sig_left = &left;
   g.sig_rx = &x[1].req;
-  res = zp_coll_dispatch(&g, a);
+  zcclResult_t res = zp_sig_post(ctx, &mine, &left, x);
+  if (res == zcclSuccess) res = zp_coll_dispatch(&g, a);
   if (res != zcclSuccess) {
     zp_xfers_cancel(ctx, x, 2);
     return res;
   }
-  ZU_CHECK(zp_xfers_wait(ctx, fn, x, 2));
-  return zp_sig_check(&g, fn);
+  return zp_xfers_wait(&g, fn, x, 2); /* the signature is checked as it completes */
 }

@@ -188,8 +188,6 @@ zcclResult_t zp_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const v
 /* Posts the call signature's messages (x[0] to the right neighbour, x[1]
  * from the left into *left). */
 zcclResult_t zp_sig_post(const zp_ctx_t* ctx, const zp_sig_t* mine, zp_sig_t* left, zp_xfer_t x[2]);
-/* zcclInvalidUsage naming both calls when ctx's signatures differ. */
-zcclResult_t zp_sig_check(const zp_ctx_t* ctx, const char* what);
 
 /* Measures the link (latency, bandwidth) with the ring neighbours; every
  * rank ends with the same model (the worst rank's). A collective call. */

@@ -280,11 +280,6 @@ zcclResult_t zp_sig_post(const zp_ctx_t* ctx, const zp_sig_t* mine, zp_sig_t* le
   return zcclSuccess;
 }
 
-zcclResult_t zp_sig_check(const zp_ctx_t* ctx, const char* what) {
-  char why[400];
-  return zp_sig_differs(ctx, what, why, sizeof why) ? ZU_ERROR(zcclInvalidUsage, "%s", why) : zcclSuccess;
-}
-
 /* A peer said its communicator broke: the operation's own messages get
  * this long without progress to bring their own verdict (a failure the
  * ranks agreed on arrives before the notice, a hop later at most), then it
@@ -339,9 +334,10 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
         snprintf(why, sizeof why, "%s", m);
       }
     }
+    /* After the completions (their own errors come first), also when the
+     * last one just came: the collective's final wait sees the signature. */
+    if (fatal == zcclSuccess) fatal = zp_sig_guard(ctx, what, &sig_done, why, sizeof why);
     if (fatal != zcclSuccess || left == 0) break;
-    fatal = zp_sig_guard(ctx, what, &sig_done, why, sizeof why);
-    if (fatal != zcclSuccess) break;
     double now = zu_now();
     if (noticed_at == 0 && ctx->notice && ctx->notice->rx.done) noticed_at = now;
     if (events) {
