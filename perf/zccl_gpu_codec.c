@@ -8,7 +8,9 @@
  * result is checked: the GPU streams byte for byte against the CPU codec
  * (zc_compress, zc_hop) and every decompressed element against the bound.
  *   zccl-gpu-codec [--data SPEC] [--eb REL[,REL...]] [--mib N] [--reps R]
- *                  [--f64] [--fill-zero] [--json FILE] [--persist]
+ *                  [--f64] [--fill-zero] [--json FILE] [--persist] [--checksum]
+ * --checksum: streams with chunk checksums (ZCCL_CHECKSUM=1's), written
+ * and verified by the kernels; run with and without to see their cost.
  * --persist: instead, the persistent kernel (ZCCL_PERSISTENT_KERNEL) beside
  * launches, host wall time per compression (no stream gates: the kernel
  * alone): one at a time, a burst of 256 queued back to back, and one of
@@ -63,7 +65,7 @@ typedef struct {
   double ebs[8];
   int nebs;
   size_t mib;
-  int reps, f64, fill_zero, persist;
+  int reps, f64, fill_zero, persist, checksum;
   const char* json;
 } args_t;
 
@@ -202,6 +204,7 @@ static int parse(int argc, char** argv, args_t* a) {
     if (strcmp(s, "--f64") == 0) a->f64 = 1;
     else if (strcmp(s, "--fill-zero") == 0) a->fill_zero = 1;
     else if (strcmp(s, "--persist") == 0) a->persist = 1;
+    else if (strcmp(s, "--checksum") == 0) a->checksum = 1;
     else if (v && strcmp(s, "--data") == 0) a->data = v, i++;
     else if (v && strcmp(s, "--json") == 0) a->json = v, i++;
     else if (v && strcmp(s, "--mib") == 0) a->mib = strtoull(v, NULL, 10), i++;
@@ -225,7 +228,7 @@ int main(int argc, char** argv) {
   args_t a;
   if (parse(argc, argv, &a) != 0) {
     fprintf(stderr, "usage: zccl-gpu-codec [--data SPEC] [--eb REL[,REL...]] [--mib N] [--reps R] [--f64] "
-                    "[--fill-zero] [--json FILE] [--persist]\n");
+                    "[--fill-zero] [--json FILE] [--persist] [--checksum]\n");
     return 2;
   }
   zd_cuda_info_t info;
@@ -270,7 +273,8 @@ int main(int argc, char** argv) {
     double lo, hi;
     size_t valid;
     zc_value_range(ha, g.count, t, d.has_fill, d.fill, &lo, &hi, &valid);
-    zc_params_t p = {.dtype = t, .eb = a.ebs[0] * (hi - lo), .has_fill = d.has_fill, .fill = d.fill};
+    zc_params_t p = {
+        .dtype = t, .eb = a.ebs[0] * (hi - lo), .has_fill = d.has_fill, .fill = d.fill, .checksum = a.checksum};
     CU(cudaMemset(g.status, 0, sizeof(int)));
     return persist_table(&g, &p, a.reps);
   }
@@ -278,8 +282,9 @@ int main(int argc, char** argv) {
   FILE* js = a.json ? fopen(a.json, "w") : NULL;
   if (a.json && !js) return fprintf(stderr, "zccl-gpu-codec: cannot write %s\n", a.json), 1;
   if (js) fprintf(js, "[\n");
-  printf("# zccl-gpu-codec: %s (%s, %zu values in the file), %s, %zu MiB, median of %d runs, %s\n", d.source,
-         d.has_fill ? "fill kept" : "no fill", d.count, a.f64 ? "f64" : "f32", a.mib, a.reps, info.status);
+  printf("# zccl-gpu-codec: %s (%s, %zu values in the file), %s, %zu MiB, chunk checksums %s, median of %d runs, %s\n",
+         d.source, d.has_fill ? "fill kept" : "no fill", d.count, a.f64 ? "f64" : "f32", a.mib,
+         a.checksum ? "on" : "off", a.reps, info.status);
   printf("# GB/s of the field's raw bytes; x: the op's rate over cudaMemcpy D2D of the same bytes\n");
   printf("%8s %7s %9s %9s %6s %9s %6s %9s %6s %9s %6s %8s %6s\n", "rel_eb", "ratio", "memcpy", "comp", "x", "decomp",
          "x", "hsum", "x", "doc", "x", "hsum/doc", "check");
@@ -288,7 +293,8 @@ int main(int argc, char** argv) {
   size_t valid;
   zc_value_range(ha, g.count, t, d.has_fill, d.fill, &lo, &hi, &valid);
   for (int k = 0; k < a.nebs; k++) {
-    zc_params_t p = {.dtype = t, .eb = a.ebs[k] * (hi - lo), .has_fill = d.has_fill, .fill = d.fill};
+    zc_params_t p = {
+        .dtype = t, .eb = a.ebs[k] * (hi - lo), .has_fill = d.has_fill, .fill = d.fill, .checksum = a.checksum};
     if (!(p.eb > 0)) p.eb = a.ebs[k];
     /* Checks first: both operands' streams, the decompressed values, the sum. */
     size_t na, nb, nc;

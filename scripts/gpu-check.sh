@@ -36,6 +36,8 @@ codec_figures() {
   step 150 env ZCCL_DEBUG=INFO ZCCL_DEBUG_SUBSYS=DEVICE "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 \
     --json "$OUT/codec_f32.json"
   step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --f64 --json "$OUT/codec_f64.json"
+  # chunk checksums' cost: the same float32 rows with them (ZCCL_CHECKSUM=1's streams)
+  step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --checksum --json "$OUT/codec_f32_checksum.json"
   for alt in "$B"/perf/zccl-gpu-codec-*; do
     [ -x "$alt" ] || continue
     step 150 env ZCCL_DEBUG=INFO ZCCL_DEBUG_SUBSYS=DEVICE "$alt" --mib 256 --reps 20 \

@@ -84,11 +84,8 @@ zcclResult_t zp_eb_agreed(const zp_ctx_t* ctx, const zp_coll_args_t* a, const vo
 }
 
 zc_params_t zp_params(const zp_ctx_t* ctx, const zp_coll_args_t* a, double eb) {
-  /* The CUDA kernels write no checksums yet (docs/cuda.md): their streams
-   * go without rather than fail. */
   zc_params_t p = {.dtype = a->datatype, .eb = eb, .has_fill = a->compression.hasFill,
-                   .fill = a->compression.fillValue,
-                   .checksum = ctx->checksum && zd_dev_kind(ctx->dev) != ZD_CUDA};
+                   .fill = a->compression.fillValue, .checksum = ctx->checksum};
   return p;
 }
 

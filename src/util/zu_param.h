@@ -85,8 +85,8 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(CHECKSUM, INT, "1",                                                                   \
     "1: compressed collectives send streams with a checksum per chunk, which every "     \
     "decoder and homomorphic operation verifies (a corrupted stream fails with an "      \
-    "error naming the chunk instead of decoding to wrong values); 0: none. The CUDA "   \
-    "kernels write none yet: on a cuda device the streams go without (docs/cuda.md).")  \
+    "error naming the chunk instead of decoding to wrong values); 0: none. The host "   \
+    "codec and the CUDA kernels write and verify the same checksums.")                   \
   X(DEVICE, STR, "host",                                                                  \
     "Device that runs a communicator's copies and reductions on host buffers: host (the " \
     "calling thread and a thread pool) or sim (a simulated GPU stream: asynchronous, for " \

@@ -27,10 +27,10 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (h.nchunks == 0 && h.count != 0) abort();
   if (h.stream_bytes != size) abort();
   if (size < ZC_HEADER_BYTES + (uint64_t)h.nchunks * (4 + 8 + (h.checksum ? ZC_CHUNK_SUM_BYTES : 0))) abort();
-  /* The kernels read version-1 streams without checksums the same way. */
-  if (!h.checksum && (!cuda_ok || d.count != h.count || d.nchunks != h.nchunks || d.chunk_log2 != h.chunk_log2))
+  /* The kernels read the header the same way, the checksums' seed too. */
+  if (!cuda_ok || d.count != h.count || d.nchunks != h.nchunks || d.chunk_log2 != h.chunk_log2 ||
+      d.checksum != h.checksum || d.seed != h.seed)
     abort();
-  if (h.checksum && cuda_ok) abort(); /* they refuse what they cannot verify */
   size_t bound = zc_compress_bound((size_t)h.count, h.dtype, h.chunk_log2);
   if (bound < ZC_HEADER_BYTES + (size_t)h.nchunks * 4) abort();
   if (h.count > (1u << 16)) return 0; /* keep the allocations small */

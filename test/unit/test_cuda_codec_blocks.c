@@ -72,7 +72,7 @@ static int emu_compress(const zc_params_t* p, const void* in, size_t count, uint
   uint64_t nchunks = (count + (1ull << lg) - 1) >> lg, head = ZC_HEADER_BYTES + 4 * nchunks;
   *size = 0;
   if (cap < head) return -1;
-  zd_header_write(out, f64, count, p->eb, p->has_fill, p->fill, lg, (uint32_t)nchunks);
+  zd_header_write(out, f64, count, p->eb, p->has_fill, p->fill, lg, (uint32_t)nchunks, 0);
   if (nchunks == 0) {
     *size = head;
     return 0;
@@ -378,14 +378,15 @@ static void test_header_parse(void) {
     size_t sz = rnd() % 16 == 0 ? rnd() % 60 : n;
     int cpu = zc_header_read(t, sz, &h) == zcclSuccess;
     int emu = zd_header_parse(t, sz, &d) == 0;
-    /* The CPU also checks the index; the header alone must not be stricter,
-     * but for chunk checksums, which the kernels cannot verify yet and
-     * refuse (docs/cuda.md). */
-    CHECK(!cpu || emu == !h.checksum);
-    if (cpu && emu) CHECK(d.count == h.count && d.nchunks == h.nchunks && d.chunk_log2 == h.chunk_log2);
+    /* The CPU also checks the index; the header alone must not be
+     * stricter, and the checksums' seed must be the CPU's (libxxhash). */
+    CHECK(!cpu || emu);
+    if (cpu && emu)
+      CHECK(d.count == h.count && d.nchunks == h.nchunks && d.chunk_log2 == h.chunk_log2 &&
+            d.checksum == h.checksum && d.seed == h.seed);
   }
   /* The compressor's header. */
-  zd_header_write(t, 0, 100, 1e-2, 1, -1.0, 5, 4);
+  zd_header_write(t, 0, 100, 1e-2, 1, -1.0, 5, 4, 0);
   CHECK(memcmp(s, t, ZC_HEADER_BYTES) == 0);
 }
 

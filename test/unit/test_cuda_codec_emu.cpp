@@ -248,12 +248,15 @@ static void test_matrix(void) {
         uint8_t *x = (uint8_t*)malloc(n * 8 + 8), *y = (uint8_t*)malloc(n * 8 + 8);
         gen(kind, f64, n, fill, x, 0);
         gen(kind == G_CONST ? G_NOISY : kind, f64, n, fill, y, 999);
-        zc_params_t p = {dt, eb, has_fill, fill, lgs[li], 0};
+        /* chunk checksums in half the cases; in some, only on one input
+         * (a hop verifies each by its own header, writes them by a's) */
+        const int sum = (int)((ci + li + (size_t)f64) % 2), sum_b = ci == 2 ? !sum : sum;
+        zc_params_t p = {dt, eb, has_fill, fill, lgs[li], sum}, pb = {dt, eb, has_fill, fill, lgs[li], sum_b};
         /* inputs and outputs at each of the four 4-byte offsets from a
          * 16-byte boundary */
         size_t mis = 4 * ((ci + li) % 4), an, bn;
         uint8_t* a = check_compress(&p, x, n, mis, &an);
-        uint8_t* b = check_compress(&p, y, n, 12 - mis, &bn);
+        uint8_t* b = check_compress(&pb, y, n, 12 - mis, &bn);
         CHECK(check_decompress(a, an, n, esize, mis));
         CHECK(check_decompress(b, bn, n, esize, (mis + 8) % 16));
         size_t cap = zc_compress_bound(n, dt, lgs[li]);
@@ -283,7 +286,7 @@ static void test_big_chunks(void) {
   double *x = (double*)malloc(n * 8), *y = (double*)malloc(n * 8);
   gen(G_NOISY, 1, n, 0, x, 0);
   gen(G_NONFINITE, 1, n, 0, y, 0);
-  zc_params_t p = {zcclFloat64, 1e-9, 0, 0, 12, 0};
+  zc_params_t p = {zcclFloat64, 1e-9, 0, 0, 12, 1};
   size_t an, bn;
   uint8_t* a = check_compress(&p, x, n, 4, &an);
   uint8_t* b = check_compress(&p, y, n, 0, &bn);
@@ -298,16 +301,17 @@ static void test_big_chunks(void) {
   free(y);
 }
 
-static void test_room(void) {
+static void test_room_sum(int sum) {
   const size_t n = 3000;
   float* x = (float*)malloc(n * 4);
   gen(G_NONFINITE, 0, n, 0, x, 0);
-  zc_params_t p = {zcclFloat32, 1e-3, 0, 0, 8, 0};
+  zc_params_t p = {zcclFloat32, 1e-3, 0, 0, 8, sum};
   size_t sn, bn;
   uint8_t* s = cpu_compress(&p, x, n, &sn);
   gen(G_SMOOTH, 0, n, 0, x, 0);
   uint8_t* b = cpu_compress(&p, x, n, &bn);
-  size_t caps[] = {0, 39, 40, 40 + 4 * 12, sn / 2, sn - 1, sn, sn + 1, sn + 300, sn + 391, sn + 392, sn + 800};
+  size_t caps[] = {0,      39,     40,     40 + 4 * 12, sn / 2,   sn - 5,   sn - 4,   sn - 3,
+                   sn - 1, sn,     sn + 1, sn + 300,    sn + 391, sn + 392, sn + 395, sn + 800};
   uint8_t* t = (uint8_t*)malloc(sn + 1000);
   for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++) {
     size_t cn = 0, gn = 0;
@@ -324,6 +328,11 @@ static void test_room(void) {
   free(x);
 }
 
+static void test_room(void) {
+  test_room_sum(0);
+  test_room_sum(1);
+}
+
 /* Corrupted streams per dtype: fewer in the AddressSanitizer build, where
  * the emulated kernels run about 15x slower (the CPU codec's fuzzers cover
  * corruption at length; here it is the kernels' paths that matter). */
@@ -335,13 +344,14 @@ enum { BAD_CASES = 120 };
 
 static void test_bad(void) {
   const size_t n = 1500;
-  for (int f64 = 0; f64 < 2; f64++) {
+  for (int v = 0; v < 4; v++) {
+    const int f64 = v & 1, sum = v >> 1;
     zcclDataType_t dt = f64 ? zcclFloat64 : zcclFloat32;
     size_t esize = f64 ? 8 : 4;
     uint8_t *x = (uint8_t*)malloc(n * 8), *y = (uint8_t*)malloc(n * 8);
     gen(G_NONFINITE, f64, n, 0, x, 0);
     gen(G_FILL, f64, n, 0.5, y, 5);
-    zc_params_t p = {dt, 1e-3, 1, 0.5, 6, 0};
+    zc_params_t p = {dt, 1e-3, 1, 0.5, 6, sum};
     size_t an, bn;
     uint8_t* a = cpu_compress(&p, x, n, &an);
     uint8_t* b = cpu_compress(&p, y, n, &bn);
@@ -357,7 +367,10 @@ static void test_bad(void) {
         default:
           for (int f = 0; f < 4; f++) t[rnd() % an] ^= (uint8_t)rnd();
       }
-      check_decompress(t, tn, n, esize, 0);
+      const int cpu = check_decompress(t, tn, n, esize, 0);
+      /* with checksums, a changed chunk byte never decodes */
+      const size_t head = ZC_HEADER_BYTES + 4 * zc_ceil_shift(n, 6);
+      if (sum && tn == an && memcmp(t, a, head) == 0 && memcmp(t, a, an) != 0) CHECK(!cpu);
       if (k % 2 == 0) check_hop(zcclSum, t, tn, b, bn, cap, k % 6 == 0 ? 0x3 : 0x1);
     }
     uint8_t* z = (uint8_t*)malloc(n * 8 + 8);
@@ -444,7 +457,7 @@ static long path_count(int k) { return zemu_path[k].load(); }
 static uint8_t* craft_f32(const int64_t* d, const uint8_t* x, size_t* size) {
   const size_t n = 64;
   uint8_t* s = (uint8_t*)calloc(1, 4096);
-  zd_header_write(s, 0, n, 1e-3, 0, 0.0, 6, 1);
+  zd_header_write(s, 0, n, 1e-3, 0, 0.0, 6, 1, 0);
   size_t o = ZC_HEADER_BYTES + 4 + 8; /* index entry, base 0 */
   for (int blk = 0; blk < 2; blk++) {
     zc_block_t b;

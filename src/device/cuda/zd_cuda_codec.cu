@@ -543,12 +543,44 @@ __device__ static void zd_copy_out(uint8_t* out, const uint8_t* staged, uint64_t
   if (end + threadIdx.x < m) out[end + threadIdx.x] = staged[end + threadIdx.x];
 }
 
+/* A chunk's checksum (docs/format.md): the low 32 bits of XXH3-64 of its n
+ * bytes at p, seed s. Longer than the short paths, the eight accumulator
+ * lanes run on threads 0-7 and thread 0 merges them; every thread of the
+ * CTA calls it and gets the result. */
+__device__ static uint32_t zd_chunk_sum(const uint8_t* p, uint32_t n, uint64_t s) {
+  __shared__ uint64_t s_acc[ZC_XXH3_LANES];
+  __shared__ uint32_t s_sum;
+  if (n > ZC_XXH3_MIDSIZE_MAX) {
+    if (threadIdx.x < ZC_XXH3_LANES) s_acc[threadIdx.x] = zc_xxh3_lane(p, n, s, threadIdx.x);
+    __syncthreads();
+    if (threadIdx.x == 0) s_sum = (uint32_t)zc_xxh3_merge(s_acc, n, s);
+  } else if (threadIdx.x == 0) {
+    s_sum = (uint32_t)zc_xxh3_short(p, n, s);
+  }
+  __syncthreads();
+  const uint32_t sum = s_sum;
+  __syncthreads(); /* s_sum and s_acc are reused by the next call */
+  return sum;
+}
+
+/* Whether chunk c's n bytes at p (checksum included) pass their checksum
+ * under header h (always without checksums); *payload: the bytes before it.
+ * Every thread of the CTA calls it. */
+__device__ static int zd_chunk_verify(const zd_hdr_t* h, uint64_t c, const uint8_t* p, uint32_t n,
+                                      uint32_t* payload) {
+  *payload = n;
+  if (!h->checksum) return 1;
+  *payload = n - ZC_CHUNK_SUM_BYTES; /* the caller saw n >= 12 */
+  return zd_chunk_sum(p, *payload, h->seed + c) == zc_get_u32(p + *payload);
+}
+
 /* Thread 0 of the CTA holding the stream's last chunk: *out_size, or 0 and
  * a failure when a chunk failed or the CPU's room rule is not met (room for
  * a worst-case block at the start of every block, the last one tightest). */
 __device__ static void zd_finish(uint64_t* out_size, int* status, unsigned long long excl, int err, uint64_t at,
                                  uint64_t bytes, uint32_t last, uint64_t cap, int esize) {
-  int ok = !(excl & ZD_ERR) && !err && at + last <= cap && cap - (at + last) >= (uint64_t)ZD_EMIT_MAX(esize);
+  int ok = !(excl & ZD_ERR) && !err && at + last <= cap && cap - (at + last) >= (uint64_t)ZD_EMIT_MAX(esize) &&
+           at + bytes <= cap; /* with a checksum it may not: zc_chunk_seal's rule */
   *out_size = ok ? at + bytes : 0;
   if (!ok) zd_fail(status);
 }
@@ -566,6 +598,7 @@ typedef struct {
   unsigned long long epoch;
   double eb, fill;
   int has_fill, f64;
+  int checksum; /* write chunk checksums */
   unsigned lg;
   uint32_t nchunks;
 } zd_cargs_t;
@@ -766,14 +799,21 @@ __device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsign
   __shared__ unsigned long long s_c, s_excl;
   __shared__ int64_t s_base;
   __shared__ uint32_t s_last;
+  __shared__ uint64_t s_seed;
   zd_slot_t* slots = (zd_slot_t*)(A.scratch + ZD_CTL_BYTES);
   const int esize = A.f64 ? 8 : 4;
   const uint64_t head = ZC_HEADER_BYTES + 4ull * A.nchunks;
+  const uint32_t sum_bytes = A.checksum ? ZC_CHUNK_SUM_BYTES : 0;
   const int room = A.cap >= head;
   zc_grid_t g;
   zc_grid_init(A.eb, &g);
+  if (threadIdx.x == 0) { /* every CTA: the checksums' seed is the header's hash */
+    uint8_t hdr[ZC_HEADER_BYTES];
+    zd_header_write(hdr, A.f64, A.count, A.eb, A.has_fill, A.fill, A.lg, A.nchunks, A.checksum);
+    s_seed = A.checksum ? zc_xxh3_64(hdr, ZC_HEADER_BYTES, 0) : 0;
+  }
   if (vb == 0 && threadIdx.x == 0) {
-    if (room) zd_header_write(A.out, A.f64, A.count, A.eb, A.has_fill, A.fill, A.lg, A.nchunks);
+    if (room) zd_header_write(A.out, A.f64, A.count, A.eb, A.has_fill, A.fill, A.lg, A.nchunks, A.checksum);
     if (!room) zd_fail(A.status);
     if (A.nchunks == 0 || !room) *A.out_size = room ? head : 0;
   }
@@ -794,7 +834,7 @@ __device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsign
     for (uint32_t r = 0; r < R; r++)
       staged &= zd_compress_round<F64>(&A, &g, first, n, nb, r, &cy, &s_base, &s_last, sm->out, ZD_OBUF, &err);
     err = __syncthreads_or(err);
-    const uint64_t bytes = cy.bytes;
+    const uint64_t pay = cy.bytes, bytes = pay + sum_bytes;
     if (threadIdx.x == 0) s_excl = zd_place_out(slots, c, bytes | (err ? ZD_ERR : 0), A.epoch);
     __syncthreads();
     const unsigned long long excl = s_excl;
@@ -807,13 +847,18 @@ __device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsign
         zd_put_u64(A.out + at, (uint64_t)base);
       }
       if (staged) {
-        zd_copy_out(A.out + at, sm->out, bytes);
+        zd_copy_out(A.out + at, sm->out, pay);
       } else { /* the rounds again, now that the chunk's place is known */
         zd_carry_t cy2 = {0, 0, 0, 0, 8};
         int64_t base2;
         uint32_t last2;
         for (uint32_t r = 0; r < R; r++)
           zd_compress_round<F64>(&A, &g, first, n, nb, r, &cy2, &base2, &last2, A.out + at, ~0ull, &err);
+      }
+      if (A.checksum) { /* of the bytes as written: __syncthreads makes the CTA's writes visible to it */
+        __syncthreads();
+        const uint32_t sum = zd_chunk_sum(A.out + at, (uint32_t)pay, s_seed + c);
+        if (threadIdx.x == 0) zc_put_u32(A.out + at + pay, sum);
       }
     }
     if (threadIdx.x == 0) {
@@ -899,7 +944,8 @@ __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsi
   for (uint64_t c = c0; c < c1; c++) {
     const uint32_t bytes = zc_get_u32(index + 4 * c);
     /* zc_header_read's index checks, for this chunk */
-    if (bytes < 8 || off + bytes > body || (c == h.nchunks - 1 && off + bytes != body)) {
+    if (bytes < 8u + (h.checksum ? ZC_CHUNK_SUM_BYTES : 0) || off + bytes > body ||
+        (c == h.nchunks - 1 && off + bytes != body)) {
       if (threadIdx.x == 0) zd_fail(A.status);
       return;
     }
@@ -909,13 +955,18 @@ __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsi
       chunk = zd_stage(s_buf, chunk, bytes);
       __syncthreads();
     }
+    uint32_t pay; /* the bytes before the checksum */
+    if (!zd_chunk_verify(&h, c, chunk, bytes, &pay)) {
+      if (threadIdx.x == 0) zd_fail(A.status);
+      return;
+    }
     const uint64_t first = c << h.chunk_log2;
     const uint32_t n = h.count - first < (1ull << h.chunk_log2) ? (uint32_t)(h.count - first) : 1u << h.chunk_log2;
     const uint32_t nb = (n + ZC_BLOCK - 1) / ZC_BLOCK, R = (nb + ZD_T - 1) / ZD_T;
     int err = 0;
     uint64_t q = zd_get_u64(chunk); /* the base */
     for (uint32_t r = 0; r < R && !err; r++) {
-      if (threadIdx.x == 0) s_ok = zd_walk_round(s_buf, src, staged, bytes, r, R, nb, esize, s_off) == 0;
+      if (threadIdx.x == 0) s_ok = zd_walk_round(s_buf, src, staged, pay, r, R, nb, esize, s_off) == 0;
       __syncthreads();
       if (!s_ok) {
         err = 1;
@@ -931,13 +982,13 @@ __device__ static void zd_decompress_body(const zd_dargs_t& A, unsigned vb, unsi
       if (blk < nb) {
         nv = n - blk * ZC_BLOCK < ZC_BLOCK ? (int)(n - blk * ZC_BLOCK) : ZC_BLOCK;
         uint32_t o = s_off[threadIdx.x], e = s_off[threadIdx.x + 1];
-        int used = zd_parse32(chunk + o, bytes - o, nv, h.has_fill, esize, m, &ng, &xb, &fb, &raw);
+        int used = zd_parse32(chunk + o, pay - o, nv, h.has_fill, esize, m, &ng, &xb, &fb, &raw);
         fast = used >= 0 && o + (uint32_t)used == e;
         if (fast) {
           okb = 1;
           sum = zd_dsum32(m, ng);
         } else {
-          okb = zd_gen_parse(&gs, 0, chunk + o, bytes - o, e - o, nv, h.has_fill, esize);
+          okb = zd_gen_parse(&gs, 0, chunk + o, pay - o, e - o, nv, h.has_fill, esize);
           if (okb)
             sum = gs.sum[0];
           else
@@ -1234,10 +1285,9 @@ __device__ static uint64_t zd_round16(uint64_t x) { return (x + 15) & ~15ull; }
  * anything is written, and where the hop reads them from: in place, every
  * input that out overlaps is read from a copy in the scratch, behind the
  * slots (the same copy for b == a). 1 when the hop can go ahead. */
-__device__ static int zd_hop_plan(const zd_hargs_t* A, uint64_t asz, uint64_t bsz, zd_hdr_t* h, const uint8_t** pa,
-                                  const uint8_t** pb) {
-  zd_hdr_t hb;
-  int ok = zd_header_parse(A->a, asz, h) == 0 && zd_header_parse(A->b, bsz, &hb) == 0 && zd_header_compatible(h, &hb);
+__device__ static int zd_hop_plan(const zd_hargs_t* A, uint64_t asz, uint64_t bsz, zd_hdr_t* h, zd_hdr_t* hb,
+                                  const uint8_t** pa, const uint8_t** pb) {
+  int ok = zd_header_parse(A->a, asz, h) == 0 && zd_header_parse(A->b, bsz, hb) == 0 && zd_header_compatible(h, hb);
   const uint64_t head = ZC_HEADER_BYTES + 4ull * (ok ? h->nchunks : 0);
   if (ok && h->nchunks == 0 && (asz != head || bsz != head)) ok = 0; /* no chunk: nothing may follow */
   if (A->cap < head) ok = 0;
@@ -1279,11 +1329,11 @@ __device__ static void zd_hop_stage_body(const zd_hargs_t& A, unsigned vb, unsig
   __shared__ const uint8_t *s_pa, *s_pb;
   __shared__ uint64_t s_asz, s_bsz;
   if (threadIdx.x == 0) {
-    zd_hdr_t h;
+    zd_hdr_t h, hb;
     const uint8_t *pa, *pb;
     s_asz = *A.a_size;
     s_bsz = *A.b_size;
-    s_ok = zd_hop_plan(&A, s_asz, s_bsz, &h, &pa, &pb);
+    s_ok = zd_hop_plan(&A, s_asz, s_bsz, &h, &hb, &pa, &pb);
     s_pa = pa;
     s_pb = pb;
     if (vb == 0) {
@@ -1317,7 +1367,7 @@ typedef struct __align__(16) {
  * writes the header. SUM: A.op is zcclSum (zd_hop_round). */
 template <int SUM>
 __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned long long* ticket, zd_hsmem_t* sm) {
-  __shared__ zd_hdr_t s_h;
+  __shared__ zd_hdr_t s_h, s_hb;
   __shared__ int s_ok;
   __shared__ const uint8_t *s_pa, *s_pb;
   __shared__ uint64_t s_asz, s_bsz;
@@ -1335,14 +1385,14 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
   if (threadIdx.x == 0) {
     const uint64_t asz = A.inplace ? ctl->size[0] : *A.a_size, bsz = A.inplace ? ctl->size[1] : *A.b_size;
     const uint8_t *pa, *pb;
-    s_ok = zd_hop_plan(&A, asz, bsz, &s_h, &pa, &pb);
+    s_ok = zd_hop_plan(&A, asz, bsz, &s_h, &s_hb, &pa, &pb);
     s_pa = pa;
     s_pb = pb;
     s_asz = asz;
     s_bsz = bsz;
   }
   __syncthreads();
-  const zd_hdr_t h = s_h;
+  const zd_hdr_t h = s_h, hb = s_hb; /* the result's header is a's, and so are its checksums */
   const uint8_t *pa = s_pa, *pb = s_pb;
   const uint64_t asz = s_asz, bsz = s_bsz;
   if (!s_ok) {
@@ -1375,8 +1425,9 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
       agg[1] = zc_get_u32(pb + ZC_HEADER_BYTES + 4 * c);
       zd_place_in(slots, c, agg, A.epoch, ex);
       const int last = c == h.nchunks - 1;
-      s_ok = agg[0] >= 8 && ex[0] + agg[0] <= asz - head && (!last || ex[0] + agg[0] == asz - head) &&
-             agg[1] >= 8 && ex[1] + agg[1] <= bsz - head && (!last || ex[1] + agg[1] == bsz - head);
+      const uint32_t mina = 8u + (h.checksum ? ZC_CHUNK_SUM_BYTES : 0), minb = 8u + (hb.checksum ? ZC_CHUNK_SUM_BYTES : 0);
+      s_ok = agg[0] >= mina && ex[0] + agg[0] <= asz - head && (!last || ex[0] + agg[0] == asz - head) &&
+             agg[1] >= minb && ex[1] + agg[1] <= bsz - head && (!last || ex[1] + agg[1] == bsz - head);
       s_in[0] = ex[0];
       s_in[1] = ex[1];
       s_n[0] = (uint32_t)agg[0];
@@ -1397,6 +1448,10 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
       if (ia.staged) ia.p = zd_stage(s_bufa, ia.src, ia.bytes);
       if (ib.staged) ib.p = zd_stage(s_bufb, ib.src, ib.bytes);
       __syncthreads();
+      /* Inputs verified first, as zc_hop_chunks does: a corrupt chunk must
+       * not pass into a result that carries a valid checksum. */
+      const int oka = zd_chunk_verify(&h, c, ia.p, ia.bytes, &ia.bytes);
+      ok = zd_chunk_verify(&hb, c, ib.p, ib.bytes, &ib.bytes) && oka;
     }
     zd_carry_t cy = {0, 0, 0, 0, 8};
     int err = !ok, staged = 1;
@@ -1408,7 +1463,7 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
                                     &err);
     }
     err = __syncthreads_or(err);
-    const uint64_t bytes = cy.bytes;
+    const uint64_t pay = cy.bytes, bytes = pay + (h.checksum ? ZC_CHUNK_SUM_BYTES : 0);
     if (threadIdx.x == 0) s_excl = zd_place_out(slots, c, bytes | (err ? ZD_ERR : 0), A.epoch);
     __syncthreads();
     const unsigned long long excl = s_excl;
@@ -1421,13 +1476,18 @@ __device__ static void zd_hop_body(const zd_hargs_t& A, unsigned vb, unsigned lo
         zd_put_u64(A.out + at, (uint64_t)base);
       }
       if (staged) {
-        zd_copy_out(A.out + at, sm->res.out, bytes);
+        zd_copy_out(A.out + at, sm->res.out, pay);
       } else { /* the rounds again, now that the chunk's place is known */
         zd_carry_t cy2 = {zd_get_u64(ia.p), zd_get_u64(ib.p), 0, 0, 8};
         int64_t base2;
         uint32_t last2;
         for (uint32_t r = 0; r < R; r++)
           zd_hop_round<SUM>(&A, &h, &g, ia, ib, n, nb, r, &cy2, &base2, &last2, s_walk, A.out + at, ~0ull, &err);
+      }
+      if (h.checksum) { /* a's seed: the result's header is a's */
+        __syncthreads();
+        const uint32_t sum = zd_chunk_sum(A.out + at, (uint32_t)pay, h.seed + c);
+        if (threadIdx.x == 0) zc_put_u32(A.out + at + pay, sum);
       }
     }
     if (threadIdx.x == 0) {
@@ -1765,11 +1825,6 @@ static zcclResult_t zd_compress_args(const zc_params_t* p, const void* in, size_
                    "zd_cuda_compress: error bound %g must be finite and > 0", p->eb);
   ZU_RETURN_ERR_IF(p->has_fill && !isfinite(p->fill), zcclInvalidArgument,
                    "zd_cuda_compress: the fill value must be finite");
-  /* The kernels write no chunk checksums yet (docs/cuda.md): refuse rather
-   * than write a stream without the integrity the caller asked for. */
-  ZU_RETURN_ERR_IF(p->checksum, zcclInvalidUsage,
-                   "zd_cuda_compress: the CUDA kernels do not write chunk checksums yet (ZCCL_CHECKSUM=1 needs "
-                   "the host codec)");
   unsigned lg = p->chunk_log2 ? p->chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
   ZU_RETURN_ERR_IF(lg < ZC_CHUNK_LOG2_MIN || lg > ZC_CHUNK_LOG2_MAX, zcclInvalidArgument,
                    "zd_cuda_compress: chunk size 2^%u outside 2^%d..2^%d", lg, ZC_CHUNK_LOG2_MIN, ZC_CHUNK_LOG2_MAX);
@@ -1793,6 +1848,7 @@ static zcclResult_t zd_compress_args(const zc_params_t* p, const void* in, size_
   A.fill = p->fill;
   A.has_fill = p->has_fill != 0;
   A.f64 = p->dtype == zcclFloat64;
+  A.checksum = p->checksum != 0;
   A.lg = lg;
   A.nchunks = (uint32_t)nchunks;
   return zcclSuccess;

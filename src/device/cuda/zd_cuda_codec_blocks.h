@@ -20,6 +20,7 @@
 
 #include "zc_szp.h"
 #include "zc_szp_block.h"
+#include "zc_xxh3.h"
 #include "zccl.h"
 
 #define ZD_RC_RANGE (-2)
@@ -52,6 +53,8 @@ typedef struct {
   unsigned chunk_log2;
   uint64_t count, eb_bits, fill_bits;
   uint32_t nchunks, divisor;
+  int checksum;  /* flag bit 1: every chunk ends with its checksum */
+  uint64_t seed; /* then the chunks' checksum seed: the header's XXH3-64 */
 } zd_hdr_t;
 
 ZC_HD_INLINE int zd_finite64(uint64_t u) { return (u & 0x7ff0000000000000ull) != 0x7ff0000000000000ull; }
@@ -62,9 +65,13 @@ ZC_HD_INLINE int zd_finite64(uint64_t u) { return (u & 0x7ff0000000000000ull) !=
 ZC_HD_INLINE int zd_header_parse(const uint8_t* s, uint64_t size, zd_hdr_t* h) {
   if (size < ZC_HEADER_BYTES) return -1;
   if (s[0] != 'Z' || s[1] != 'C' || s[2] != 'C' || s[3] != 'S' || s[4] != 1) return -1;
-  if ((s[5] != 1 && s[5] != 2) || (s[6] & ~1u) || s[7] < ZC_CHUNK_LOG2_MIN || s[7] > ZC_CHUNK_LOG2_MAX) return -1;
+  if ((s[5] != 1 && s[5] != 2) || (s[6] & ~(ZC_FLAG_FILL | ZC_FLAG_CHECKSUM)) || s[7] < ZC_CHUNK_LOG2_MIN ||
+      s[7] > ZC_CHUNK_LOG2_MAX)
+    return -1;
   h->f64 = s[5] == 2;
-  h->has_fill = s[6] & 1;
+  h->has_fill = (s[6] & ZC_FLAG_FILL) != 0;
+  h->checksum = (s[6] & ZC_FLAG_CHECKSUM) != 0;
+  h->seed = h->checksum ? zc_xxh3_64(s, ZC_HEADER_BYTES, 0) : 0;
   h->chunk_log2 = s[7];
   h->count = zd_get_u64(s + 8);
   h->eb_bits = zd_get_u64(s + 16);
@@ -86,14 +93,14 @@ ZC_HD_INLINE int zd_header_compatible(const zd_hdr_t* a, const zd_hdr_t* b) {
 
 /* The header zc_compress writes. */
 ZC_HD_INLINE void zd_header_write(uint8_t* o, int f64, uint64_t count, double eb, int has_fill, double fill,
-                                  unsigned chunk_log2, uint32_t nchunks) {
+                                  unsigned chunk_log2, uint32_t nchunks, int checksum) {
   o[0] = 'Z';
   o[1] = 'C';
   o[2] = 'C';
   o[3] = 'S';
   o[4] = 1;
   o[5] = f64 ? 2 : 1;
-  o[6] = has_fill ? 1 : 0;
+  o[6] = (uint8_t)((has_fill ? ZC_FLAG_FILL : 0) | (checksum ? ZC_FLAG_CHECKSUM : 0));
   o[7] = (uint8_t)chunk_log2;
   zd_put_u64(o + 8, count);
   zd_put_u64(o + 16, zc_f64_bits(eb));
