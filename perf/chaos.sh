@@ -11,7 +11,8 @@
 #   wrong nranks, an out-of-range rank and replayed hellos/answers hit the
 #   root (bootstrap_attack; a try is one such run); worst = formation time.
 # - leak: init + AllReduce + destroy cycles on one rank (unique id) and on
-#   two under mpirun (PMIx and TCP bootstraps; comm_leak, comm_leak_mpi); a
+#   two and four ranks (--quick: two) under mpirun (PMIx and TCP
+#   bootstraps; comm_leak, comm_leak_mpi); a
 #   try is one cycle, "silent wrong" a run whose threads, fds or heap grew;
 #   worst = the largest heap and RSS growth of a rank over its cycles.
 # - corruption: single-bit flips of a compressed levitus TEMP stream with
@@ -100,16 +101,20 @@ leak_run() {
 }
 leak_run "$T/comm_leak" "$cycles" 20
 l_tries=$((l_tries + cycles))
+lranks=(2 4)
+[ $QUICK = 1 ] && lranks=(2)
 for boot in pmix tcp; do
-  leak_run mpirun -np 2 -x ZCCL_BOOTSTRAP=$boot "$T/comm_leak_mpi" "$mcycles" 20
-  l_tries=$((l_tries + 2 * mcycles))
+  for n in "${lranks[@]}"; do
+    leak_run mpirun -np "$n" -x ZCCL_BOOTSTRAP=$boot "$T/comm_leak_mpi" "$mcycles" 20
+    l_tries=$((l_tries + n * mcycles))
+  done
 done
 # "..., heap A -> B (...), RSS C -> D kB (...)": the largest growth of any rank.
 read -r l_heap l_rss < <(awk '/ heap / { for (i = 1; i <= NF; i++) {
     if ($i == "heap") { h = ($(i + 3) - $(i + 1)) / 1024; if (h > hw) hw = h }
     if ($i == "RSS") { r = $(i + 3) - $(i + 1); if (r > rw) rw = r } } }
   END { printf "%+.0f %+.0f\n", hw, rw }' "$l_log")
-row "leak (cycles of init + AllReduce + destroy; 1 rank by id, 2 by PMIx and by TCP)" "$l_tries" "$l_crash" \
+row "leak (cycles of init + AllReduce + destroy; 1 rank by id, 2 and 4 by PMIx and by TCP)" "$l_tries" "$l_crash" \
   "$l_hang" "$l_bad runs grew" "$l_clean runs flat" "heap ${l_heap} kB, RSS ${l_rss} kB in all"
 
 # ---- corruption -------------------------------------------------------------------

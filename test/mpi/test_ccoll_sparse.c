@@ -248,6 +248,11 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
       for (int kind = 0; kind < NKINDS; kind++)
         for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+          /* A million values (many chunks, a pipelined chain) for every
+           * kind and op in float32; in float64 for SUM only, which the
+           * other ops' paths share but for the element function, already
+           * covered at the smaller counts (keeps CI's np8 run short). */
+          if (counts[k] > 100000 && f64 && ops[o] != zcclSum) continue;
           /* Roots at either end and in the middle; in place now and then. */
           int root = (int)(k + (size_t)kind + o) % nranks, inplace = (kind + (int)o) % 3 == 0;
           test_sparse(comm, 0, kind, f64, ops[o], counts[k], root, inplace);
