@@ -2,7 +2,7 @@
  * whole job when one rank dies) that meet through a unique id, then:
  *
  *   kill-recv   rank 1 dies by SIGKILL while rank 0 waits in a receive
- *   kill-send   rank 1 dies while rank 0 sends it 64 MiB
+ *   kill-send   rank 1 dies while rank 0 sends it 16 MiB (rendezvous)
  *   no-show     rank 1 lives but never posts the receive
  *   kill-hz     rank 1 dies while rank 0 is in a compressed (homomorphic
  *               ring) allreduce of 64 MiB: chunks in flight both ways
@@ -36,6 +36,13 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* no-show: the parent tells rank 1 (SIGUSR1) that rank 0 is done with it. */
+static volatile sig_atomic_t rank0_done;
+static void on_rank0_done(int sig) {
+  (void)sig;
+  rank0_done = 1;
+}
+
 static int rank1(const char* mode, zcclUniqueId id) {
   zcclComm_t comm;
   if (zcclCommInitRank(&comm, 2, id, 1) != zcclSuccess) return 2;
@@ -46,7 +53,9 @@ static int rank1(const char* mode, zcclUniqueId id) {
   zcclRecv(&w, 1, zcclInt32, 0, comm, NULL);
   if (zcclGroupEnd() != zcclSuccess) return 3;
   if (strcmp(mode, "no-show") == 0) {
-    sleep(TIMEOUT_S + 6); /* alive, silent */
+    /* alive, silent, until rank 0 has failed and destroyed its end (at most
+     * TIMEOUT_S + 6 s) */
+    for (int k = 0; k < 100 * (TIMEOUT_S + 6) && !rank0_done; k++) usleep(10000);
     zcclCommAbort(comm);
     return 0;
   }
@@ -66,7 +75,9 @@ static int rank0(const char* mode, zcclUniqueId id) {
   CHECK_RES(zcclGroupEnd(), zcclSuccess);
   CHECK(w == 1);
 
-  size_t bytes = (size_t)64 << 20;
+  /* 16 MiB for a point-to-point message (rendezvous, the allowance adds
+   * 1.7 s to the wait), 64 MiB for the ring's chunks in flight */
+  size_t bytes = (size_t)(strcmp(mode, "kill-hz") == 0 ? 64 : 16) << 20;
   char* buf = calloc(1, bytes);
   double t0 = now();
   zcclResult_t res;
@@ -166,6 +177,7 @@ int main(int argc, char** argv) {
   zcclUniqueId ids[4];
   for (int k = 0; k < 4; k++) CHECK_RES(zcclGetUniqueId(&ids[k]), zcclSuccess);
   pid_t pids[2];
+  signal(SIGUSR1, on_rank0_done); /* before the fork: rank 1 has it from its start */
   for (int r = 0; r < 2; r++) {
     pids[r] = fork();
     if (pids[r] == 0) _exit(live ? range_fail(r, ids) : r == 0 ? rank0(mode, ids[0]) : rank1(mode, ids[0]));
@@ -177,7 +189,10 @@ int main(int argc, char** argv) {
     for (int r = 0; r < 2; r++) {
       if (status[r] != -1) continue;
       int st;
-      if (waitpid(pids[r], &st, WNOHANG) == pids[r]) status[r] = st, left--;
+      if (waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+        status[r] = st, left--;
+        if (r == 0 && status[1] == -1 && strcmp(mode, "no-show") == 0) kill(pids[1], SIGUSR1);
+      }
     }
     usleep(20000);
   }
