@@ -1,8 +1,8 @@
 /*
- * zccl_nccl.h: NCCL's names on top of zccl, so that a program written for
- * nccl.h compiles unchanged against zccl. Include it directly, or put
- * <prefix>/include/zccl/compat first on the include path (CMake:
- * zccl::nccl_compat) so that `#include <nccl.h>` finds zccl's.
+ * zccl_nccl.h: NCCL's names as inline wrappers over libzccl, for programs
+ * that mix them with zccl's own calls and link libzccl alone. A program
+ * written for NCCL wants zccl's nccl.h and libnccl.so.2 instead (NCCL's
+ * ABI: real functions, NCCL's types; docs/nccl.md). Do not include both.
  *
  * Types and constants are the same values; each function is a thin inline
  * call of its zccl twin (see zccl.h for semantics). Not provided: NCCL's

@@ -1,10 +1,35 @@
-/* An NCCL program, unchanged: it includes <nccl.h> and uses only NCCL's
- * names. Compiled as C here and as C++ by test_nccl_dropin_cxx. It runs on
- * one rank: an allreduce (in place, AVG on one rank is the identity) and a
- * grouped allgather. */
+/* An NCCL program, unchanged: it includes <nccl.h> (zccl's) and uses only
+ * NCCL's names; it links libnccl.so.2 (zccl's). Compiled as C here and as
+ * C++ by test_nccl_dropin_cxx. It runs on one rank: an allreduce (in
+ * place, AVG on one rank is the identity) and a grouped allgather. */
 #include <nccl.h>
 #include <stdio.h>
 #include <string.h>
+
+/* What NCCL programs do with the header beyond calling it: weak
+ * declarations (a fallback when a library lacks the function), taking the
+ * functions' addresses, and in C++ overloading on NCCL's types. */
+#pragma weak ncclCommWindowRegister
+const char* ncclGetLastError(ncclComm_t comm) __attribute__((weak));
+typedef void (*any_fn)(void);
+#define F(name) (any_fn) name, (any_fn)p##name
+static const any_fn every[] = {
+    F(ncclMemAlloc),         F(ncclMemFree),          F(ncclGetVersion),         F(ncclGetUniqueId),
+    F(ncclCommInitRankConfig), F(ncclCommInitRank),   F(ncclCommInitAll),        F(ncclCommFinalize),
+    F(ncclCommDestroy),      F(ncclCommAbort),        F(ncclCommSplit),          F(ncclCommInitRankScalable),
+    F(ncclGetErrorString),   F(ncclGetLastError),     F(ncclCommGetAsyncError),  F(ncclCommCount),
+    F(ncclCommCuDevice),     F(ncclCommUserRank),     F(ncclCommRegister),       F(ncclCommDeregister),
+    F(ncclCommWindowRegister), F(ncclCommWindowDeregister), F(ncclReduce),       F(ncclBcast),
+    F(ncclBroadcast),        F(ncclAllReduce),        F(ncclReduceScatter),      F(ncclAllGather),
+    F(ncclAlltoAll),         F(ncclGather),           F(ncclScatter),            F(ncclSend),
+    F(ncclRecv),             F(ncclGroupStart),       F(ncclGroupEnd)};
+#undef F
+#ifdef __cplusplus
+static int kind_of(ncclResult_t) { return 1; }
+static int kind_of(ncclDataType_t) { return 2; }
+static int kind_of(ncclComm_t) { return 3; }
+static int kind_of(int) { return 4; }
+#endif
 
 #define NCCLCHECK(cmd)                                                                    \
   do {                                                                                    \
@@ -16,6 +41,17 @@
   } while (0)
 
 int main(void) {
+  for (size_t i = 0; i < sizeof every / sizeof every[0]; i++)
+    if (every[i] == NULL) {
+      printf("function %zu of the table has no address\n", i);
+      return 1;
+    }
+  if (ncclGetLastError == NULL || ncclCommWindowRegister == NULL) return 1; /* weak, but present */
+#ifdef __cplusplus
+  if (kind_of(ncclSuccess) != 1 || kind_of(ncclFloat) != 2 || kind_of(NCCL_COMM_NULL == NULL ? (ncclComm_t)0 : 0) != 3 ||
+      kind_of(7) != 4)
+    return 1;
+#endif
   int version = 0;
   NCCLCHECK(ncclGetVersion(&version));
   ncclUniqueId id;
