@@ -214,6 +214,11 @@ const char* zcclGetErrorString(zcclResult_t result);
  * no newer message in this thread, that error's message. */
 const char* zcclGetLastError(zcclComm_t comm);
 
+/* Reads the logging settings (ZCCL_DEBUG, ZCCL_DEBUG_FILE,
+ * ZCCL_DEBUG_SUBSYS) from the environment again; safe while other threads
+ * log. A debug file opened before stays open. */
+void zcclResetDebugInit(void);
+
 /* ---------------------------------------------------------------------------
  * Communicators
  * ------------------------------------------------------------------------- */

@@ -101,6 +101,10 @@ NCCL_TWIN(const char*, ncclGetErrorString, (ncclResult_t result))
 const char* pncclGetLastError(ncclComm_t comm) { return zcclGetLastError(Z(comm)); }
 NCCL_TWIN(const char*, ncclGetLastError, (ncclComm_t comm))
 
+/* NCCL's logging settings are zccl's (ZCCL_DEBUG, _FILE, _SUBSYS). */
+void pncclResetDebugInit(void) { zcclResetDebugInit(); }
+NCCL_TWIN(void, ncclResetDebugInit, (void))
+
 ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId) { return R(zcclGetUniqueId((zcclUniqueId*)uniqueId)); }
 NCCL_TWIN(ncclResult_t, ncclGetUniqueId, (ncclUniqueId * uniqueId))
 

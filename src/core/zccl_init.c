@@ -70,6 +70,8 @@ int zccl_comm_live(zcclComm_t comm) {
   return found;
 }
 
+void zcclResetDebugInit(void) { zu_log_reset(); }
+
 const char* zcclGetLastError(zcclComm_t comm) {
   const char* msg = zu_error_last();
   if (msg[0] == '\0' && comm != NULL && zccl_comm_live(comm) && comm->magic == ZCCL_COMM_MAGIC &&

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -12,9 +13,11 @@
 #include "zu_param.h"
 
 static pthread_once_t zu_log_once = PTHREAD_ONCE_INIT;
-static zu_log_level_t zu_level = ZU_LOG_WARN;
-static uint32_t zu_mask = ZU_LOG_INIT | ZU_LOG_BOOTSTRAP | ZU_LOG_ENV;
-static FILE* zu_log_file = NULL; /* NULL: stderr */
+/* Atomic: zu_log_reset may read the settings again while other threads log. */
+static _Atomic int zu_level = ZU_LOG_WARN;
+static _Atomic uint32_t zu_mask = ZU_LOG_INIT | ZU_LOG_BOOTSTRAP | ZU_LOG_ENV;
+static FILE* _Atomic zu_log_file = NULL; /* NULL: stderr */
+static pthread_mutex_t zu_log_reset_mu = PTHREAD_MUTEX_INITIALIZER;
 static char zu_host[64] = "?";
 static _Thread_local int zu_log_rank = -1;
 
@@ -72,48 +75,65 @@ static void zu_log_expand_path(const char* pattern, char* out, size_t len) {
   out[o] = '\0';
 }
 
-static void zu_log_init(void) {
-  gethostname(zu_host, sizeof zu_host - 1);
-  zu_host[sizeof zu_host - 1] = '\0';
-  char* dot = strchr(zu_host, '.');
-  if (dot) *dot = '\0';
-
+/* The settings from the environment (ZCCL_DEBUG, _FILE, _SUBSYS). */
+static void zu_log_load(void) {
   const char* lv = zu_param_str(ZU_PARAM_DEBUG);
   static const char* names[] = {"NONE", "VERSION", "WARN", "INFO", "TRACE"};
   int found = 0;
   for (int i = 0; i <= ZU_LOG_TRACE; i++)
     if (strcasecmp(lv, names[i]) == 0) {
-      zu_level = (zu_log_level_t)i;
+      atomic_store(&zu_level, i);
       found = 1;
     }
   const char* file = zu_param_str(ZU_PARAM_DEBUG_FILE);
   if (file[0] != '\0') {
     char path[512];
     zu_log_expand_path(file, path, sizeof path);
-    zu_log_file = fopen(path, "a");
-    if (zu_log_file == NULL)
+    /* A file opened before stays open: another thread may be writing to it. */
+    FILE* f = fopen(path, "a");
+    if (f == NULL)
       fprintf(stderr, "%s:%d zccl WARN cannot open ZCCL_DEBUG_FILE '%s'; logging to stderr\n",
               zu_host, (int)getpid(), path);
     else
-      setvbuf(zu_log_file, NULL, _IOLBF, 0);
+      setvbuf(f, NULL, _IOLBF, 0);
+    atomic_store(&zu_log_file, f);
+  } else {
+    atomic_store(&zu_log_file, NULL);
   }
   if (!found)
     fprintf(stderr, "%s:%d zccl WARN ZCCL_DEBUG='%s' is not NONE|VERSION|WARN|INFO|TRACE; using WARN\n",
             zu_host, (int)getpid(), lv);
   const char* sub = zu_param_str(ZU_PARAM_DEBUG_SUBSYS);
-  if (zu_log_parse_subsys(sub, &zu_mask) != 0)
+  uint32_t mask = ZU_LOG_INIT | ZU_LOG_BOOTSTRAP | ZU_LOG_ENV;
+  if (zu_log_parse_subsys(sub, &mask) != 0)
     fprintf(stderr, "%s:%d zccl WARN ZCCL_DEBUG_SUBSYS='%s' has an unknown subsystem; using %s\n",
             zu_host, (int)getpid(), sub, zu_param_def(ZU_PARAM_DEBUG_SUBSYS)->def);
+  atomic_store(&zu_mask, mask);
+}
+
+static void zu_log_init(void) {
+  gethostname(zu_host, sizeof zu_host - 1);
+  zu_host[sizeof zu_host - 1] = '\0';
+  char* dot = strchr(zu_host, '.');
+  if (dot) *dot = '\0';
+  zu_log_load();
+}
+
+void zu_log_reset(void) {
+  pthread_once(&zu_log_once, zu_log_init);
+  pthread_mutex_lock(&zu_log_reset_mu);
+  zu_log_load();
+  pthread_mutex_unlock(&zu_log_reset_mu);
 }
 
 zu_log_level_t zu_log_level(void) {
   pthread_once(&zu_log_once, zu_log_init);
-  return zu_level;
+  return (zu_log_level_t)atomic_load_explicit(&zu_level, memory_order_relaxed);
 }
 
 uint32_t zu_log_mask(void) {
   pthread_once(&zu_log_once, zu_log_init);
-  return zu_mask;
+  return atomic_load_explicit(&zu_mask, memory_order_relaxed);
 }
 
 void zu_log_set_rank(int rank) { zu_log_rank = rank; }
@@ -135,6 +155,7 @@ void zu_log(zu_log_level_t level, uint32_t subsys, const char* file, int line, c
     vsnprintf(msg + n, sizeof msg - n, fmt, ap);
     va_end(ap);
   }
-  FILE* out = zu_log_file ? zu_log_file : stderr;
+  FILE* f = atomic_load(&zu_log_file);
+  FILE* out = f ? f : stderr;
   fprintf(out, "%s\n", msg); /* one call: lines from threads don't interleave */
 }

@@ -32,6 +32,9 @@ typedef enum {
 /* Current level and mask (initialised from the environment on first use). */
 zu_log_level_t zu_log_level(void);
 uint32_t zu_log_mask(void);
+/* Reads ZCCL_DEBUG, ZCCL_DEBUG_FILE and ZCCL_DEBUG_SUBSYS again
+ * (zcclResetDebugInit). */
+void zu_log_reset(void);
 
 void zu_log(zu_log_level_t level, uint32_t subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));

@@ -4,7 +4,10 @@
  * place, AVG on one rank is the identity) and a grouped allgather. */
 #include <nccl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* What NCCL programs do with the header beyond calling it: weak
  * declarations (a fallback when a library lacks the function), taking the
@@ -22,7 +25,7 @@ static const any_fn every[] = {
     F(ncclCommWindowRegister), F(ncclCommWindowDeregister), F(ncclReduce),       F(ncclBcast),
     F(ncclBroadcast),        F(ncclAllReduce),        F(ncclReduceScatter),      F(ncclAllGather),
     F(ncclAlltoAll),         F(ncclGather),           F(ncclScatter),            F(ncclSend),
-    F(ncclRecv),             F(ncclGroupStart),       F(ncclGroupEnd)};
+    F(ncclRecv),             F(ncclGroupStart),       F(ncclGroupEnd),           F(ncclResetDebugInit)};
 #undef F
 #ifdef __cplusplus
 static int kind_of(ncclResult_t) { return 1; }
@@ -54,12 +57,27 @@ int main(void) {
 #endif
   int version = 0;
   NCCLCHECK(ncclGetVersion(&version));
+  /* ncclResetDebugInit: logging switched to INFO into a file while running */
+  char log[64];
+  snprintf(log, sizeof log, "/tmp/zccl_nccl_dropin.%d.log", (int)getpid());
+  setenv("ZCCL_DEBUG", "INFO", 1);
+  setenv("ZCCL_DEBUG_FILE", log, 1);
+  ncclResetDebugInit();
   ncclUniqueId id;
   NCCLCHECK(ncclGetUniqueId(&id));
   ncclComm_t comm;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 1;
   NCCLCHECK(ncclCommInitRankConfig(&comm, 1, id, 0, &config));
+  setenv("ZCCL_DEBUG", "WARN", 1);
+  unsetenv("ZCCL_DEBUG_FILE");
+  ncclResetDebugInit();
+  struct stat st;
+  if (stat(log, &st) != 0 || st.st_size == 0) {
+    printf("ncclResetDebugInit: no INFO lines in %s\n", log);
+    return 1;
+  }
+  unlink(log);
   int n = 0, rank = -1, dev = 0;
   NCCLCHECK(ncclCommCount(comm, &n));
   NCCLCHECK(ncclCommUserRank(comm, &rank));
