@@ -5,7 +5,8 @@
  * element: AllReduce for every datatype and op; every other collective,
  * Bcast in place and a Send/Recv ring for an integer and a float type;
  * a group of several collectives; split; InitRankScalable; InitAll (two
- * communicators of one process, one thread each); registration; abort; and
+ * communicators of one process, one thread each); registration; a
+ * nonblocking communicator polled through ncclCommGetAsyncError; abort; and
  * with ZCCL_COMPRESSION set, a large float AllReduce that must go
  * compressed (zcclCommCompressionStats, looked up at run time) and stay
  * within its bound. */
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
@@ -299,6 +301,42 @@ static void test_compressed(ncclComm_t comm, double eb) {
   free(y);
 }
 
+/* Wait for a nonblocking communicator's last call, as NCCL programs do:
+ * poll ncclCommGetAsyncError while it says ncclInProgress. */
+static ncclResult_t settle(ncclComm_t comm) {
+  ncclResult_t st = ncclInProgress;
+  for (int k = 0; k < 200000 && st == ncclInProgress; k++) {
+    if (ncclCommGetAsyncError(comm, &st) != ncclSuccess) return ncclInternalError;
+    if (st == ncclInProgress) usleep(50);
+  }
+  return st;
+}
+
+/* A nonblocking communicator (config.blocking = 0): init and a collective
+ * may return ncclInProgress; polling ends in ncclSuccess, results right. */
+static void test_nonblocking(void) {
+  ncclUniqueId id;
+  if (rank == 0) NCHECK(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t c = NULL;
+  ncclResult_t r = ncclCommInitRankConfig(&c, nranks, id, rank, &cfg);
+  CHECK(r == ncclSuccess || r == ncclInProgress);
+  CHECK(c != NULL && settle(c) == ncclSuccess);
+  double x[300], y[300];
+  for (int i = 0; i < 300; i++) x[i] = rank + i;
+  r = ncclAllReduce(x, y, 300, ncclFloat64, ncclMin, c, NULL);
+  CHECK(r == ncclSuccess || r == ncclInProgress);
+  CHECK(settle(c) == ncclSuccess);
+  int bad = 0;
+  for (int i = 0; i < 300; i++) bad += y[i] != i;
+  CHECK(bad == 0);
+  NCHECK(ncclCommFinalize(c));
+  CHECK(settle(c) == ncclSuccess);
+  NCHECK(ncclCommDestroy(c));
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -330,6 +368,7 @@ int main(int argc, char** argv) {
     test_others(comm, ncclFloat8e5m2);
     test_group_split(comm);
     test_register(comm);
+    test_nonblocking();
   }
   NCHECK(ncclCommFinalize(comm));
   NCHECK(ncclCommDestroy(comm));
