@@ -351,6 +351,9 @@ static void test_zfp_bad(zcclUniqueId* id, int f64) {
                {"", "NaN or Inf"},       {"", "NaN or Inf"},     {"", "fill"},             {"ring", "fill"},
                {"", "fill"},             {"", "compress"},       {"", "compress"},         {"", "compress"}};
   for (int kase = 0; kase < (int)(sizeof cases / sizeof cases[0]); kase++) {
+    /* the fill cases (10-12) once, in float32: they do not depend on the
+     * dtype, and each case costs a communicator */
+    if (f64 && kase >= 10 && kase <= 12) continue;
     if (cases[kase].algo[0]) setenv("ZCCL_ALGO", cases[kase].algo, 1); /* while no communicator exists */
     zcclComm_t comm = NULL;
     if (rank == 0) zcclGetUniqueId(id);
