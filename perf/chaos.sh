@@ -21,7 +21,7 @@
 #   the decoder refused.
 # Builds nothing. Logs go to out/chaos/.
 #   perf/chaos.sh [build dir] [--quick]
-# --quick: fewer repetitions (a few minutes instead of about twenty).
+# --quick: fewer repetitions (a few minutes instead of about 8 here).
 set -uo pipefail # not -e: a probe that fails is counted, and the rest goes on
 cd "$(dirname "$0")/.." || exit 2
 BUILD=$(cd "${1:-build}" && pwd) || exit 2
