@@ -166,11 +166,13 @@ static void* nccl_init_one(void* arg) {
 ncclResult_t pncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
   if (comm == NULL || ndev < 1)
     return R(ZU_ERROR(zcclInvalidArgument, "ncclCommInitAll: %d devices into %p", ndev, (void*)comm));
-  for (int i = 0; devlist && i < ndev; i++)
-    for (int j = 0; j < i; j++)
-      if (devlist[i] < 0 || devlist[i] == devlist[j])
-        return R(ZU_ERROR(zcclInvalidArgument, "ncclCommInitAll: devlist[%d] = %d is negative or repeated", i,
-                          devlist[i]));
+  for (int i = 0; devlist && i < ndev; i++) {
+    int seen = devlist[i] < 0;
+    for (int j = 0; j < i && !seen; j++) seen = devlist[i] == devlist[j];
+    if (seen)
+      return R(ZU_ERROR(zcclInvalidArgument, "ncclCommInitAll: devlist[%d] = %d is negative or repeated", i,
+                        devlist[i]));
+  }
   nccl_init_all_t* a = calloc((size_t)ndev, sizeof *a);
   pthread_t* t = calloc((size_t)ndev, sizeof *t);
   zcclUniqueId id;

@@ -167,15 +167,14 @@ ZC_HD_INLINE uint64_t zc_xxh3_lane(const uint8_t* p, size_t n, uint64_t seed, un
   uint64_t acc = init[i];
   const size_t blocks = (n - 1) / 1024;
   const uint64_t scr = zc_xxh3_s64(128 + 8 * i, seed);
-  for (size_t b = 0; b < blocks; b++, p += 1024) {
-    for (unsigned s = 0; s < 16; s++) acc += zc_xxh3_stripe(p + 64 * s, 8 * s, seed, i);
+  for (size_t b = 0; b < blocks; b++) {
+    for (unsigned s = 0; s < 16; s++) acc += zc_xxh3_stripe(p + 1024 * b + 64 * s, 8 * s, seed, i);
     acc ^= acc >> 47;
     acc ^= scr;
     acc *= ZC_XXH3_P32_1;
   }
   const unsigned stripes = (unsigned)(((n - 1) - 1024 * blocks) / 64);
-  for (unsigned s = 0; s < stripes; s++) acc += zc_xxh3_stripe(p + 64 * s, 8 * s, seed, i);
-  p -= 1024 * blocks;
+  for (unsigned s = 0; s < stripes; s++) acc += zc_xxh3_stripe(p + 1024 * blocks + 64 * s, 8 * s, seed, i);
   return acc + zc_xxh3_stripe(p + n - 64, 192 - 64 - 7, seed, i);
 }
 

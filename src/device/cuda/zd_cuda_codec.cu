@@ -807,13 +807,14 @@ __device__ static void zd_compress_body(const zd_cargs_t& A, unsigned vb, unsign
   const int room = A.cap >= head;
   zc_grid_t g;
   zc_grid_init(A.eb, &g);
-  if (threadIdx.x == 0) { /* every CTA: the checksums' seed is the header's hash */
+  if (threadIdx.x == 0) { /* every CTA: the checksums' seed is the header's hash; CTA 0 also writes it */
     uint8_t hdr[ZC_HEADER_BYTES];
     zd_header_write(hdr, A.f64, A.count, A.eb, A.has_fill, A.fill, A.lg, A.nchunks, A.checksum);
     s_seed = A.checksum ? zc_xxh3_64(hdr, ZC_HEADER_BYTES, 0) : 0;
+    if (vb == 0 && room)
+      for (int k = 0; k < ZC_HEADER_BYTES; k++) A.out[k] = hdr[k];
   }
   if (vb == 0 && threadIdx.x == 0) {
-    if (room) zd_header_write(A.out, A.f64, A.count, A.eb, A.has_fill, A.fill, A.lg, A.nchunks, A.checksum);
     if (!room) zd_fail(A.status);
     if (A.nchunks == 0 || !room) *A.out_size = room ? head : 0;
   }
