@@ -285,6 +285,30 @@ zcclResult_t zcclCompressionFromString(const char* text, zcclCompression_t* comp
 zcclResult_t zcclCompressionToString(const zcclCompression_t* compression, char* buf, size_t len);
 
 /* ---------------------------------------------------------------------------
+ * Custom reduction ops (NCCL's ncclRedOpCreatePreMulSum)
+ *
+ * A pre-multiplied sum: each rank multiplies its own input by its own scalar
+ * (of the op's datatype), then the products are summed, so an average with
+ * weights, or a sum divided by something other than nranks, costs one call.
+ * The multiplication is exact to the dtype: one IEEE product (fp16, bf16 and
+ * fp8 in float32, rounded once), integers wrap. A compressed call compresses
+ * the products, so its error bound applies to them.
+ * - zcclScalarHostImmediate: *scalar is read now; the memory may be reused.
+ * - zcclScalarDevice: *scalar is read each time a collective using the op
+ *   runs (on a call on device buffers, from GPU-visible memory, after the
+ *   stream's earlier work; on host buffers, from host memory), so it may be
+ *   written between calls.
+ * The op belongs to comm, is used with datatype only, and stays valid until
+ * zcclRedOpDestroy or the communicator's end. Ops are values from zcclNumOps
+ * up; a communicator holds at most 1024 at once.
+ * ------------------------------------------------------------------------- */
+typedef enum { zcclScalarDevice = 0, zcclScalarHostImmediate = 1 } zcclScalarResidence_t;
+
+zcclResult_t zcclRedOpCreatePreMulSum(zcclRedOp_t* op, void* scalar, zcclDataType_t datatype,
+                                      zcclScalarResidence_t residence, zcclComm_t comm);
+zcclResult_t zcclRedOpDestroy(zcclRedOp_t op, zcclComm_t comm);
+
+/* ---------------------------------------------------------------------------
  * Collectives. counts are elements of datatype. In-place forms as NCCL.
  * ------------------------------------------------------------------------- */
 

@@ -291,6 +291,26 @@ ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
 }
 NCCL_TWIN(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t comm, ncclWindow_t win))
 
+/* ---- custom reduction ops -------------------------------------------------------------- */
+
+_Static_assert((int)ncclScalarDevice == (int)zcclScalarDevice &&
+                   (int)ncclScalarHostImmediate == (int)zcclScalarHostImmediate,
+               "scalar residences");
+
+ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                       ncclScalarResidence_t residence, ncclComm_t comm) {
+  return R(zcclRedOpCreatePreMulSum((zcclRedOp_t*)op, scalar, (zcclDataType_t)datatype,
+                                    (zcclScalarResidence_t)residence, Z(comm)));
+}
+NCCL_TWIN(ncclResult_t, ncclRedOpCreatePreMulSum,
+          (ncclRedOp_t * op, void* scalar, ncclDataType_t datatype, ncclScalarResidence_t residence,
+           ncclComm_t comm))
+
+ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  return R(zcclRedOpDestroy((zcclRedOp_t)op, Z(comm)));
+}
+NCCL_TWIN(ncclResult_t, ncclRedOpDestroy, (ncclRedOp_t op, ncclComm_t comm))
+
 /* ---- collectives, point to point, groups ---------------------------------------------- */
 
 ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,

@@ -5,7 +5,8 @@
  * element: AllReduce for every datatype and op; every other collective,
  * Bcast in place and a Send/Recv ring for an integer and a float type;
  * a group of several collectives; split; InitRankScalable; InitAll (two
- * communicators of one process, one thread each); registration; a
+ * communicators of one process, one thread each); pre-multiplied sums
+ * (every datatype, scalars on the host and read at each call); registration; a
  * nonblocking communicator polled through ncclCommGetAsyncError; abort; and
  * with ZCCL_COMPRESSION set, a large float AllReduce that must go
  * compressed (zcclCommCompressionStats, looked up at run time) and stay
@@ -190,6 +191,66 @@ static void test_others(ncclComm_t comm, ncclDataType_t dt) {
   free(y);
 }
 
+/* Pre-multiplied sums, every datatype: rank r's scalar is r + 1, so the
+ * result is sum_r (r + 1) val(r, i), small integers exact in every type. */
+static double premul_ref(size_t i) {
+  double acc = 0;
+  for (int r = 0; r < nranks; r++) acc += (r + 1) * val(r, i);
+  return acc;
+}
+
+static void test_premulsum(ncclComm_t comm) {
+  const size_t n = 257, N = (size_t)nranks;
+  int bad = 0;
+  for (int t = 0; t < ncclNumTypes; t++) {
+    ncclDataType_t dt = (ncclDataType_t)t;
+    uint8_t scalar[8] = {0};
+    put(scalar, 0, dt, rank + 1);
+    ncclRedOp_t op;
+    NCHECK(ncclRedOpCreatePreMulSum(&op, scalar, dt, ncclScalarHostImmediate, comm));
+    memset(scalar, 0, sizeof scalar); /* taken at creation: the op keeps r + 1 */
+    uint8_t *x = calloc(n * N, 8), *y = calloc(n * N, 8);
+    for (size_t i = 0; i < n; i++) put(x, i, dt, val(rank, i));
+    NCHECK(ncclAllReduce(x, y, n, dt, op, comm, NULL));
+    for (size_t i = 0; i < n; i++) bad += get(y, i, dt) != premul_ref(i);
+    NCHECK(ncclAllReduce(x, x, n, dt, op, comm, NULL)); /* in place */
+    for (size_t i = 0; i < n; i++) bad += get(x, i, dt) != premul_ref(i);
+    /* Reduce to the last rank; a non-root's products need room of their own. */
+    for (size_t i = 0; i < n; i++) put(x, i, dt, val(rank, i));
+    NCHECK(ncclReduce(x, y, n, dt, op, nranks - 1, comm, NULL));
+    if (rank == nranks - 1)
+      for (size_t i = 0; i < n; i++) bad += get(y, i, dt) != premul_ref(i);
+    for (size_t i = 0; i < n; i++) bad += get(x, i, dt) != val(rank, i); /* the input is left alone */
+    /* ReduceScatter: block r of the products' sum to rank r */
+    for (size_t k = 0; k < n * N; k++) put(x, k, dt, val(rank, k));
+    NCHECK(ncclReduceScatter(x, y, n, dt, op, comm, NULL));
+    for (size_t i = 0; i < n; i++) bad += get(y, i, dt) != premul_ref((size_t)rank * n + i);
+    NCHECK(ncclRedOpDestroy(op, comm));
+    CHECK_RES_NCCL(ncclAllReduce(x, y, n, dt, op, comm, NULL), ncclInvalidArgument); /* destroyed */
+    free(x);
+    free(y);
+  }
+  CHECK(bad == 0);
+  if (bad) fprintf(stderr, "pre-multiplied sums: %d elements wrong\n", bad);
+  /* ncclScalarDevice: the scalar is read when each call runs */
+  double s = 0, x[64], y[64];
+  ncclRedOp_t op;
+  NCHECK(ncclRedOpCreatePreMulSum(&op, &s, ncclFloat64, ncclScalarDevice, comm));
+  for (int i = 0; i < 64; i++) x[i] = i;
+  for (int k = 1; k <= 2; k++) {
+    s = 0.5 * k * (rank + 1);
+    NCHECK(ncclAllReduce(x, y, 64, ncclFloat64, op, comm, NULL));
+    bad = 0;
+    for (int i = 0; i < 64; i++) bad += y[i] != 0.5 * k * i * N * (N + 1) / 2;
+    CHECK(bad == 0);
+  }
+  CHECK_RES_NCCL(ncclAllReduce(x, y, 64, ncclFloat32, op, comm, NULL), ncclInvalidArgument); /* not its type */
+  NCHECK(ncclRedOpDestroy(op, comm));
+  CHECK_RES_NCCL(ncclRedOpDestroy(op, comm), ncclInvalidArgument);
+  CHECK_RES_NCCL(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument);
+  CHECK_RES_NCCL(ncclRedOpCreatePreMulSum(&op, NULL, ncclFloat64, ncclScalarDevice, comm), ncclInvalidArgument);
+}
+
 /* A group of collectives on one communicator, then on a split one. */
 static void test_group_split(ncclComm_t comm) {
   float a[64], b[64], g[64 * 8];
@@ -294,6 +355,23 @@ static void test_compressed(ncclComm_t comm, double eb) {
     if (fabs(y[i] - want) > nranks * eb * 1.0001 + 1e-6) bad++;
   }
   CHECK(bad == 0);
+  /* A pre-multiplied sum goes compressed too: the products are what is
+   * compressed, each within eb, so the weighted sum is within nranks x eb. */
+  float w = 0.25f * (float)(rank + 1);
+  ncclRedOp_t op;
+  NCHECK(ncclRedOpCreatePreMulSum(&op, &w, ncclFloat32, ncclScalarHostImmediate, comm));
+  if (stats) stats(comm, &raw0, &wire0);
+  NCHECK(ncclAllReduce(x, y, n, ncclFloat32, op, comm, NULL));
+  if (stats) stats(comm, &raw1, &wire1);
+  CHECK(raw1 > raw0 && wire1 - wire0 < raw1 - raw0);
+  size_t badw = 0;
+  for (size_t i = 0; i < n; i++) {
+    double want = 0;
+    for (int r = 0; r < nranks; r++) want += (double)(0.25f * (float)(r + 1) * (float)sin(0.001 * (double)i + r));
+    if (fabs(y[i] - want) > nranks * eb * 1.0001 + 1e-6) badw++;
+  }
+  CHECK(badw == 0);
+  NCHECK(ncclRedOpDestroy(op, comm));
   if (rank == 0)
     printf("compressed AllReduce of %zu floats: %llu raw bytes, %llu on the wire, %zu out of bound\n", n,
            (unsigned long long)(raw1 - raw0), (unsigned long long)(wire1 - wire0), bad);
@@ -366,6 +444,7 @@ int main(int argc, char** argv) {
     test_others(comm, ncclInt32);
     test_others(comm, ncclFloat64);
     test_others(comm, ncclFloat8e5m2);
+    test_premulsum(comm);
     test_group_split(comm);
     test_register(comm);
     test_nonblocking();

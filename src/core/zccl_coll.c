@@ -92,9 +92,7 @@ static zcclResult_t zccl_coll_check(zp_coll_args_t* a, zcclComm_t comm) {
 
   size_t esize = zu_dtype_size(a->datatype);
   ZU_RETURN_ERR_IF(esize == 0, zcclInvalidArgument, "%s: invalid datatype %d", fn, (int)a->datatype);
-  if (zp_coll_reduces(a->coll))
-    ZU_RETURN_ERR_IF((int)a->op < 0 || a->op >= zcclNumOps, zcclInvalidArgument,
-                     "%s: invalid reduction op %d (sum, prod, max, min, avg)", fn, (int)a->op);
+  if (zp_coll_reduces(a->coll)) ZU_CHECK(zccl_redop_resolve(comm, fn, a));
   if (zp_coll_rooted(a->coll))
     ZU_RETURN_ERR_IF(a->root < 0 || a->root >= a->nranks, zcclInvalidArgument,
                      "%s: %s %d is outside [0, nranks=%d)", fn,

@@ -97,6 +97,7 @@ static void zccl_comm_free(zcclComm_t comm, int abort) {
   ZU_INFO(ZU_LOG_INIT, "comm %p rank %d %s", (void*)comm, comm->rank, abort ? "aborted" : "destroyed");
   comm->magic = 0;
   zccl_live_remove(comm);
+  zccl_redops_free(comm);
   free(comm);
   zu_log_set_rank(-1);
 }

@@ -77,6 +77,7 @@ struct zcclComm {
   zp_link_t link;          /* the cost model's view of the network */
   zp_stats_t stats;        /* compressed bytes sent (under worker_lock) */
   zp_notice_t notice;      /* peers' failures, and this rank's (under worker_lock) */
+  struct zccl_redop* redops; /* zcclRedOpCreatePreMulSum's ops (ZCCL_MAX_REDOPS, made at the first) */
 };
 
 /* ---- runtime (zccl_progress.c) ---- */
@@ -165,6 +166,14 @@ int zccl_comm_live(zcclComm_t comm);
 /* Into and out of that list: at allocation (0: out of memory) and free. */
 int zccl_live_add(zcclComm_t comm);
 void zccl_live_remove(zcclComm_t comm);
+
+/* ---- custom reduction ops (zccl_redop.c) ---- */
+#define ZCCL_MAX_REDOPS 1024
+/* Checks a reducing collective's op: a built-in one, or one of comm's
+ * pre-multiplied sums, which becomes zcclSum with a->premul and its scalar
+ * (a->datatype must be the op's). */
+zcclResult_t zccl_redop_resolve(zcclComm_t comm, const char* fn, zp_coll_args_t* a);
+void zccl_redops_free(zcclComm_t comm);
 
 /* Checks a compression setting; fn names the caller in the message. */
 zcclResult_t zccl_compression_check(const char* fn, const zcclCompression_t* c);

@@ -545,6 +545,21 @@ zcclResult_t zd_divide_fill(zd_dev_t* dev, void* buf, size_t count, zcclDataType
   return dev->ops->submit(dev, &o);
 }
 
+zcclResult_t zd_scale(zd_dev_t* dev, void* dst, const void* src, size_t count, zcclDataType_t dtype, const void* at,
+                      uint64_t bits) {
+  ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_scale: NULL device");
+  ZU_RETURN_ERR_IF((int)dtype < 0 || dtype >= zcclNumTypes, zcclInvalidArgument, "zd_scale: datatype %d invalid",
+                   (int)dtype);
+  if (count == 0) return zcclSuccess;
+  size_t esize = zu_dtype_size(dtype);
+  ZU_RETURN_ERR_IF(count > SIZE_MAX / esize, zcclInvalidArgument, "zd_scale: count %zu overflows", count);
+  ZU_RETURN_ERR_IF(dst == NULL || src == NULL, zcclInvalidArgument, "zd_scale: NULL buffer");
+  ZU_RETURN_ERR_IF(dst != src && zd_overlap(dst, count * esize, src, count * esize), zcclInvalidArgument,
+                   "zd_scale: dst %p overlaps src %p other than exactly (%zu bytes)", dst, src, count * esize);
+  zd_op_t o = {.kind = ZD_OP_SCALE, .dst = dst, .a = src, .b = at, .count = count, .dtype = dtype, .scalar = bits};
+  return dev->ops->submit(dev, &o);
+}
+
 size_t zd_compress_bound(size_t count, zcclDataType_t dtype) { return zc_compress_bound(count, dtype, 0); }
 
 zcclResult_t zd_value_range(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,

@@ -20,6 +20,7 @@ typedef enum {
   ZD_OP_COPY_SIZED,
   ZD_OP_REDUCE,
   ZD_OP_DIVIDE,
+  ZD_OP_SCALE,
   ZD_OP_COMPRESS,
   ZD_OP_DECOMPRESS,
   ZD_OP_HOP,
@@ -41,6 +42,7 @@ typedef struct {
   zcclDataType_t dtype;
   zcclRedOp_t op;
   int n;           /* divide */
+  uint64_t scalar; /* scale: the scalar's bytes when b (where it is read) is NULL */
   /* codec: stream sizes are read and written through pointers when the
    * operation runs (a queued device learns them only then) */
   zc_params_t params;  /* compress; zfp and rle: dtype, zfp: eb is the tolerance */
@@ -170,6 +172,8 @@ zcclResult_t zd_op_exec(zd_dev_t* dev, const zd_op_t* op);
 void zd_reduce_kernel(void* dst, const void* a, const void* b, size_t count, zcclDataType_t dtype,
                       zcclRedOp_t op);
 void zd_divide_kernel(void* buf, size_t count, zcclDataType_t dtype, int n);
+/* dst[i] = src[i] * *s (one dtype value at s); dst may equal src. */
+void zd_scale_kernel(void* dst, const void* src, size_t count, zcclDataType_t dtype, const void* s);
 
 #ifdef __cplusplus
 }

@@ -159,6 +159,14 @@ zcclResult_t zd_divide(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dt
  * (float32/float64; has_fill 0: zd_divide). */
 zcclResult_t zd_divide_fill(zd_dev_t* dev, void* buf, size_t count, zcclDataType_t dtype, int n, int has_fill,
                             double fill);
+/* dst[i] = src[i] * s, every dtype (a pre-multiplied sum's first step,
+ * zcclRedOpCreatePreMulSum), in zd_reduce's PROD arithmetic: integers
+ * wrap, narrow floats in float32 rounded once. s is the dtype's value at
+ * `at`, read when the operation runs (memory the device reads: host memory
+ * for host and sim, GPU-visible memory for cuda), or with at NULL the
+ * first bytes of `bits` (the value taken at the call). dst may equal src. */
+zcclResult_t zd_scale(zd_dev_t* dev, void* dst, const void* src, size_t count, zcclDataType_t dtype, const void* at,
+                      uint64_t bits);
 
 /* The stream codec (docs/format.md), queued like the rest. Stream sizes
  * travel through pointers read and written when the operation runs: a

@@ -126,6 +126,39 @@ void zd_divide_kernel(void* buf, size_t count, zcclDataType_t dtype, int n) {
   zd_dividers[dtype](buf, count, n);
 }
 
+/* ---- scale -------------------------------------------------------------------
+ * The scalar is read once per call, as the dtype's storage; signed integers
+ * multiply as their unsigned type (wraps, no UB). dst may equal src. */
+#define ZD_SCALE(tag, S, LOAD, STORE)                                               \
+  static void zd_scale_##tag(void* dv, const void* av, size_t n, const void* sp) { \
+    S* d = dv;                                                                      \
+    const S* a = av;                                                                \
+    S s;                                                                            \
+    memcpy(&s, sp, sizeof s);                                                       \
+    for (size_t i = 0; i < n; i++) d[i] = (S)STORE(ZD_MUL(LOAD(a[i]), LOAD(s)));   \
+  }
+
+ZD_SCALE(u8, uint8_t, ZD_ID, ZD_ID)
+ZD_SCALE(u32, uint32_t, ZD_ID, ZD_ID)
+ZD_SCALE(u64, uint64_t, ZD_ID, ZD_ID)
+ZD_SCALE(f32, float, ZD_ID, ZD_ID)
+ZD_SCALE(f64, double, ZD_ID, ZD_ID)
+ZD_SCALE(f16, uint16_t, zd_f16_load, zd_f16_store)
+ZD_SCALE(bf16, uint16_t, zd_bf16_load, zd_bf16_store)
+ZD_SCALE(e4m3, uint8_t, zd_e4m3_load, zd_e4m3_store)
+ZD_SCALE(e5m2, uint8_t, zd_e5m2_load, zd_e5m2_store)
+
+static void (*const zd_scalers[zcclNumTypes])(void*, const void*, size_t, const void*) = {
+    [zcclInt8] = zd_scale_u8,       [zcclUint8] = zd_scale_u8,        [zcclInt32] = zd_scale_u32,
+    [zcclUint32] = zd_scale_u32,    [zcclInt64] = zd_scale_u64,       [zcclUint64] = zd_scale_u64,
+    [zcclFloat16] = zd_scale_f16,   [zcclFloat32] = zd_scale_f32,     [zcclFloat64] = zd_scale_f64,
+    [zcclBfloat16] = zd_scale_bf16, [zcclFloat8e4m3] = zd_scale_e4m3, [zcclFloat8e5m2] = zd_scale_e5m2,
+};
+
+void zd_scale_kernel(void* dst, const void* src, size_t count, zcclDataType_t dtype, const void* s) {
+  zd_scalers[dtype](dst, src, count, s);
+}
+
 /* ---- with a fill value ------------------------------------------------------
  * The fill absorbs: a position that is the fill in either input is the fill
  * in the result, as in the codec's homomorphic operations (docs/format.md),
@@ -187,6 +220,9 @@ static void zd_op_range(const zd_op_t* op, size_t esize, size_t lo, size_t hi) {
         zd_fill_divide_f32(d, n, op->n, op->params.fill);
       else
         zd_fill_divide_f64(d, n, op->n, op->params.fill);
+      break;
+    case ZD_OP_SCALE: /* b: where the scalar is (read now), else its bytes */
+      zd_scale_kernel(d, (const char*)op->a + off, n, op->dtype, op->b ? op->b : (const void*)&op->scalar);
       break;
     default: break; /* codec operations never split here */
   }

@@ -1,6 +1,7 @@
 /* The collectives' table and the choice of algorithm. */
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zp_stream.h"
@@ -486,13 +487,59 @@ static zcclResult_t zp_coll_dispatch(const zp_ctx_t* ctx, const zp_coll_args_t* 
   return algo->fn(ctx, a);
 }
 
+/* A pre-multiplied sum: each rank's input times its scalar, then a sum.
+ * The products go where the reduction may read and write them: an
+ * allreduce's recvbuff (the sum then runs in place), else memory of their
+ * own, the same kind on every rank (the algorithms size their pieces by the
+ * pool's free room, which must stay alike across ranks): host memory on a
+ * host-memory device, a pool piece on a GPU. They are complete before the
+ * sum starts (algorithms may send a send buffer as it is). */
+static zcclResult_t zp_premul_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  const char* fn = zp_coll_name(a->coll);
+  size_t n = a->coll == ZP_COLL_REDUCESCATTER ? a->count * (size_t)a->nranks : a->count;
+  size_t bytes = n * zu_dtype_size(a->datatype);
+  zp_coll_args_t b = *a;
+  b.premul = 0;
+  b.op = zcclSum;
+  void *pooled = NULL, *own = NULL, *dst = a->recvbuff;
+  if (a->coll != ZP_COLL_ALLREDUCE) {
+    if (zd_dev_kind(ctx->dev) == ZD_CUDA) {
+      ZU_RETURN_ERR_IF(bytes > zd_buf_largest(ctx->dev) / 2, zcclInvalidUsage,
+                       "%s: a pre-multiplied sum of %zu bytes needs as much GPU memory for the products, more than "
+                       "half of ZCCL_BUFFER_POOL_BYTES's largest free piece (%zu bytes): raise it",
+                       fn, bytes, zd_buf_largest(ctx->dev));
+      ZU_CHECK(zp_tmp_get(ctx, bytes, &pooled));
+      dst = pooled;
+    } else {
+      own = aligned_alloc(64, (bytes + 63) / 64 * 64);
+      ZU_RETURN_ERR_IF(own == NULL, zcclSystemError, "%s: out of memory for %zu bytes of products", fn, bytes);
+      dst = own;
+    }
+  }
+  zcclResult_t res = zd_scale(ctx->dev, dst, a->sendbuff, n, a->datatype, a->scalar_at, a->scalar_bits);
+  if (res == zcclSuccess) res = zd_sync(ctx->dev);
+  b.sendbuff = dst;
+  if (res == zcclSuccess) res = zp_coll_dispatch(ctx, &b);
+  if (pooled || own) { /* queued work may still read the products */
+    zcclResult_t s = zd_sync(ctx->dev);
+    if (res == zcclSuccess) res = s;
+  }
+  zp_tmp_put(ctx, pooled);
+  free(own);
+  return res;
+}
+
+static zcclResult_t zp_coll_exec(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  return a->premul ? zp_premul_run(ctx, a) : zp_coll_dispatch(ctx, a);
+}
+
 /* Every collective sends its call signature to the right neighbour beside
  * its own messages (one small eager message, not waited for until the
  * end): a rank whose arguments differ from its neighbour's fails as soon
  * as the signature is in, whatever the algorithms did with the sizes, and
  * its failure notice (core) makes every other rank fail at once. */
 zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  if (ctx->nranks < 2 || !ctx->check_calls) return zp_coll_dispatch(ctx, a);
+  if (ctx->nranks < 2 || !ctx->check_calls) return zp_coll_exec(ctx, a);
   const char* fn = zp_coll_name(a->coll);
   const zcclCompression_t* c = &a->compression;
   zp_sig_t mine, left;
@@ -504,7 +551,8 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   mine.mode = c->mode;
   mine.eb = c->eb;
   mine.min_bytes = c->minBytes;
-  if (zp_coll_reduces(a->coll)) mine.op = (uint32_t)a->op;
+  /* A pre-multiplied sum is an op of its own: a plain sum beside it differs. */
+  if (zp_coll_reduces(a->coll)) mine.op = a->premul ? (uint32_t)zcclNumOps : (uint32_t)a->op;
   mine.root = zp_coll_rooted(a->coll) ? a->root : -1;
   zp_xfer_t x[2];
   zp_ctx_t g = *ctx;
@@ -512,7 +560,7 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   g.sig_left = &left;
   g.sig_rx = &x[1].req;
   zcclResult_t res = zp_sig_post(ctx, &mine, &left, x);
-  if (res == zcclSuccess) res = zp_coll_dispatch(&g, a);
+  if (res == zcclSuccess) res = zp_coll_exec(&g, a);
   if (res != zcclSuccess) {
     zp_xfers_cancel(ctx, x, 2);
     return res;

@@ -42,6 +42,11 @@ typedef struct {
   zcclStream_t stream;
   zcclCompression_t compression; /* in force for this call */
   uint32_t seq;        /* the communicator's collective sequence number */
+  /* A pre-multiplied sum (zcclRedOpCreatePreMulSum; op is zcclSum): this
+   * rank's input is multiplied by its scalar first (zd_scale's at, bits). */
+  int premul;
+  const void* scalar_at;
+  uint64_t scalar_bits;
 } zp_coll_args_t;
 
 /* What an algorithm runs with: the communicator's worker, device and

@@ -306,6 +306,45 @@ static void check_int(void) {
   free(x);
 }
 
+/* Pre-multiplied sums on device buffers: rank r's scalar r + 1 in device
+ * memory (ncclScalarDevice), written on the stream before each call, which
+ * must read it then; AllReduce, Reduce to rank 1 (the other ranks' products
+ * in pool pieces) and ReduceScatter. Integer values: float32 sums exact. */
+static void check_premul(void) {
+  float* x = malloc((size_t)N * nranks * sizeof *x);
+  for (size_t k = 0; k < (size_t)N * nranks; k++) x[k] = (float)exact(rank, k);
+  float* dx = dev_from(x, (size_t)N * nranks * sizeof *x);
+  float* dy = dev_zero((size_t)N * sizeof *x);
+  float* ds = dev_zero(sizeof(float));
+  zcclRedOp_t op;
+  CHECK_RES(zcclRedOpCreatePreMulSum(&op, ds, zcclFloat32, zcclScalarDevice, comm), zcclSuccess);
+  static float scale; /* the host side of the scalar's copy: static, the copy is asynchronous */
+  for (int coll = 0; coll < 3; coll++) {
+    scale = (float)(rank + 1 + coll);
+    CU(cudaMemcpyAsync(ds, &scale, sizeof scale, cudaMemcpyHostToDevice, st));
+    if (coll == 0) CHECK_RES(zcclAllReduce(dx, dy, N, zcclFloat32, op, comm, st), zcclSuccess);
+    if (coll == 1) CHECK_RES(zcclReduce(dx, dy, N, zcclFloat32, op, 1 % nranks, comm, st), zcclSuccess);
+    if (coll == 2) CHECK_RES(zcclReduceScatter(dx, dy, N, zcclFloat32, op, comm, st), zcclSuccess);
+    float* y = host_from(dy, (size_t)N * sizeof *x);
+    long bad = 0;
+    size_t off = coll == 2 ? (size_t)rank * N : 0;
+    for (size_t i = 0; coll != 1 || rank == 1 % nranks ? i < N : 0; i++) {
+      double w = 0;
+      for (int r = 0; r < nranks; r++) w += (r + 1 + coll) * exact(r, off + i);
+      bad += y[i] != (float)w;
+    }
+    if (bad) fprintf(stderr, "rank %d: pre-multiplied sum, collective %d: %ld wrong\n", rank, coll, bad);
+    CHECK(bad == 0);
+    free(y);
+  }
+  CHECK_RES(zcclRedOpDestroy(op, comm), zcclSuccess);
+  passed("pre-multiplied sums");
+  CU(cudaFree(dx));
+  CU(cudaFree(dy));
+  CU(cudaFree(ds));
+  free(x);
+}
+
 /* Stream order: the input is written by a host function that sleeps first
  * and a copy queued after it; the call must return while that function has
  * not run, and the result read after it must be that input's sum. */
@@ -381,6 +420,7 @@ static int run_rank(int r, const zcclUniqueId* id, void* arg) {
   check_reduction(1, 0, zcclSum, exact, 0, 0);
   check_reduction(2, 1, zcclSum, exact, 0, 0);
   check_int();
+  check_premul();
   check_moves(0, 0);
   check_stream_order();
 

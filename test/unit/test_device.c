@@ -381,6 +381,49 @@ static void test_sweep(zd_dev_t* const* devs, int ndevs) {
   }
 }
 
+/* zd_scale against the reference product with a vector of the scalar,
+ * every dtype, out of place and in place, the scalar as bytes and (host
+ * and sim) read through a pointer; a GPU reads it from a pool piece. */
+static void test_scale(zd_dev_t* dev) {
+  const size_t n = 4096 + 7;
+  for (int t = 0; t < zcclNumTypes; t++) {
+    size_t es = zu_dtype_size(t), bytes = n * es;
+    char *a = malloc(bytes), *sv = malloc(bytes), *want = malloc(bytes), *got = malloc(bytes);
+    for (int rep = 0; rep < 4; rep++) {
+      fill_random(t, a, n);
+      fill_random(t, sv, 1);
+      for (size_t i = 1; i < n; i++) memcpy(sv + i * es, sv, es);
+      reference(t, zcclProd, want, a, sv, n);
+      uint64_t bits = 0;
+      memcpy(&bits, sv, es);
+      for (int how = 0; how < 3; how++) { /* bits out of place, bits in place, through a pointer */
+        void* da = stage_in(dev, a, bytes);
+        void* dd = how == 1 ? da : stage_in(dev, NULL, bytes);
+        void* ds = how == 2 ? stage_in(dev, sv, es) : NULL;
+        zcclResult_t res = zd_scale(dev, dd, da, n, (zcclDataType_t)t, ds, how == 2 ? 0 : bits);
+        CHECK_RES(stage_out(dev, res, got, dd, bytes), zcclSuccess);
+        size_t bad = first_mismatch(t, got, want, n);
+        if (bad != SIZE_MAX)
+          fprintf(stderr, "%s zd_scale %s how %d: element %zu wrong\n", zd_kind_name(zd_dev_kind(dev)),
+                  zu_dtype_name(t), how, bad);
+        CHECK(bad == SIZE_MAX);
+        if (ds) zd_buf_put(dev, ds);
+        if (dd != da) zd_buf_put(dev, dd);
+        zd_buf_put(dev, da);
+      }
+    }
+    free(a);
+    free(sv);
+    free(want);
+    free(got);
+  }
+  float x[4] = {1, 2, 3, 4};
+  CHECK_RES(zd_scale(dev, x, NULL, 4, zcclFloat32, NULL, 0), zcclInvalidArgument);
+  CHECK_RES(zd_scale(dev, x, x, 4, zcclNumTypes, NULL, 0), zcclInvalidArgument);
+  CHECK_RES(zd_scale(dev, x + 1, x, 3, zcclFloat32, NULL, 0), zcclInvalidArgument); /* overlap */
+  CHECK_RES(zd_scale(dev, NULL, NULL, 0, zcclFloat32, NULL, 0), zcclSuccess);
+}
+
 /* Narrow formats: fp8 every pair of codes; fp16/bf16 every code against
  * special values (NaN, inf, -0, subnormals, ties) and random codes. */
 static void test_narrow_exhaustive(zd_dev_t* dev) {
@@ -1153,6 +1196,7 @@ int main(void) {
     CHECK(zd_dev_kind(devs[k]) == kinds[k]);
     test_args(devs[k]);
     test_divide(devs[k]);
+    test_scale(devs[k]);
     test_fill(devs[k]);
     test_narrow_exhaustive(devs[k]);
     test_pool(kinds[k]);

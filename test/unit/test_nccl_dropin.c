@@ -25,7 +25,8 @@ static const any_fn every[] = {
     F(ncclCommWindowRegister), F(ncclCommWindowDeregister), F(ncclReduce),       F(ncclBcast),
     F(ncclBroadcast),        F(ncclAllReduce),        F(ncclReduceScatter),      F(ncclAllGather),
     F(ncclAlltoAll),         F(ncclGather),           F(ncclScatter),            F(ncclSend),
-    F(ncclRecv),             F(ncclGroupStart),       F(ncclGroupEnd),           F(ncclResetDebugInit)};
+    F(ncclRecv),             F(ncclGroupStart),       F(ncclGroupEnd),           F(ncclResetDebugInit),
+    F(ncclRedOpCreatePreMulSum), F(ncclRedOpDestroy)};
 #undef F
 #ifdef __cplusplus
 static int kind_of(ncclResult_t) { return 1; }

@@ -724,6 +724,9 @@ static zcclResult_t zd_cuda_submit(zd_dev_t* dev, const zd_op_t* op) {
     case ZD_OP_DIVIDE:
       ZU_CHECK(zd_cuda_divide(op->dst, op->count, op->dtype, op->n, op->params.has_fill, op->params.fill, c->stream));
       break;
+    case ZD_OP_SCALE:
+      ZU_CHECK(zd_cuda_scale(op->dst, op->a, op->count, op->dtype, op->b, op->scalar, c->stream));
+      break;
     case ZD_OP_COPY_SIZED:
       return zd_cuda_copy_sized_op(dev, c, op);
     default:

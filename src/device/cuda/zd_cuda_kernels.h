@@ -39,6 +39,10 @@ zcclResult_t zd_cuda_reduce(void* dst, const void* a, const void* b, size_t coun
 /* buf[i] /= n with zd_divide's semantics (fill values left as they are). */
 zcclResult_t zd_cuda_divide(void* buf, size_t count, zcclDataType_t dtype, int n, int has_fill, double fill,
                             zd_cuda_stream_t stream);
+/* dst[i] = src[i] * scalar with zd_scale's semantics: the scalar read from
+ * at (device-visible) as the kernel runs, or with at NULL from bits. */
+zcclResult_t zd_cuda_scale(void* dst, const void* src, size_t count, zcclDataType_t dtype, const void* at,
+                           uint64_t bits, zd_cuda_stream_t stream);
 /* Range of the finite, non-fill values (float32/float64): out[0] = min,
  * out[1] = max (as doubles), *valid the count; out and valid are
  * device-visible. */

@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "zd_cuda_kernels.h"
 #include "zd_cuda_util.h"
@@ -118,6 +119,18 @@ struct el_div_float {
   typename F::ct q;
   __device__ __forceinline__ st operator()(st x) const { return (st)F::store(F::load(x) / q); }
 };
+/* x * s, s read from p when set (a scalar in device memory, read as the
+ * kernel runs), else v; integers as their unsigned type (wraps). */
+template <class F>
+struct el_scale {
+  typedef typename F::st st;
+  const st* p;
+  st v;
+  __device__ __forceinline__ st operator()(st x) const {
+    st sc = p ? *p : v;
+    return (st)F::store(op_mul()(F::load(x), F::load(sc)));
+  }
+};
 template <typename S>
 struct el_div_fill {
   typedef S st;
@@ -152,20 +165,21 @@ __global__ void __launch_bounds__(kThreads)
   for (size_t i = nv * V + t; i < n; i += stride) d[i] = el(a[i], b[i]);
 }
 
-/* d[i] = el(d[i]), vectors as above. */
+/* d[i] = el(a[i]) (a may be d), vectors as above. */
 template <class EL>
-__global__ void __launch_bounds__(kThreads) zd_k_unary(typename EL::st* d, size_t n, size_t nv, EL el) {
+__global__ void __launch_bounds__(kThreads)
+    zd_k_unary(typename EL::st* d, const typename EL::st* a, size_t n, size_t nv, EL el) {
   typedef typename EL::st S;
   const int V = 16 / sizeof(S);
   size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = t; i < nv; i += stride) {
     vec16<S> x;
-    x.v = reinterpret_cast<const uint4*>(d)[i];
+    x.v = reinterpret_cast<const uint4*>(a)[i];
 #pragma unroll
     for (int k = 0; k < V; k++) x.e[k] = el(x.e[k]);
     reinterpret_cast<uint4*>(d)[i] = x.v;
   }
-  for (size_t i = nv * V + t; i < n; i += stride) d[i] = el(d[i]);
+  for (size_t i = nv * V + t; i < n; i += stride) d[i] = el(a[i]);
 }
 
 /* Vectors when every pointer is 16-byte aligned; threads for the longer loop. */
@@ -194,17 +208,23 @@ zcclResult_t zd_binary(void* d, const void* a, const void* b, size_t n, EL el, c
   return zcclSuccess;
 }
 
+/* d[i] = el(a[i]); zd_unary: in place. */
 template <class EL>
-zcclResult_t zd_unary(void* d, size_t n, EL el, cudaStream_t s) {
+zcclResult_t zd_map(void* d, const void* a, size_t n, EL el, cudaStream_t s) {
   typedef typename EL::st S;
   if (zd_loading) {
     ZD_CUDA_LOAD(zd_k_unary<EL>);
     return zcclSuccess;
   }
-  size_t items, nv = zd_nvec(n, sizeof(S), (uintptr_t)d, &items);
-  ZD_KERNEL(zd_k_unary<EL>, zd_blocks(items), kThreads, s, (S*)d, n, nv, el);
-  ZD_CUDA_LAUNCHED("zd_cuda_divide");
+  size_t items, nv = zd_nvec(n, sizeof(S), (uintptr_t)d | (uintptr_t)a, &items);
+  ZD_KERNEL(zd_k_unary<EL>, zd_blocks(items), kThreads, s, (S*)d, (const S*)a, n, nv, el);
+  ZD_CUDA_LAUNCHED("zd_cuda_divide / zd_cuda_scale");
   return zcclSuccess;
+}
+
+template <class EL>
+zcclResult_t zd_unary(void* d, size_t n, EL el, cudaStream_t s) {
+  return zd_map(d, d, n, el, s);
 }
 
 /* Signed integers add and multiply as their unsigned type: wraps, no UB. */
@@ -404,6 +424,36 @@ extern "C" zcclResult_t zd_cuda_divide(void* buf, size_t count, zcclDataType_t d
   }
 }
 
+template <class F>
+zcclResult_t zd_scale_as(void* dst, const void* src, size_t count, const void* at, uint64_t bits, cudaStream_t s) {
+  typedef typename F::st S;
+  el_scale<F> el;
+  el.p = (const S*)at;
+  memcpy(&el.v, &bits, sizeof el.v);
+  return zd_map(dst, src, count, el, s);
+}
+
+extern "C" zcclResult_t zd_cuda_scale(void* dst, const void* src, size_t count, zcclDataType_t dtype, const void* at,
+                                      uint64_t bits, zd_cuda_stream_t stream) {
+  if (count == 0) return zcclSuccess;
+  cudaStream_t s = stream;
+  switch (dtype) {
+    case zcclInt8:
+    case zcclUint8: return zd_scale_as<fmt_id<uint8_t> >(dst, src, count, at, bits, s);
+    case zcclInt32:
+    case zcclUint32: return zd_scale_as<fmt_id<uint32_t> >(dst, src, count, at, bits, s);
+    case zcclInt64:
+    case zcclUint64: return zd_scale_as<fmt_id<uint64_t> >(dst, src, count, at, bits, s);
+    case zcclFloat16: return zd_scale_as<fmt_f16>(dst, src, count, at, bits, s);
+    case zcclFloat32: return zd_scale_as<fmt_id<float> >(dst, src, count, at, bits, s);
+    case zcclFloat64: return zd_scale_as<fmt_id<double> >(dst, src, count, at, bits, s);
+    case zcclBfloat16: return zd_scale_as<fmt_bf16>(dst, src, count, at, bits, s);
+    case zcclFloat8e4m3: return zd_scale_as<fmt_e4m3>(dst, src, count, at, bits, s);
+    case zcclFloat8e5m2: return zd_scale_as<fmt_e5m2>(dst, src, count, at, bits, s);
+    default: return ZU_ERROR(zcclInvalidArgument, "zd_cuda_scale: datatype %d invalid", (int)dtype);
+  }
+}
+
 extern "C" zcclResult_t zd_cuda_value_range(const void* in, size_t count, zcclDataType_t dtype, int has_fill,
                                             double fill, double* out, unsigned long long* valid,
                                             zd_cuda_stream_t stream) {
@@ -448,6 +498,7 @@ extern "C" zcclResult_t zd_cuda_reduce_load(void) {
     }
     if (res == zcclSuccess) res = zd_cuda_divide(NULL, 1, dt, 1, 0, 0.0, NULL);
     if (res == zcclSuccess && floats) res = zd_cuda_divide(NULL, 1, dt, 1, 1, 0.0, NULL);
+    if (res == zcclSuccess) res = zd_cuda_scale(NULL, NULL, 1, dt, NULL, 0, NULL);
   }
   if (res == zcclSuccess) res = zd_cuda_value_range(NULL, 1, zcclFloat32, 0, 0.0, NULL, NULL, NULL);
   if (res == zcclSuccess) res = zd_cuda_copy_sized(NULL, NULL, NULL, 1, NULL, NULL);
