@@ -249,6 +249,23 @@ zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newc
 
 /* zcclSuccess, zcclInProgress (non-blocking communicator still working), or
  * the error that stopped an asynchronous operation (a dead peer, ...). */
+/* A new communicator of comm's ranks but those listed (in comm's order,
+ * the gaps closed), made by the ranks kept (an excluded rank does not call
+ * it; each kept rank passes the same list). config NULL: comm's settings.
+ * ZCCL_SHRINK_DEFAULT: comm must be healthy (or revoked). ZCCL_SHRINK_ABORT:
+ * comm's own work is given up first (it is revoked), so it may have failed,
+ * e.g. for a dead rank that is then excluded. */
+#define ZCCL_SHRINK_DEFAULT 0x00
+#define ZCCL_SHRINK_ABORT 0x01
+zcclResult_t zcclCommShrink(zcclComm_t comm, int* excludeRanksList, int excludeRanksCount, zcclComm_t* newcomm,
+                            zcclConfig_t* config, int shrinkFlags);
+/* Stops comm's work on this rank: what runs gives up, what is queued fails,
+ * new calls and zcclCommFinalize are refused; it returns once nothing is
+ * left, and then zcclCommGetAsyncError says zcclSuccess. Destroy, abort,
+ * split and shrink remain. revokeFlags must be ZCCL_REVOKE_DEFAULT. */
+#define ZCCL_REVOKE_DEFAULT 0x00
+zcclResult_t zcclCommRevoke(zcclComm_t comm, int revokeFlags);
+
 zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError);
 
 zcclResult_t zcclCommCount(const zcclComm_t comm, int* count);
@@ -364,6 +381,13 @@ zcclResult_t zcclRecv(void* recvbuff, size_t count, zcclDataType_t datatype, int
  * the outermost zcclGroupStart, as one deadlock-free operation per comm. */
 zcclResult_t zcclGroupStart(void);
 zcclResult_t zcclGroupEnd(void);
+/* Ends the group as zcclGroupEnd would but runs none of its calls: *seconds
+ * is the cost model's estimate of their time on this rank (each
+ * communicator's calls one after another, communicators at once), for the
+ * algorithms and compression the calls would take as the links stand now
+ * (docs/collectives.md, "Choosing an algorithm"). The calls' sequence
+ * numbers are not used: every rank must simulate the same group, or none. */
+zcclResult_t zcclGroupSimulateEnd(double* seconds);
 
 #ifdef __cplusplus
 }

@@ -215,6 +215,25 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* new
 NCCL_TWIN(ncclResult_t, ncclCommSplit,
           (ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config))
 
+_Static_assert(NCCL_SHRINK_ABORT == ZCCL_SHRINK_ABORT && NCCL_SHRINK_DEFAULT == ZCCL_SHRINK_DEFAULT &&
+                   NCCL_REVOKE_DEFAULT == ZCCL_REVOKE_DEFAULT,
+               "shrink and revoke flags");
+
+ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                             ncclConfig_t* config, int shrinkFlags) {
+  zcclConfig_t z;
+  ncclResult_t r = nccl_config(config, &z, "ncclCommShrink");
+  if (r != ncclSuccess) return r;
+  return R(zcclCommShrink(Z(comm), excludeRanksList, excludeRanksCount, (zcclComm_t*)newcomm, config ? &z : NULL,
+                          shrinkFlags));
+}
+NCCL_TWIN(ncclResult_t, ncclCommShrink,
+          (ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config,
+           int shrinkFlags))
+
+ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) { return R(zcclCommRevoke(Z(comm), revokeFlags)); }
+NCCL_TWIN(ncclResult_t, ncclCommRevoke, (ncclComm_t comm, int revokeFlags))
+
 ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   return R(zcclCommGetAsyncError(Z(comm), (zcclResult_t*)asyncError));
 }
@@ -406,3 +425,17 @@ NCCL_TWIN(ncclResult_t, ncclGroupStart, (void))
 
 ncclResult_t pncclGroupEnd(void) { return R(zcclGroupEnd()); }
 NCCL_TWIN(ncclResult_t, ncclGroupEnd, (void))
+
+/* The cost model's estimate, in microseconds as NCCL's: the struct read as
+ * NCCL reads it (magic, size). */
+ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  const size_t least = offsetof(ncclSimInfo_t, estimatedTime) + sizeof(float);
+  if (simInfo == NULL || simInfo->magic != NCCL_SIM_INFO_MAGIC || simInfo->size < least) /* the group stays open */
+    return R(ZU_ERROR(zcclInvalidArgument, "ncclGroupSimulateEnd: the ncclSimInfo_t at %p was not set from "
+                      "NCCL_SIM_INFO_INITIALIZER", (void*)simInfo));
+  double s = 0;
+  ncclResult_t r = R(zcclGroupSimulateEnd(&s));
+  if (r == ncclSuccess) simInfo->estimatedTime = (float)(s * 1e6);
+  return r;
+}
+NCCL_TWIN(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t * simInfo))

@@ -6,7 +6,8 @@
  * Bcast in place and a Send/Recv ring for an integer and a float type;
  * a group of several collectives; split; InitRankScalable; InitAll (two
  * communicators of one process, one thread each); pre-multiplied sums
- * (every datatype, scalars on the host and read at each call); registration; a
+ * (every datatype, scalars on the host and read at each call); shrink and
+ * revoke; a simulated group; registration; a
  * nonblocking communicator polled through ncclCommGetAsyncError; abort; and
  * with ZCCL_COMPRESSION set, a large float AllReduce that must go
  * compressed (zcclCommCompressionStats, looked up at run time) and stay
@@ -282,6 +283,78 @@ static void test_group_split(ncclComm_t comm) {
   NCHECK(ncclCommDestroy(half));
 }
 
+/* Shrink and revoke. Default: the last rank is left out and does not call;
+ * its own rank in the list is refused. Revoke (on a copy from a split):
+ * calls and finalize are refused, the async error reads success, and the
+ * revoked communicator still shrinks, without rank 0. */
+static void test_shrink_revoke(ncclComm_t comm) {
+  ncclComm_t small = NULL;
+  int me = rank, n = 0, r = -1;
+  CHECK_RES_NCCL(ncclCommShrink(comm, &me, 1, &small, NULL, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
+  if (rank != nranks - 1) {
+    int out = nranks - 1;
+    NCHECK(ncclCommShrink(comm, &out, 1, &small, NULL, NCCL_SHRINK_DEFAULT));
+    NCHECK(ncclCommCount(small, &n));
+    NCHECK(ncclCommUserRank(small, &r));
+    CHECK(n == nranks - 1 && r == rank);
+    int v = rank + 1, sum = 0;
+    NCHECK(ncclAllReduce(&v, &sum, 1, ncclInt32, ncclSum, small, NULL));
+    CHECK(sum == (nranks - 1) * nranks / 2);
+    NCHECK(ncclCommDestroy(small));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  ncclComm_t dup = NULL;
+  NCHECK(ncclCommSplit(comm, 0, rank, &dup, NULL));
+  NCHECK(ncclCommRevoke(dup, NCCL_REVOKE_DEFAULT));
+  CHECK_RES_NCCL(ncclCommRevoke(dup, 7), ncclInvalidArgument);
+  float x = 1, y = 0;
+  CHECK_RES_NCCL(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, dup, NULL), ncclInvalidUsage);
+  ncclResult_t st = ncclInternalError;
+  NCHECK(ncclCommGetAsyncError(dup, &st));
+  CHECK(st == ncclSuccess);
+  CHECK_RES_NCCL(ncclCommFinalize(dup), ncclInvalidUsage);
+  if (rank != 0) {
+    int out = 0;
+    NCHECK(ncclCommShrink(dup, &out, 1, &small, NULL, NCCL_SHRINK_DEFAULT));
+    double d = rank, m = 0;
+    NCHECK(ncclAllReduce(&d, &m, 1, ncclFloat64, ncclMax, small, NULL));
+    CHECK(m == nranks - 1);
+    NCHECK(ncclCommDestroy(small));
+  }
+  NCHECK(ncclCommDestroy(dup));
+}
+
+/* ncclGroupSimulateEnd: the model's time, more for more data, nothing run
+ * (the output untouched, and the next real calls pair up as before). */
+static void test_simulate(ncclComm_t comm) {
+  const size_t n = (size_t)1 << 20;
+  float *x = malloc(n * 4), *y = malloc(n * 4);
+  for (size_t i = 0; i < n; i++) x[i] = 1, y[i] = -1;
+  float t[2] = {0, 0};
+  for (int k = 0; k < 2; k++) {
+    ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+    NCHECK(ncclGroupStart());
+    NCHECK(ncclAllReduce(x, y, k ? n : n / 16, ncclFloat32, ncclSum, comm, NULL));
+    NCHECK(ncclBroadcast(x, y, k ? n : n / 16, ncclFloat32, 0, comm, NULL));
+    if (k == 1) {
+      ncclSimInfo_t bad = sim;
+      bad.magic = 0;
+      CHECK_RES_NCCL(ncclGroupSimulateEnd(&bad), ncclInvalidArgument); /* the group stays open */
+    }
+    NCHECK(ncclGroupSimulateEnd(&sim));
+    t[k] = sim.estimatedTime;
+  }
+  CHECK(t[0] > 0 && t[1] > t[0] && t[1] < 1e7);
+  if (rank == 0) printf("ncclGroupSimulateEnd: %.1f us for 4 MiB, %.1f us for 256 KiB\n", t[1], t[0]);
+  size_t untouched = 0;
+  for (size_t i = 0; i < n; i++) untouched += y[i] == -1;
+  CHECK(untouched == n);
+  NCHECK(ncclAllReduce(x, y, n, ncclFloat32, ncclSum, comm, NULL));
+  CHECK(y[0] == nranks && y[n - 1] == nranks);
+  free(x);
+  free(y);
+}
+
 /* Two communicators of one job in this process, one thread each. */
 typedef struct {
   ncclComm_t comm;
@@ -447,6 +520,8 @@ int main(int argc, char** argv) {
     test_premulsum(comm);
     test_group_split(comm);
     test_register(comm);
+    test_shrink_revoke(comm);
+    test_simulate(comm);
     test_nonblocking();
   }
   NCHECK(ncclCommFinalize(comm));

@@ -139,36 +139,34 @@ zcclResult_t zcclCommInitRank(zcclComm_t* comm, int nranks, zcclUniqueId commId,
   return zcclCommInitRankConfig(comm, nranks, commId, rank, NULL);
 }
 
-/* What each rank tells the others when splitting. */
+/* What each rank tells the others when splitting or shrinking. */
 typedef struct {
   int32_t color, key;
   int32_t failed; /* this rank could not set up its part (its error code): the color's ranks all fail */
+  int32_t pad;
+  uint64_t check; /* what must be equal across the new communicator's ranks (shrink: the exclude list) */
   uint8_t slot[ZCCL_ADDR_SLOT]; /* the new communicator's worker address */
 } zccl_split_entry_t;
 
-zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newcomm,
-                           zcclConfig_t* config) {
-  static const char* fn = "zcclCommSplit";
-  ZU_CHECK(zccl_comm_check(fn, comm));
-  ZU_RETURN_ERR_IF(newcomm == NULL, zcclInvalidArgument, "%s: newcomm is NULL", fn);
-  *newcomm = NULL;
-  ZU_RETURN_ERR_IF(color < 0 && color != ZCCL_SPLIT_NOCOLOR, zcclInvalidArgument,
-                   "%s: color=%d must be >= 0 or ZCCL_SPLIT_NOCOLOR", fn, color);
-  ZU_RETURN_ERR_IF(comm->finalized, zcclInvalidUsage, "%s: comm is finalized", fn);
-  ZU_CHECK(zccl_config_check(fn, config));
-  /* Every rank takes part in the exchange, with or without a color. */
+/* A new communicator from comm's ranks of one color, ordered by key (ties
+ * by rank in comm, MPI_Comm_split's rule), after an exchange among every
+ * rank (among NULL) or among the ranks marked. */
+static zcclResult_t zccl_comm_derive(const char* fn, zcclComm_t comm, int color, int key, const uint8_t* among,
+                                     uint64_t check, zcclComm_t* newcomm, zcclConfig_t* config) {
   zcclComm_t c = NULL;
   zcclResult_t res = zcclSuccess;
   size_t n = (size_t)comm->nranks;
-  zccl_split_entry_t* all = malloc(sizeof *all * n);
+  zccl_split_entry_t* all = calloc(n, sizeof *all);
   zccl_split_entry_t* mine = calloc(1, sizeof *mine);
   uint8_t* table = calloc(n, ZCCL_ADDR_SLOT);
   if (!all || !mine || !table) {
     res = ZU_ERROR(zcclSystemError, "%s: out of memory", fn);
     goto out;
   }
+  for (size_t p = 0; p < n; p++) all[p].color = ZCCL_SPLIT_NOCOLOR; /* ranks left out of the exchange */
   mine->color = color;
   mine->key = key;
+  mine->check = check;
   if (color != ZCCL_SPLIT_NOCOLOR) {
     /* A failure here still takes part in the exchange (the others would
      * wait for this rank's entry until their timeout) and says so. */
@@ -179,20 +177,26 @@ zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newc
   }
   char why[400] = ""; /* copied: the exchange may overwrite it */
   if (res != zcclSuccess) snprintf(why, sizeof why, "%s", zu_error_last());
-  zcclResult_t ex = zccl_comm_allgather(comm, mine, sizeof *mine, all);
+  zcclResult_t ex = zccl_comm_allgather(comm, among, mine, sizeof *mine, all);
   if (res != zcclSuccess) {
     res = ZU_ERROR(res, "%s: could not set up this rank's part: %s", fn, why);
     goto out;
   }
   ZU_CHECK_GOTO(ex, res, out);
   if (c == NULL) goto out;
-  for (size_t p = 0; p < n; p++)
-    if (all[p].color == color && all[p].failed != zcclSuccess) {
+  for (size_t p = 0; p < n; p++) {
+    if (all[p].color != color) continue;
+    if (all[p].failed != zcclSuccess) {
       res = ZU_ERROR((zcclResult_t)all[p].failed, "%s: rank %zu of the parent could not set up its part of the new "
                      "communicator (its own error says why)", fn, p);
       goto out;
     }
-  /* New ranks: by key, ties by rank in the parent (MPI_Comm_split's rule). */
+    if (all[p].check != check) {
+      res = ZU_ERROR(zcclInvalidUsage, "%s: rank %zu of the parent passed other arguments (another exclude list)",
+                     fn, p);
+      goto out;
+    }
+  }
   int nr = 0, me = 0;
   for (size_t p = 0; p < n; p++) {
     if (all[p].color != color) continue;
@@ -220,8 +224,75 @@ out:
   return res;
 }
 
+zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newcomm,
+                           zcclConfig_t* config) {
+  static const char* fn = "zcclCommSplit";
+  ZU_CHECK(zccl_comm_check(fn, comm));
+  ZU_RETURN_ERR_IF(newcomm == NULL, zcclInvalidArgument, "%s: newcomm is NULL", fn);
+  *newcomm = NULL;
+  ZU_RETURN_ERR_IF(color < 0 && color != ZCCL_SPLIT_NOCOLOR, zcclInvalidArgument,
+                   "%s: color=%d must be >= 0 or ZCCL_SPLIT_NOCOLOR", fn, color);
+  ZU_RETURN_ERR_IF(comm->finalized, zcclInvalidUsage, "%s: comm is finalized", fn);
+  ZU_CHECK(zccl_config_check(fn, config));
+  /* Every rank takes part in the exchange, with or without a color. */
+  return zccl_comm_derive(fn, comm, color, key, NULL, 0, newcomm, config);
+}
+
+zcclResult_t zcclCommShrink(zcclComm_t comm, int* excludeRanksList, int excludeRanksCount, zcclComm_t* newcomm,
+                            zcclConfig_t* config, int shrinkFlags) {
+  static const char* fn = "zcclCommShrink";
+  ZU_CHECK(zccl_comm_check(fn, comm));
+  ZU_RETURN_ERR_IF(newcomm == NULL, zcclInvalidArgument, "%s: newcomm is NULL", fn);
+  *newcomm = NULL;
+  ZU_RETURN_ERR_IF(shrinkFlags != ZCCL_SHRINK_DEFAULT && shrinkFlags != ZCCL_SHRINK_ABORT, zcclInvalidArgument,
+                   "%s: shrinkFlags 0x%x, expected ZCCL_SHRINK_DEFAULT or ZCCL_SHRINK_ABORT", fn,
+                   (unsigned)shrinkFlags);
+  ZU_RETURN_ERR_IF(excludeRanksCount < 0 || excludeRanksCount >= comm->nranks ||
+                       (excludeRanksCount > 0 && excludeRanksList == NULL),
+                   zcclInvalidArgument, "%s: %d excluded ranks at %p of %d (at least one rank must stay)", fn,
+                   excludeRanksCount, (void*)excludeRanksList, comm->nranks);
+  ZU_CHECK(zccl_config_check(fn, config));
+  uint8_t* kept = malloc((size_t)comm->nranks);
+  ZU_RETURN_ERR_IF(kept == NULL, zcclSystemError, "%s: out of memory", fn);
+  memset(kept, 1, (size_t)comm->nranks);
+  zcclResult_t res = zcclSuccess;
+  for (int i = 0; i < excludeRanksCount && res == zcclSuccess; i++) {
+    int r = excludeRanksList[i];
+    if (r < 0 || r >= comm->nranks || !kept[r])
+      res = ZU_ERROR(zcclInvalidArgument, "%s: excludeRanksList[%d] = %d is outside [0, %d) or repeated", fn, i, r,
+                     comm->nranks);
+    else if (r == comm->rank)
+      res = ZU_ERROR(zcclInvalidArgument, "%s: this rank (%d) is in excludeRanksList: excluded ranks do not call "
+                     "it", fn, r);
+    else
+      kept[r] = 0;
+  }
+  /* The kept ranks must agree on who is out: a hash of the set, checked. */
+  uint64_t check = 1469598103934665603ull;
+  for (int p = 0; p < comm->nranks; p++) check = (check ^ kept[p]) * 1099511628211ull;
+  char why[400];
+  if (res == zcclSuccess && shrinkFlags == ZCCL_SHRINK_DEFAULT && !zccl_comm_revoked(comm) &&
+      zccl_comm_error(comm, why, sizeof why) != zcclSuccess)
+    res = ZU_ERROR(zccl_comm_error(comm, NULL, 0), "%s: the communicator has an error (%s): shrink it with "
+                   "ZCCL_SHRINK_ABORT, or revoke it first", fn, why);
+  /* ABORT: what the parent still runs is given up first. */
+  if (res == zcclSuccess && shrinkFlags == ZCCL_SHRINK_ABORT) res = zccl_comm_revoke(comm);
+  if (res == zcclSuccess) res = zccl_comm_derive(fn, comm, 0, comm->rank, kept, check, newcomm, config);
+  free(kept);
+  return res;
+}
+
+zcclResult_t zcclCommRevoke(zcclComm_t comm, int revokeFlags) {
+  ZU_CHECK(zccl_comm_check("zcclCommRevoke", comm));
+  ZU_RETURN_ERR_IF(revokeFlags != ZCCL_REVOKE_DEFAULT, zcclInvalidArgument,
+                   "zcclCommRevoke: revokeFlags 0x%x, expected ZCCL_REVOKE_DEFAULT (0)", (unsigned)revokeFlags);
+  return zccl_comm_revoke(comm);
+}
+
 zcclResult_t zcclCommFinalize(zcclComm_t comm) {
   ZU_CHECK(zccl_comm_check("zcclCommFinalize", comm));
+  ZU_RETURN_ERR_IF(zccl_comm_revoked(comm), zcclInvalidUsage,
+                   "zcclCommFinalize: comm was revoked: destroy or abort it (or split or shrink it first)");
   /* Host calls return complete, so nothing this thread issued is pending. */
   comm->finalized = 1;
   return zcclSuccess;
@@ -245,7 +316,9 @@ zcclResult_t zcclCommAbort(zcclComm_t comm) {
 zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError) {
   ZU_CHECK(zccl_comm_check("zcclCommGetAsyncError", comm));
   ZU_RETURN_ERR_IF(asyncError == NULL, zcclInvalidArgument, "zcclCommGetAsyncError: asyncError is NULL");
-  *asyncError = zccl_comm_error(comm, NULL, 0);
+  /* Revoked: quiescent once zcclCommRevoke returned; its errors are what
+   * the revocation cut short. */
+  *asyncError = zccl_comm_revoked(comm) ? zcclSuccess : zccl_comm_error(comm, NULL, 0);
   return zcclSuccess;
 }
 

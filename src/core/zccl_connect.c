@@ -273,22 +273,31 @@ out:
   return res;
 }
 
-zcclResult_t zccl_comm_allgather(zcclComm_t comm, const void* blob, size_t len, void* table) {
-  int n = comm->nranks;
+/* Tags: sub 0 the split's exchanges (internal_seq, every rank), sub 2 the
+ * shrink's (shrink_seq, the ranks kept); ZP_SIG_SUB is 1. */
+#define ZCCL_SHRINK_SUB 2u
+
+zcclResult_t zccl_comm_allgather(zcclComm_t comm, const uint8_t* among, const void* blob, size_t len, void* table) {
+  int n = comm->nranks, peers = 0;
   memcpy((uint8_t*)table + (size_t)comm->rank * len, blob, len);
-  if (n == 1) return zcclSuccess;
-  zccl_op_t* op = zccl_op_new("zcclCommSplit", 2 * (n - 1), 0);
-  ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "zcclCommSplit: out of memory");
-  uint32_t seq = comm->internal_seq++;
+  for (int p = 0; p < n; p++) peers += p != comm->rank && (among == NULL || among[p]);
+  if (peers == 0) return zcclSuccess;
+  const char* what = among ? "zcclCommShrink" : "zcclCommSplit";
+  zccl_op_t* op = zccl_op_new(what, 2 * peers, 0);
+  ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "%s: out of memory", what);
+  uint32_t seq = among ? comm->shrink_seq++ : comm->internal_seq++, sub = among ? ZCCL_SHRINK_SUB : 0;
   int k = 0;
   for (int p = 0; p < n; p++) {
-    if (p == comm->rank) continue;
+    if (p == comm->rank || (among && !among[p])) continue;
     op->xfers[k++] = (zp_xfer_t){.is_send = 1, .peer = p, .buf = (void*)blob, .bytes = len, .count = len,
-                                   .dtype = zcclUint8, .tag = zt_tag(ZT_TAG_INTERNAL, comm->rank, seq, 0)};
+                                   .dtype = zcclUint8, .tag = zt_tag(ZT_TAG_INTERNAL, comm->rank, seq, sub)};
     op->xfers[k++] = (zp_xfer_t){.is_send = 0, .peer = p, .buf = (uint8_t*)table + (size_t)p * len,
                                    .bytes = len, .count = len, .dtype = zcclUint8,
-                                   .tag = zt_tag(ZT_TAG_INTERNAL, p, seq, 0)};
+                                   .tag = zt_tag(ZT_TAG_INTERNAL, p, seq, sub)};
   }
+  pthread_mutex_lock(&comm->lock);
+  op->despite_error = among != NULL || comm->revoked;
+  pthread_mutex_unlock(&comm->lock);
   zcclResult_t res = zccl_op_run(comm, op);
   zccl_op_free(op);
   return res;

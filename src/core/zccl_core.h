@@ -34,6 +34,9 @@ typedef struct zccl_op {
   zd_ticket_t** tickets;
   int ntickets;
   int detached;
+  /* Runs on a broken or revoked communicator too (the exchange of a split
+   * or shrink that rebuilds from it), given up only by an abort. */
+  int despite_error;
   zcclResult_t result;
   char msg[400];           /* why, when result is an error */
   atomic_int done;
@@ -68,6 +71,9 @@ struct zcclComm {
   zccl_op_t *head, *tail;
   int stop;                /* drain the queue, then exit */
   atomic_int abort;        /* fail what is queued or running, then exit */
+  atomic_int cancel;       /* running operations give up (abort, zcclCommRevoke) */
+  int revoked;             /* zcclCommRevoke: queued work fails, new calls are refused (under lock) */
+  uint32_t shrink_seq;     /* zcclCommShrink's exchanges, among the ranks kept */
   uint32_t* send_seq;      /* per peer: point-to-point sequence numbers */
   uint32_t* recv_seq;
   uint32_t internal_seq;   /* the library's own exchanges (split) */
@@ -99,6 +105,10 @@ zccl_op_t* zccl_op_new(const char* what, int nxfers, int ncolls);
 void zccl_op_free(zccl_op_t* op);
 /* The communicator's asynchronous error (and its message into msg). */
 zcclResult_t zccl_comm_error(zcclComm_t comm, char* msg, size_t len);
+/* zcclCommRevoke: refuses new work, makes what is queued fail and what
+ * runs give up, and returns once nothing is left (bounded like a wait). */
+zcclResult_t zccl_comm_revoke(zcclComm_t comm);
+int zccl_comm_revoked(zcclComm_t comm);
 /* Records the communicator's first asynchronous error. */
 void zccl_comm_set_error(zcclComm_t comm, zcclResult_t res, const char* msg);
 
@@ -139,9 +149,12 @@ void zccl_group_forget(zcclComm_t comm);
 /* Exchanges worker addresses among the ranks of a new communicator through
  * the bootstrap the id and ZCCL_BOOTSTRAP choose; fills the worker's peers. */
 zcclResult_t zccl_connect(zcclComm_t comm, const zcclUniqueId* id);
-/* Every rank of comm contributes len bytes; table receives nranks*len,
- * rank-ordered. Runs over comm's own transport (used by split). */
-zcclResult_t zccl_comm_allgather(zcclComm_t comm, const void* blob, size_t len, void* table);
+/* Every rank of comm (among NULL), or the ranks among marks (nonzero
+ * bytes, nranks of them; this rank one), contributes len bytes; table
+ * receives their entries at their ranks' offsets (nranks*len, others left
+ * as they are). Runs over comm's own transport (split, shrink), on a
+ * revoked communicator too, and with among on a broken one. */
+zcclResult_t zccl_comm_allgather(zcclComm_t comm, const uint8_t* among, const void* blob, size_t len, void* table);
 /* Address slot of the exchanged tables: uint32 length then the bytes; its
  * last 12 bytes carry the node id and core count (zccl_addr_pack). */
 #define ZCCL_ADDR_SLOT 2048

@@ -172,6 +172,44 @@ static zcclResult_t zccl_group_issue(void) {
   return res;
 }
 
+/* The model's time of one communicator's batch: its messages in flight
+ * together (one latency, this rank's sent bytes over the link), then its
+ * collectives one after another. */
+static double zccl_batch_estimate(const zccl_batch_t* b) {
+  zcclComm_t comm = b->comm;
+  zp_link_t link = comm->link; /* a copy: the thread may refine it meanwhile */
+  zp_ctx_t ctx = {.dev = b->dev ? b->dev : comm->dev, .link = &link, .rank = comm->rank, .nranks = comm->nranks};
+  double t = 0, sent = 0;
+  for (int k = 0; k < b->n; k++) sent += b->xfers[k].is_send ? (double)b->xfers[k].bytes : 0;
+  if (b->n > 0) t += link.alpha + sent / link.bandwidth;
+  for (int k = 0; k < b->ncolls; k++) t += zp_coll_estimate(&ctx, &b->colls[k]);
+  return t;
+}
+
+zcclResult_t zcclGroupSimulateEnd(double* seconds) {
+  ZU_RETURN_ERR_IF(seconds == NULL, zcclInvalidArgument, "zcclGroupSimulateEnd: seconds is NULL");
+  ZU_RETURN_ERR_IF(zccl_group.depth == 0, zcclInvalidUsage,
+                   "zcclGroupSimulateEnd: not inside a group (no matching zcclGroupStart)");
+  zccl_group.depth--;
+  if (zccl_group.depth > 0) return zcclSuccess; /* an inner group: the outermost end estimates */
+  zcclResult_t res = zcclSuccess;
+  if (zccl_group.error != zcclSuccess) {
+    res = ZU_ERROR(zccl_group.error, "zcclGroupSimulateEnd: a call in the group failed: %s", zccl_group.msg);
+  } else {
+    /* Communicators run their batches at once: the slowest one's time. */
+    double t = 0;
+    for (int i = 0; i < zccl_group.n; i++) {
+      double bt = zccl_batch_estimate(&zccl_group.batches[i]);
+      t = bt > t ? bt : t;
+    }
+    *seconds = t;
+    ZU_INFO(ZU_LOG_COLL, "zcclGroupSimulateEnd: %d communicator(s), estimated %.1f us, nothing issued",
+            zccl_group.n, t * 1e6);
+  }
+  zccl_group_clear();
+  return res;
+}
+
 zcclResult_t zcclGroupEnd(void) {
   ZU_RETURN_ERR_IF(zccl_group.depth == 0, zcclInvalidUsage,
                    "zcclGroupEnd: not inside a group (no matching zcclGroupStart)");

@@ -70,15 +70,20 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
   zd_dev_t* host = dev != comm->dev && zd_dev_kind(comm->dev) == ZD_HOST ? comm->dev : NULL;
   double cancel_by = 0;
   zp_ctx_t ctx = {.w = comm->worker, .dev = dev, .host = host, .link = &comm->link, .stats = &comm->stats, .rank = comm->rank, .nranks = comm->nranks,
-                  .timeout = comm->timeout, .spin = comm->spin, .abort = &comm->abort, .cancel_by = &cancel_by, .check_calls = comm->check_calls,
-                  .checksum = comm->checksum};
+                  .timeout = comm->timeout, .spin = comm->spin, .abort = op->despite_error ? &comm->abort : &comm->cancel,
+                  .cancel_by = &cancel_by, .check_calls = comm->check_calls, .checksum = comm->checksum};
   /* Peers' failure notices: posted at the first operation (UCX keeps one
-   * that comes earlier); without it peers are found out by ZCCL_TIMEOUT. */
-  if (comm->nranks > 1 && zp_notice_listen(comm->worker, &comm->notice) == zcclSuccess) ctx.notice = &comm->notice;
+   * that comes earlier); without it peers are found out by ZCCL_TIMEOUT.
+   * An exchange that runs despite an error does not heed them. */
+  if (comm->nranks > 1 && zp_notice_listen(comm->worker, &comm->notice) == zcclSuccess && !op->despite_error)
+    ctx.notice = &comm->notice;
   zcclResult_t res = zcclSuccess;
   /* Stream-ordered: not before the callers' streams have passed the call. */
   for (int i = 0; i < op->ntickets && res == zcclSuccess; i++)
     res = zd_ticket_wait(op->tickets[i], zccl_aborted, comm);
+  /* An exchange despite an error: its peers are the live ones, whose
+   * endpoints the failed operation may have closed. */
+  for (int i = 0; op->despite_error && i < op->nxfers; i++) zt_revive(comm->worker, op->xfers[i].peer);
   if (op->nxfers > 0 && res == zcclSuccess) res = zp_xfers_run(&ctx, op->what, op->xfers, op->nxfers);
   if (op->calibrate) {
     ctx.seq = op->seq;
@@ -127,11 +132,14 @@ static void* zccl_progress_main(void* arg) {
     if (comm->head) {
       zccl_op_t* op = comm->head;
       zcclResult_t broken = comm->async_error;
-      if (broken != zcclSuccess || atomic_load(&comm->abort)) {
-        op->result = broken != zcclSuccess ? broken : zcclRemoteError;
+      int refuse = !op->despite_error && (broken != zcclSuccess || comm->revoked);
+      if (refuse || atomic_load(&comm->abort)) {
+        op->result = atomic_load(&comm->abort) ? zcclRemoteError : comm->revoked ? zcclInvalidUsage : broken;
         /* The earlier failure's message already names its operation. */
         snprintf(op->msg, sizeof op->msg, "%.*s", (int)sizeof op->msg - 1,
-                 broken != zcclSuccess ? comm->async_msg : "the communicator was aborted");
+                 atomic_load(&comm->abort) ? "the communicator was aborted"
+                 : comm->revoked          ? "the communicator was revoked (zcclCommRevoke)"
+                                          : comm->async_msg);
         pthread_mutex_unlock(&comm->lock);
       } else {
         pthread_mutex_unlock(&comm->lock);
@@ -226,7 +234,7 @@ zcclResult_t zccl_runtime_start(zcclComm_t comm) {
 void zccl_runtime_stop(zcclComm_t comm, int abort) {
   if (!comm->runtime) return;
   comm->runtime = 0;
-  if (abort) atomic_store(&comm->abort, 1);
+  if (abort) atomic_store(&comm->abort, 1), atomic_store(&comm->cancel, 1);
   if (comm->thread_started) {
     pthread_mutex_lock(&comm->lock);
     comm->stop = 1;
@@ -302,9 +310,9 @@ zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op) {
    * operation queued meanwhile by another thread runs after this one. */
   pthread_mutex_lock(&comm->lock);
   int queued = comm->head != NULL;
-  zcclResult_t broken = comm->async_error;
+  int refuse = comm->async_error != zcclSuccess || comm->revoked;
   pthread_mutex_unlock(&comm->lock);
-  if (queued || broken != zcclSuccess || atomic_load(&comm->abort)) {
+  if (queued || refuse || atomic_load(&comm->abort)) {
     ZU_CHECK(zccl_op_submit(comm, op));
     return zccl_op_wait(comm, op);
   }
@@ -399,6 +407,33 @@ void zccl_op_free(zccl_op_t* op) {
     free(op->tickets);
     free(op);
   }
+}
+
+zcclResult_t zccl_comm_revoke(zcclComm_t comm) {
+  pthread_mutex_lock(&comm->lock);
+  comm->revoked = 1;
+  atomic_store(&comm->cancel, 1); /* what runs gives up; what is queued fails (zccl_progress_main) */
+  pthread_cond_broadcast(&comm->wake);
+  double give_up = zu_now() + 2 * comm->timeout + 10;
+  while (comm->head != NULL && zu_now() < give_up) {
+    struct timespec ts = zccl_abstime(0.1);
+    pthread_cond_timedwait(&comm->done_cv, &comm->lock, &ts);
+  }
+  int quiet = comm->head == NULL;
+  pthread_mutex_unlock(&comm->lock);
+  /* A caller running an operation inline holds the worker until it has
+   * given up too. */
+  pthread_mutex_lock(&comm->worker_lock);
+  pthread_mutex_unlock(&comm->worker_lock);
+  ZU_RETURN_ERR_IF(!quiet, zcclInternalError, "zcclCommRevoke: the progress thread did not let go of its operations");
+  return zcclSuccess;
+}
+
+int zccl_comm_revoked(zcclComm_t comm) {
+  pthread_mutex_lock(&comm->lock);
+  int r = comm->revoked;
+  pthread_mutex_unlock(&comm->lock);
+  return r;
 }
 
 zcclResult_t zccl_comm_error(zcclComm_t comm, char* msg, size_t len) {

@@ -487,6 +487,30 @@ static zcclResult_t zp_coll_dispatch(const zp_ctx_t* ctx, const zp_coll_args_t* 
   return algo->fn(ctx, a);
 }
 
+double zp_coll_estimate(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  const zcclCompression_t* c = &a->compression;
+  const char* forced = zu_param_str(ZU_PARAM_ALGO);
+  double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
+  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
+  if (ctx->nranks < 2 || a->count == 0) return 0;
+  /* The premultiplication reads and writes the input once more. */
+  double pre = a->premul ? (a->coll == ZP_COLL_REDUCESCATTER ? N : 1) * n / ZP_REDUCE_BYTES_PER_S : 0;
+  /* One algorithm each, priced here (the choice needs no model). */
+  if (a->coll == ZP_COLL_REDUCESCATTER) return pre + (N - 1) * (al_s + n / B + n / ZP_REDUCE_BYTES_PER_S);
+  if (a->coll == ZP_COLL_ALLTOALL) return (N - 1) * (al_s + n / B);
+  zp_coll_args_t plain = *a;
+  plain.compression.codec = zcclCodecNone;
+  const zp_algo_t* al = zp_default_algo(ctx, &plain);
+  double tp = al ? zp_cost(ctx, al, &plain) : 0;
+  int compress = c->codec != zcclCodecNone && c->codec != ZCCL_CONFIG_UNDEF_INT &&
+                 (a->datatype == zcclFloat32 || a->datatype == zcclFloat64) && a->count * zu_dtype_size(a->datatype) >=
+                 c->minBytes && !(zp_coll_reduces(a->coll) && a->op == zcclProd);
+  double tc = 0;
+  if (compress && zp_compressed_algo(ctx, a, forced, &tc) != NULL)
+    return pre + (c->codec == zcclCodecAuto && tp < tc ? tp : tc);
+  return pre + tp;
+}
+
 /* A pre-multiplied sum: each rank's input times its scalar, then a sum.
  * The products go where the reduction may read and write them: an
  * allreduce's recvbuff (the sum then runs in place), else memory of their

@@ -198,6 +198,12 @@ zcclResult_t zp_sig_post(const zp_ctx_t* ctx, const zp_sig_t* mine, zp_sig_t* le
  * rank ends with the same model (the worst rank's). A collective call. */
 zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link);
 
+/* The cost model's time for a collective (seconds), as ctx's link stands,
+ * without running it: the algorithm the call would take, compressed where
+ * it would be (codec=auto: whichever the model prices lower; the sparse
+ * choice, which samples the data, is not made). zcclGroupSimulateEnd. */
+double zp_coll_estimate(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+
 /* The API function's name: "zcclAllReduce", ... */
 const char* zp_coll_name(zp_coll_id_t coll);
 /* 1 for collectives that take a reduction op. */

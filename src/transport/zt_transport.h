@@ -101,6 +101,12 @@ zcclResult_t zt_irecv(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, voi
                       void* memh, zt_req_t* req);
 /* Cancels an in-flight request; it completes (done=1) after progress. */
 void zt_cancel(zt_worker_t* w, zt_req_t* req);
+/* Forgets that peer failed and drops its endpoint (a later message makes a
+ * new one): after a failed operation cancelled its messages (which closes
+ * their endpoints) the live peers can be reached again, for the exchange
+ * that rebuilds a communicator without the dead ones. A no-op for a peer
+ * that never failed. */
+void zt_revive(zt_worker_t* w, int peer);
 /* 1 while a request is in flight: posted and not completed (a request
  * never posted, or completed, is not). */
 int zt_req_pending(const zt_req_t* req);

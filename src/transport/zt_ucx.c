@@ -243,9 +243,9 @@ zcclResult_t zt_worker_set_peers(zt_worker_t* w, int nranks, const void* table, 
  * process, a dropped link. Requests on that endpoint complete with errors;
  * receives are worker-wide, so the caller checks zt_peer_failed. */
 static void zt_ep_error(void* arg, ucp_ep_h ep, ucs_status_t status) {
-  (void)ep;
   zt_worker_t* w = ((zt_ep_arg_t*)arg)->w;
   int peer = ((zt_ep_arg_t*)arg)->peer;
+  if (ep != w->eps[peer]) return; /* an endpoint given up already (zt_cancel, zt_revive) */
   if (w->failed[peer] == UCS_OK) {
     w->failed[peer] = status;
     /* Not a warning: a peer that finished first and closed its side is
@@ -481,6 +481,21 @@ void zt_cancel(zt_worker_t* w, zt_req_t* req) {
   ucs_status_ptr_t s = ucp_ep_close_nbx(w->eps[peer], &p);
   w->eps[peer] = NULL;
   if (UCS_PTR_IS_PTR(s)) w->closing[peer] = s;
+}
+
+void zt_revive(zt_worker_t* w, int peer) {
+  if (peer < 0 || peer >= w->nranks || w->failed[peer] == UCS_OK) return;
+  if (w->eps[peer]) { /* failed by UCX: closed by force, as zt_cancel does */
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    ucs_status_ptr_t s = ucp_ep_close_nbx(w->eps[peer], &p);
+    if (UCS_PTR_IS_PTR(s) && w->closing[peer] == NULL)
+      w->closing[peer] = s;
+    else if (UCS_PTR_IS_PTR(s))
+      ucp_request_free(s); /* UCX completes it on its own */
+  }
+  w->eps[peer] = NULL;
+  w->failed[peer] = UCS_OK;
+  ZU_INFO(ZU_LOG_NET, "transport: rank %d reachable again through a new endpoint", peer);
 }
 
 int zt_req_pending(const zt_req_t* req) { return !req->done && req->ucx != NULL; }

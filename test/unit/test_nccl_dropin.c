@@ -26,7 +26,8 @@ static const any_fn every[] = {
     F(ncclBroadcast),        F(ncclAllReduce),        F(ncclReduceScatter),      F(ncclAllGather),
     F(ncclAlltoAll),         F(ncclGather),           F(ncclScatter),            F(ncclSend),
     F(ncclRecv),             F(ncclGroupStart),       F(ncclGroupEnd),           F(ncclResetDebugInit),
-    F(ncclRedOpCreatePreMulSum), F(ncclRedOpDestroy)};
+    F(ncclRedOpCreatePreMulSum), F(ncclRedOpDestroy), F(ncclCommShrink), F(ncclCommRevoke),
+    F(ncclGroupSimulateEnd)};
 #undef F
 #ifdef __cplusplus
 static int kind_of(ncclResult_t) { return 1; }
