@@ -385,7 +385,7 @@ zcclResult_t zcclGroupEnd(void);
  * is the cost model's estimate of their time on this rank (each
  * communicator's calls one after another, communicators at once), for the
  * algorithms and compression the calls would take as the links stand now
- * (docs/collectives.md, "Choosing an algorithm"). The calls' sequence
+ * (docs/collectives.md, "Choosing: the cost model"). The calls' sequence
  * numbers are not used: every rank must simulate the same group, or none. */
 zcclResult_t zcclGroupSimulateEnd(double* seconds);
 

@@ -6,8 +6,9 @@
  *
  * Types and constants are the same values; each function is a thin inline
  * call of its zccl twin (see zccl.h for semantics). Not provided: NCCL's
- * custom reduction ops (ncclRedOpCreatePreMulSum), user buffer registration
- * and the NVLS/CollNet tuning knobs; programs using them will not compile.
+ * custom reduction ops, shrink, revoke, group simulation, user buffer
+ * registration and the NVLS/CollNet tuning knobs (zccl's nccl.h and
+ * libnccl.so.2 have them all); programs using them will not compile here.
  */
 #ifndef ZCCL_NCCL_H_
 #define ZCCL_NCCL_H_
