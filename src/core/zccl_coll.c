@@ -80,7 +80,7 @@ static zcclResult_t zccl_p2p_post(const zp_coll_args_t* a, zcclComm_t comm, cons
 
 static zcclResult_t zccl_coll_check(zp_coll_args_t* a, zcclComm_t comm) {
   const char* fn = zp_coll_name(a->coll); /* no formatting on the call path */
-  ZU_CHECK(zccl_comm_check(fn, comm));
+  ZCCL_HOLD(fn, comm);
   ZU_RETURN_ERR_IF(comm->finalized, zcclInvalidUsage, "%s: comm is finalized", fn);
   ZU_RETURN_ERR_IF(zccl_comm_revoked(comm), zcclInvalidUsage,
                    "%s: comm was revoked (zcclCommRevoke): only destroy, abort, split and shrink remain", fn);

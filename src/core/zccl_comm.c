@@ -9,14 +9,6 @@
 #include "zd_device.h"
 #include "zu_param.h"
 
-zcclResult_t zccl_comm_check(const char* fn, zcclComm_t comm) {
-  ZU_RETURN_ERR_IF(comm == NULL, zcclInvalidArgument, "%s: comm is NULL", fn);
-  ZU_RETURN_ERR_IF(!zccl_comm_live(comm) || comm->magic != ZCCL_COMM_MAGIC, zcclInvalidArgument,
-                   "%s: comm is not a live communicator (destroyed, aborted or never created)", fn);
-  zu_log_set_rank(comm->rank);
-  return zcclSuccess;
-}
-
 /* Checks a user's config (NULL is fine) the way NCCL does: by its header. */
 static zcclResult_t zccl_config_check(const char* fn, const zcclConfig_t* config) {
   if (config == NULL) return zcclSuccess;
@@ -227,7 +219,7 @@ out:
 zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newcomm,
                            zcclConfig_t* config) {
   static const char* fn = "zcclCommSplit";
-  ZU_CHECK(zccl_comm_check(fn, comm));
+  ZCCL_HOLD(fn, comm);
   ZU_RETURN_ERR_IF(newcomm == NULL, zcclInvalidArgument, "%s: newcomm is NULL", fn);
   *newcomm = NULL;
   ZU_RETURN_ERR_IF(color < 0 && color != ZCCL_SPLIT_NOCOLOR, zcclInvalidArgument,
@@ -241,7 +233,7 @@ zcclResult_t zcclCommSplit(zcclComm_t comm, int color, int key, zcclComm_t* newc
 zcclResult_t zcclCommShrink(zcclComm_t comm, int* excludeRanksList, int excludeRanksCount, zcclComm_t* newcomm,
                             zcclConfig_t* config, int shrinkFlags) {
   static const char* fn = "zcclCommShrink";
-  ZU_CHECK(zccl_comm_check(fn, comm));
+  ZCCL_HOLD(fn, comm);
   ZU_RETURN_ERR_IF(newcomm == NULL, zcclInvalidArgument, "%s: newcomm is NULL", fn);
   *newcomm = NULL;
   ZU_RETURN_ERR_IF(shrinkFlags != ZCCL_SHRINK_DEFAULT && shrinkFlags != ZCCL_SHRINK_ABORT, zcclInvalidArgument,
@@ -283,14 +275,14 @@ zcclResult_t zcclCommShrink(zcclComm_t comm, int* excludeRanksList, int excludeR
 }
 
 zcclResult_t zcclCommRevoke(zcclComm_t comm, int revokeFlags) {
-  ZU_CHECK(zccl_comm_check("zcclCommRevoke", comm));
+  ZCCL_HOLD("zcclCommRevoke", comm);
   ZU_RETURN_ERR_IF(revokeFlags != ZCCL_REVOKE_DEFAULT, zcclInvalidArgument,
                    "zcclCommRevoke: revokeFlags 0x%x, expected ZCCL_REVOKE_DEFAULT (0)", (unsigned)revokeFlags);
   return zccl_comm_revoke(comm);
 }
 
 zcclResult_t zcclCommFinalize(zcclComm_t comm) {
-  ZU_CHECK(zccl_comm_check("zcclCommFinalize", comm));
+  ZCCL_HOLD("zcclCommFinalize", comm);
   ZU_RETURN_ERR_IF(zccl_comm_revoked(comm), zcclInvalidUsage,
                    "zcclCommFinalize: comm was revoked: destroy or abort it (or split or shrink it first)");
   /* Host calls return complete, so nothing this thread issued is pending. */
@@ -300,21 +292,33 @@ zcclResult_t zcclCommFinalize(zcclComm_t comm) {
 
 zcclResult_t zcclCommDestroy(zcclComm_t comm) {
   if (comm == NULL) return zcclSuccess; /* as NCCL: destroying NULL is a no-op */
-  ZU_CHECK(zccl_comm_check("zcclCommDestroy", comm));
-  /* Operations still queued finish first (each within ZCCL_TIMEOUT). */
+  ZU_CHECK(zccl_comm_claim("zcclCommDestroy", comm));
+  /* Other threads' calls, and the operations still queued, finish first
+   * (each within ZCCL_TIMEOUT). */
+  zccl_comm_wait_users(comm);
   zccl_comm_free(comm, 0);
   return zcclSuccess;
 }
 
 zcclResult_t zcclCommAbort(zcclComm_t comm) {
   if (comm == NULL) return zcclSuccess;
-  ZU_CHECK(zccl_comm_check("zcclCommAbort", comm));
+  ZU_CHECK(zccl_comm_claim("zcclCommAbort", comm));
+  /* Calls other threads have inside it give up at once (what runs sees
+   * cancel, what is queued fails), and are waited out before the free. */
+  if (comm->runtime) {
+    pthread_mutex_lock(&comm->lock);
+    atomic_store(&comm->abort, 1);
+    atomic_store(&comm->cancel, 1);
+    pthread_cond_broadcast(&comm->wake);
+    pthread_mutex_unlock(&comm->lock);
+  }
+  zccl_comm_wait_users(comm);
   zccl_comm_free(comm, 1);
   return zcclSuccess;
 }
 
 zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError) {
-  ZU_CHECK(zccl_comm_check("zcclCommGetAsyncError", comm));
+  ZCCL_HOLD("zcclCommGetAsyncError", comm);
   ZU_RETURN_ERR_IF(asyncError == NULL, zcclInvalidArgument, "zcclCommGetAsyncError: asyncError is NULL");
   /* Revoked: quiescent once zcclCommRevoke returned; its errors are what
    * the revocation cut short. */
@@ -323,21 +327,21 @@ zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError) {
 }
 
 zcclResult_t zcclCommCount(const zcclComm_t comm, int* count) {
-  ZU_CHECK(zccl_comm_check("zcclCommCount", comm));
+  ZCCL_HOLD("zcclCommCount", comm);
   ZU_RETURN_ERR_IF(count == NULL, zcclInvalidArgument, "zcclCommCount: count is NULL");
   *count = comm->nranks;
   return zcclSuccess;
 }
 
 zcclResult_t zcclCommUserRank(const zcclComm_t comm, int* rank) {
-  ZU_CHECK(zccl_comm_check("zcclCommUserRank", comm));
+  ZCCL_HOLD("zcclCommUserRank", comm);
   ZU_RETURN_ERR_IF(rank == NULL, zcclInvalidArgument, "zcclCommUserRank: rank is NULL");
   *rank = comm->rank;
   return zcclSuccess;
 }
 
 zcclResult_t zcclCommCuDevice(const zcclComm_t comm, int* device) {
-  ZU_CHECK(zccl_comm_check("zcclCommCuDevice", comm));
+  ZCCL_HOLD("zcclCommCuDevice", comm);
   ZU_RETURN_ERR_IF(device == NULL, zcclInvalidArgument, "zcclCommCuDevice: device is NULL");
   *device = comm->cuda_dev;
   return zcclSuccess;

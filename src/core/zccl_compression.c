@@ -139,7 +139,7 @@ zcclResult_t zcclCompressionToString(const zcclCompression_t* c, char* buf, size
 
 zcclResult_t zcclCommSetCompression(zcclComm_t comm, const zcclCompression_t* compression) {
   static const char* fn = "zcclCommSetCompression";
-  ZU_CHECK(zccl_comm_check(fn, comm));
+  ZCCL_HOLD(fn, comm);
   ZU_RETURN_ERR_IF(compression == NULL, zcclInvalidArgument, "%s: compression is NULL", fn);
   ZU_CHECK(zccl_compression_check(fn, compression));
   comm->compression = *compression;
@@ -148,7 +148,7 @@ zcclResult_t zcclCommSetCompression(zcclComm_t comm, const zcclCompression_t* co
 
 zcclResult_t zcclCommGetCompression(const zcclComm_t comm, zcclCompression_t* compression) {
   static const char* fn = "zcclCommGetCompression";
-  ZU_CHECK(zccl_comm_check(fn, comm));
+  ZCCL_HOLD(fn, comm);
   ZU_RETURN_ERR_IF(compression == NULL, zcclInvalidArgument, "%s: compression is NULL", fn);
   *compression = comm->compression;
   return zcclSuccess;
@@ -156,7 +156,7 @@ zcclResult_t zcclCommGetCompression(const zcclComm_t comm, zcclCompression_t* co
 
 zcclResult_t zcclCommCompressionStats(zcclComm_t comm, uint64_t* rawBytes, uint64_t* wireBytes) {
   static const char* fn = "zcclCommCompressionStats";
-  ZU_CHECK(zccl_comm_check(fn, comm));
+  ZCCL_HOLD(fn, comm);
   ZU_RETURN_ERR_IF(rawBytes == NULL || wireBytes == NULL, zcclInvalidArgument, "%s: NULL output", fn);
   /* Operations update the counters holding the worker lock. */
   if (comm->runtime) pthread_mutex_lock(&comm->worker_lock);

@@ -84,6 +84,10 @@ struct zcclComm {
   zp_stats_t stats;        /* compressed bytes sent (under worker_lock) */
   zp_notice_t notice;      /* peers' failures, and this rank's (under worker_lock) */
   struct zccl_redop* redops; /* zcclRedOpCreatePreMulSum's ops (ZCCL_MAX_REDOPS, made at the first) */
+  /* Under the live list's lock (zccl_init.c): API calls inside the
+   * communicator now, and whether a destroy or abort has begun. */
+  int users;
+  int closing;
 };
 
 /* ---- runtime (zccl_progress.c) ---- */
@@ -171,8 +175,21 @@ void zccl_set_sharing(zcclComm_t comm, const uint8_t* table);
 /* Logs the library banner once (ZCCL_DEBUG=VERSION and above). */
 void zccl_init_once(void);
 
-/* zcclSuccess when comm is a live communicator; sets this thread's log rank. */
-zcclResult_t zccl_comm_check(const char* fn, zcclComm_t comm);
+/* An API call's hold on comm, so that a destroy or abort from another
+ * thread (c10d's watchdog aborts while a collective waits) waits for the
+ * call to leave instead of freeing the communicator under it: enter checks
+ * comm as zccl_comm_check does, refuses one being closed, and sets *held;
+ * release lets go (a NULL *held: nothing). ZCCL_HOLD does both, the
+ * release at every return of the calling function (GCC/Clang cleanup). */
+zcclResult_t zccl_comm_enter(const char* fn, zcclComm_t comm, zcclComm_t* held);
+void zccl_comm_release(zcclComm_t* held);
+#define ZCCL_HOLD(fn, comm)                                                          \
+  zcclComm_t zccl_held_ __attribute__((cleanup(zccl_comm_release))) = NULL;         \
+  ZU_CHECK(zccl_comm_enter((fn), (comm), &zccl_held_))
+/* Destroy and abort: marks comm closing (once: a second is refused), then
+ * waits until no call holds it. */
+zcclResult_t zccl_comm_claim(const char* fn, zcclComm_t comm);
+void zccl_comm_wait_users(zcclComm_t comm);
 /* 1 while comm is a communicator not yet destroyed or aborted (reads
  * nothing through comm; zccl_init.c). */
 int zccl_comm_live(zcclComm_t comm);

@@ -129,7 +129,16 @@ void zccl_group_forget(zcclComm_t comm) {
 static zcclResult_t zccl_group_issue(void) {
   zcclResult_t res = zcclSuccess;
   zccl_op_t** ops = calloc((size_t)zccl_group.n + 1, sizeof *ops);
-  ZU_RETURN_ERR_IF(ops == NULL, zcclSystemError, "zcclGroupEnd: out of memory");
+  zcclComm_t* held = calloc((size_t)zccl_group.n + 1, sizeof *held); /* against another thread's destroy */
+  if (ops == NULL || held == NULL) {
+    free(ops);
+    free(held);
+    return ZU_ERROR(zcclSystemError, "zcclGroupEnd: out of memory");
+  }
+  for (int i = 0; i < zccl_group.n && res == zcclSuccess; i++) {
+    zccl_batch_t* b = &zccl_group.batches[i];
+    if (b->n || b->ncolls) res = zccl_comm_enter("zcclGroupEnd", b->comm, &held[i]);
+  }
   for (int i = 0; i < zccl_group.n && res == zcclSuccess; i++) {
     zccl_batch_t* b = &zccl_group.batches[i];
     if (b->n == 0 && b->ncolls == 0) continue;
@@ -168,7 +177,9 @@ static zcclResult_t zccl_group_issue(void) {
     if (res == zcclSuccess) res = r;
     zccl_op_free(ops[i]);
   }
+  for (int i = 0; i < zccl_group.n; i++) zccl_comm_release(&held[i]);
   free(ops);
+  free(held);
   return res;
 }
 
@@ -198,13 +209,18 @@ zcclResult_t zcclGroupSimulateEnd(double* seconds) {
   } else {
     /* Communicators run their batches at once: the slowest one's time. */
     double t = 0;
-    for (int i = 0; i < zccl_group.n; i++) {
-      double bt = zccl_batch_estimate(&zccl_group.batches[i]);
+    for (int i = 0; i < zccl_group.n && res == zcclSuccess; i++) {
+      if (zccl_group.batches[i].n == 0 && zccl_group.batches[i].ncolls == 0) continue; /* forgotten */
+      zcclComm_t held = NULL;
+      res = zccl_comm_enter("zcclGroupSimulateEnd", zccl_group.batches[i].comm, &held);
+      double bt = res == zcclSuccess ? zccl_batch_estimate(&zccl_group.batches[i]) : 0;
+      zccl_comm_release(&held);
       t = bt > t ? bt : t;
     }
     *seconds = t;
-    ZU_INFO(ZU_LOG_COLL, "zcclGroupSimulateEnd: %d communicator(s), estimated %.1f us, nothing issued",
-            zccl_group.n, t * 1e6);
+    if (res == zcclSuccess)
+      ZU_INFO(ZU_LOG_COLL, "zcclGroupSimulateEnd: %d communicator(s), estimated %.1f us, nothing issued",
+              zccl_group.n, t * 1e6);
   }
   zccl_group_clear();
   return res;

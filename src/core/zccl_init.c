@@ -62,6 +62,57 @@ void zccl_live_remove(zcclComm_t c) {
   pthread_mutex_unlock(&zccl_live_lock);
 }
 
+/* Holds (zccl_comm_enter) and closing, under the list's lock: a destroy
+ * or abort waits on zccl_live_cv until the other threads' calls are out. */
+static pthread_cond_t zccl_live_cv = PTHREAD_COND_INITIALIZER;
+
+static int zccl_live_find(zcclComm_t comm) {
+  for (size_t i = 0; i < zccl_nlive; i++)
+    if (zccl_live[i] == comm) return 1;
+  return 0;
+}
+
+zcclResult_t zccl_comm_enter(const char* fn, zcclComm_t comm, zcclComm_t* held) {
+  *held = NULL;
+  ZU_RETURN_ERR_IF(comm == NULL, zcclInvalidArgument, "%s: comm is NULL", fn);
+  pthread_mutex_lock(&zccl_live_lock);
+  int live = zccl_live_find(comm) && comm->magic == ZCCL_COMM_MAGIC, closing = live && comm->closing;
+  if (live && !closing) comm->users++;
+  pthread_mutex_unlock(&zccl_live_lock);
+  ZU_RETURN_ERR_IF(!live, zcclInvalidArgument,
+                   "%s: comm is not a live communicator (destroyed, aborted or never created)", fn);
+  ZU_RETURN_ERR_IF(closing, zcclInvalidUsage, "%s: comm is being destroyed or aborted by another thread", fn);
+  zu_log_set_rank(comm->rank);
+  *held = comm;
+  return zcclSuccess;
+}
+
+void zccl_comm_release(zcclComm_t* held) {
+  if (*held == NULL) return;
+  pthread_mutex_lock(&zccl_live_lock);
+  if (--(*held)->users == 0) pthread_cond_broadcast(&zccl_live_cv);
+  pthread_mutex_unlock(&zccl_live_lock);
+  *held = NULL;
+}
+
+zcclResult_t zccl_comm_claim(const char* fn, zcclComm_t comm) {
+  pthread_mutex_lock(&zccl_live_lock);
+  int live = zccl_live_find(comm) && comm->magic == ZCCL_COMM_MAGIC, closing = live && comm->closing;
+  if (live) comm->closing = 1;
+  pthread_mutex_unlock(&zccl_live_lock);
+  ZU_RETURN_ERR_IF(!live, zcclInvalidArgument,
+                   "%s: comm is not a live communicator (destroyed, aborted or never created)", fn);
+  ZU_RETURN_ERR_IF(closing, zcclInvalidUsage, "%s: comm is being destroyed or aborted by another thread", fn);
+  zu_log_set_rank(comm->rank);
+  return zcclSuccess;
+}
+
+void zccl_comm_wait_users(zcclComm_t comm) {
+  pthread_mutex_lock(&zccl_live_lock);
+  while (comm->users > 0) pthread_cond_wait(&zccl_live_cv, &zccl_live_lock);
+  pthread_mutex_unlock(&zccl_live_lock);
+}
+
 int zccl_comm_live(zcclComm_t comm) {
   int found = 0;
   pthread_mutex_lock(&zccl_live_lock);

@@ -26,7 +26,7 @@ static pthread_mutex_t zccl_redop_lock = PTHREAD_MUTEX_INITIALIZER;
 zcclResult_t zcclRedOpCreatePreMulSum(zcclRedOp_t* op, void* scalar, zcclDataType_t datatype,
                                       zcclScalarResidence_t residence, zcclComm_t comm) {
   static const char* fn = "zcclRedOpCreatePreMulSum";
-  ZU_CHECK(zccl_comm_check(fn, comm));
+  ZCCL_HOLD(fn, comm);
   ZU_RETURN_ERR_IF(op == NULL || scalar == NULL, zcclInvalidArgument, "%s: NULL %s", fn, op ? "scalar" : "op");
   ZU_RETURN_ERR_IF(zu_dtype_size(datatype) == 0, zcclInvalidArgument, "%s: invalid datatype %d", fn, (int)datatype);
   ZU_RETURN_ERR_IF(residence != zcclScalarDevice && residence != zcclScalarHostImmediate, zcclInvalidArgument,
@@ -65,7 +65,7 @@ static struct zccl_redop* zccl_redop_find(zcclComm_t comm, zcclRedOp_t op) {
 
 zcclResult_t zcclRedOpDestroy(zcclRedOp_t op, zcclComm_t comm) {
   static const char* fn = "zcclRedOpDestroy";
-  ZU_CHECK(zccl_comm_check(fn, comm));
+  ZCCL_HOLD(fn, comm);
   ZU_RETURN_ERR_IF((int)op >= 0 && op < zcclNumOps, zcclInvalidArgument,
                    "%s: op %d is built in (%s), not one zcclRedOpCreatePreMulSum made", fn, (int)op,
                    zu_op_name(op));

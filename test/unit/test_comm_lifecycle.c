@@ -4,12 +4,14 @@
  * (LeakSanitizer) by the sanitizer suite: nothing may leak, and no file
  * descriptor stays open (counted after a first cycle of each kind, which
  * may open what a process keeps). Also: destroy with a group still open,
- * abort of a healthy communicator. */
+ * abort of a healthy communicator, abort from another thread while a call
+ * waits in the communicator. */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "test_util.h"
 
@@ -67,6 +69,64 @@ static int one_rank_cycle(const zcclUniqueId* zero) {
   return zcclCommInitRank(&c, 1, *zero, 0) == zcclSuccess && zcclCommDestroy(c) == zcclSuccess;
 }
 
+/* Abort from another thread while a call waits inside the communicator
+ * (c10d's watchdog): rank 0's AllReduce waits for rank 1, which never
+ * calls; the main thread aborts rank 0's communicator. The call must come
+ * back with an error soon, and the abort must not free what it uses. */
+typedef struct {
+  zcclUniqueId id;
+  int rank;
+  zcclComm_t comm;
+  zcclResult_t init, call;
+  double call_end;
+} abort_arg_t;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void* abort_rank_init(void* p) {
+  abort_arg_t* a = p;
+  a->init = zcclCommInitRank(&a->comm, 2, a->id, a->rank);
+  return NULL;
+}
+
+static void* abort_rank_call(void* p) {
+  abort_arg_t* a = p;
+  static float x[1 << 16], y[1 << 16];
+  a->call = zcclAllReduce(x, y, 1 << 16, zcclFloat32, zcclSum, a->comm, NULL);
+  a->call_end = now_s();
+  return NULL;
+}
+
+static void test_abort_while_waiting(void) {
+  abort_arg_t a[2];
+  pthread_t th[2];
+  zcclUniqueId id;
+  CHECK_RES(zcclGetUniqueId(&id), zcclSuccess);
+  for (int r = 0; r < 2; r++) {
+    a[r] = (abort_arg_t){.id = id, .rank = r};
+    pthread_create(&th[r], NULL, abort_rank_init, &a[r]);
+  }
+  for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+  CHECK(a[0].init == zcclSuccess && a[1].init == zcclSuccess);
+  if (a[0].init != zcclSuccess || a[1].init != zcclSuccess) return;
+  pthread_create(&th[0], NULL, abort_rank_call, &a[0]);
+  struct timespec pause = {0, 300 * 1000000L};
+  nanosleep(&pause, NULL);
+  double t0 = now_s();
+  CHECK_RES(zcclCommAbort(a[0].comm), zcclSuccess);
+  pthread_join(th[0], NULL);
+  CHECK(a[0].call != zcclSuccess);
+  CHECK(a[0].call_end - t0 < 5.0);
+  printf("abort from another thread: the waiting call returned %s %.2f s after the abort began\n",
+         zcclGetErrorString(a[0].call), a[0].call_end - t0);
+  CHECK_RES(zcclCommAbort(a[0].comm), zcclInvalidArgument); /* gone */
+  CHECK_RES(zcclCommAbort(a[1].comm), zcclSuccess);
+}
+
 int main(int argc, char** argv) {
   int cycles = argc > 1 ? atoi(argv[1]) : 300;
   zcclUniqueId zero;
@@ -97,5 +157,6 @@ int main(int argc, char** argv) {
   CHECK_RES(zcclSend(&v, 1, zcclInt32, 0, c, NULL), zcclSuccess);
   CHECK_RES(zcclCommDestroy(c), zcclSuccess);
   CHECK_RES(zcclGroupEnd(), zcclSuccess);
+  test_abort_while_waiting();
   TEST_DONE();
 }
