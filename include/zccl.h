@@ -266,6 +266,16 @@ zcclResult_t zcclCommShrink(zcclComm_t comm, int* excludeRanksList, int excludeR
 #define ZCCL_REVOKE_DEFAULT 0x00
 zcclResult_t zcclCommRevoke(zcclComm_t comm, int revokeFlags);
 
+/* Registers buff (size bytes) with comm's transport for the calls that
+ * will use it (NCCL's ncclCommRegister): mapped once now instead of at each
+ * transfer where the transport maps memory (UCX over InfiniBand; shared
+ * memory and TCP take any memory). *handle stays valid until
+ * zcclCommDeregister whatever the transport made of it: memory it cannot
+ * map (device memory without a CUDA-aware UCX) is kept as a record.
+ * Deregister only once the calls using the buffer have completed. */
+zcclResult_t zcclCommRegister(const zcclComm_t comm, void* buff, size_t size, void** handle);
+zcclResult_t zcclCommDeregister(const zcclComm_t comm, void* handle);
+
 zcclResult_t zcclCommGetAsyncError(zcclComm_t comm, zcclResult_t* asyncError);
 
 zcclResult_t zcclCommCount(const zcclComm_t comm, int* count);

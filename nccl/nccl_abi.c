@@ -250,63 +250,55 @@ NCCL_TWIN(ncclResult_t, ncclCommUserRank, (const ncclComm_t comm, int* rank))
 
 /* ---- registration ------------------------------------------------------------------- */
 
-/* zccl's transports register memory per transfer (UCX's cache), so a
- * registration is a record: a handle that names the buffer until it is
- * deregistered, checked when it comes back. Windows likewise (zccl has no
- * symmetric-memory kernels to give them to). */
-typedef struct nccl_reg {
-  uint64_t magic;
-  ncclComm_t comm;
-  void* buff;
-  size_t size;
-  int flags;
-} nccl_reg_t;
-#define NCCL_REG_MAGIC 0x7a6363c17265672bull
-#define NCCL_WIN_MAGIC 0x7a6363c177696e2bull
-
-static ncclResult_t nccl_reg_new(ncclComm_t comm, void* buff, size_t size, int flags, uint64_t magic,
-                                 nccl_reg_t** out, const char* fn) {
-  int n;
-  if (out == NULL) return R(ZU_ERROR(zcclInvalidArgument, "%s: NULL handle", fn));
-  *out = NULL;
-  ncclResult_t r = R(zcclCommCount(Z(comm), &n)); /* a live communicator */
-  if (r != ncclSuccess) return r;
-  if (buff == NULL && size > 0) return R(ZU_ERROR(zcclInvalidArgument, "%s: NULL buffer of %zu bytes", fn, size));
-  nccl_reg_t* g = malloc(sizeof *g);
-  if (g == NULL) return R(ZU_ERROR(zcclSystemError, "%s: out of memory", fn));
-  *g = (nccl_reg_t){magic, comm, buff, size, flags};
-  *out = g;
-  return ncclSuccess;
-}
-
-static ncclResult_t nccl_reg_free(ncclComm_t comm, nccl_reg_t* g, uint64_t magic, const char* fn) {
-  if (g == NULL || g->magic != magic || g->comm != comm)
-    return R(ZU_ERROR(zcclInvalidArgument, "%s: %p is not a handle this communicator gave", fn, (void*)g));
-  g->magic = 0;
-  free(g);
-  return ncclSuccess;
-}
-
 ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
-  return nccl_reg_new(comm, buff, size, 0, NCCL_REG_MAGIC, (nccl_reg_t**)handle, "ncclCommRegister");
+  return R(zcclCommRegister(Z(comm), buff, size, handle));
 }
 NCCL_TWIN(ncclResult_t, ncclCommRegister, (const ncclComm_t comm, void* buff, size_t size, void** handle))
 
 ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle) {
-  return nccl_reg_free(comm, handle, NCCL_REG_MAGIC, "ncclCommDeregister");
+  return R(zcclCommDeregister(Z(comm), handle));
 }
 NCCL_TWIN(ncclResult_t, ncclCommDeregister, (const ncclComm_t comm, void* handle))
 
+/* A window is a registration (zccl has no symmetric-memory kernels to give
+ * it to; NCCL_WIN_COLL_SYMMETRIC is accepted and changes nothing). */
+typedef struct {
+  uint64_t magic;
+  ncclComm_t comm;
+  void* reg;
+  int flags;
+} nccl_win_t;
+#define NCCL_WIN_MAGIC 0x7a6363c177696e2bull
+
 ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
+  if (win == NULL) return R(ZU_ERROR(zcclInvalidArgument, "ncclCommWindowRegister: NULL window"));
+  *win = NULL;
   if (winFlags & ~NCCL_WIN_COLL_SYMMETRIC)
     return R(ZU_ERROR(zcclInvalidArgument, "ncclCommWindowRegister: unknown flags 0x%x", (unsigned)winFlags));
-  return nccl_reg_new(comm, buff, size, winFlags, NCCL_WIN_MAGIC, (nccl_reg_t**)win, "ncclCommWindowRegister");
+  nccl_win_t* w = malloc(sizeof *w);
+  if (w == NULL) return R(ZU_ERROR(zcclSystemError, "ncclCommWindowRegister: out of memory"));
+  *w = (nccl_win_t){NCCL_WIN_MAGIC, comm, NULL, winFlags};
+  ncclResult_t r = R(zcclCommRegister(Z(comm), buff, size, &w->reg));
+  if (r != ncclSuccess) {
+    free(w);
+    return r;
+  }
+  *win = (ncclWindow_t)w;
+  return ncclSuccess;
 }
 NCCL_TWIN(ncclResult_t, ncclCommWindowRegister,
           (ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags))
 
 ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  return nccl_reg_free(comm, (nccl_reg_t*)win, NCCL_WIN_MAGIC, "ncclCommWindowDeregister");
+  nccl_win_t* w = (nccl_win_t*)win;
+  if (w == NULL || w->magic != NCCL_WIN_MAGIC || w->comm != comm)
+    return R(ZU_ERROR(zcclInvalidArgument, "ncclCommWindowDeregister: %p is not a window of this communicator",
+                      (void*)win));
+  ncclResult_t r = R(zcclCommDeregister(Z(comm), w->reg));
+  if (r != ncclSuccess) return r;
+  w->magic = 0;
+  free(w);
+  return ncclSuccess;
 }
 NCCL_TWIN(ncclResult_t, ncclCommWindowDeregister, (ncclComm_t comm, ncclWindow_t win))
 

@@ -392,16 +392,22 @@ static void test_init_all(void) {
 }
 
 static void test_register(ncclComm_t comm) {
-  static char buf[8192];
+  static _Alignas(64) char buf[8192];
   void* h = NULL;
   ncclWindow_t w = NULL;
   NCHECK(ncclCommRegister(comm, buf, sizeof buf, &h));
   CHECK(h != NULL);
   NCHECK(ncclCommWindowRegister(comm, buf, sizeof buf, &w, NCCL_WIN_COLL_SYMMETRIC));
   CHECK(w != NULL);
-  NCHECK(ncclAllReduce(buf, buf, 1024, ncclInt8, ncclMax, comm, NULL));
+  for (int i = 0; i < 2048; i++) ((int32_t*)buf)[i] = rank + i;
+  NCHECK(ncclAllReduce(buf, buf, 1024, ncclInt32, ncclMax, comm, NULL)); /* registered twice */
   NCHECK(ncclCommWindowDeregister(comm, w));
+  NCHECK(ncclAllReduce(buf + 4096, buf + 4096, 1024, ncclInt32, ncclSum, comm, NULL)); /* once, a range inside */
   NCHECK(ncclCommDeregister(comm, h));
+  int bad = 0;
+  for (int i = 0; i < 1024; i++) bad += ((int32_t*)buf)[i] != nranks - 1 + i;
+  for (int i = 1024; i < 2048; i++) bad += ((int32_t*)buf)[i] != nranks * i + nranks * (nranks - 1) / 2;
+  CHECK(bad == 0);
   int junk;
   CHECK_RES_NCCL(ncclCommDeregister(comm, &junk), ncclInvalidArgument);
 }

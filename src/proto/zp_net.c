@@ -166,8 +166,9 @@ zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
     for (int i = 0; i < n; i++) x[i].stage = NULL;
   for (int i = 0; i < n && res == zcclSuccess; i++) {
     void* buf = x[i].stage ? x[i].stage : x[i].buf;
-    res = x[i].is_send ? zt_isend(ctx->w, x[i].peer, x[i].tag, buf, x[i].bytes, NULL, &x[i].req)
-                       : zt_irecv(ctx->w, x[i].peer, x[i].tag, ZT_TAG_MASK_ALL, buf, x[i].bytes, NULL, &x[i].req);
+    void* memh = zt_mem_find(ctx->w, buf, x[i].bytes); /* a buffer the user registered (zcclCommRegister) */
+    res = x[i].is_send ? zt_isend(ctx->w, x[i].peer, x[i].tag, buf, x[i].bytes, memh, &x[i].req)
+                       : zt_irecv(ctx->w, x[i].peer, x[i].tag, ZT_TAG_MASK_ALL, buf, x[i].bytes, memh, &x[i].req);
     if (res != zcclSuccess) {
       for (int k = i + 1; k < n; k++) memset(&x[k].req, 0, sizeof x[k].req), x[k].req.done = 1;
       return res;

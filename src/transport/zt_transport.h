@@ -134,9 +134,14 @@ size_t zt_eager_bytes(const zt_worker_t* w, int peer);
  * finishing with the communicator); never an error. */
 int zt_watch(zt_worker_t* w, int peer);
 
-/* Registration cache (ucp_mem_map) for buffers that are reused: the same
- * (buf, len) gives the same handle; released with the worker. */
+/* Registrations (ucp_mem_map) of buffers that are reused (zcclCommRegister):
+ * the same (buf, len) gives the same handle, counted; deregistered as many
+ * times it is unmapped; what is left goes with the worker. zt_mem_find: the
+ * handle of a registration covering [buf, buf+len), or NULL, to pass as a
+ * message's memh (UCX then skips its own registration of the buffer). */
 zcclResult_t zt_mem_register(zt_worker_t* w, void* buf, size_t len, void** memh);
+void zt_mem_deregister(zt_worker_t* w, void* memh);
+void* zt_mem_find(const zt_worker_t* w, const void* buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -122,6 +122,7 @@ typedef struct {
   void* buf;
   size_t len;
   ucp_mem_h memh;
+  int refs; /* registrations of this (buf, len) not deregistered yet */
 } zt_reg_t;
 
 typedef struct zt_ep_arg {
@@ -520,6 +521,7 @@ const char* zt_req_error(const zt_req_t* req) {
 zcclResult_t zt_mem_register(zt_worker_t* w, void* buf, size_t len, void** memh) {
   for (int i = 0; i < w->nregs; i++)
     if (w->regs[i].buf == buf && w->regs[i].len == len) {
+      w->regs[i].refs++;
       *memh = w->regs[i].memh;
       return zcclSuccess;
     }
@@ -537,9 +539,29 @@ zcclResult_t zt_mem_register(zt_worker_t* w, void* buf, size_t len, void** memh)
   ucs_status_t st = ucp_mem_map(w->ctx, &mp, &h);
   ZU_RETURN_ERR_IF(st != UCS_OK, zcclSystemError, "UCX: cannot register %zu bytes at %p: %s", len, buf,
                    ucs_status_string(st));
-  w->regs[w->nregs++] = (zt_reg_t){buf, len, h};
+  w->regs[w->nregs++] = (zt_reg_t){buf, len, h, 1};
   *memh = h;
   return zcclSuccess;
+}
+
+void zt_mem_deregister(zt_worker_t* w, void* memh) {
+  for (int i = 0; i < w->nregs; i++) {
+    if (w->regs[i].memh != memh) continue;
+    if (--w->regs[i].refs == 0) {
+      ucp_mem_unmap(w->ctx, w->regs[i].memh);
+      w->regs[i] = w->regs[--w->nregs];
+    }
+    return;
+  }
+}
+
+void* zt_mem_find(const zt_worker_t* w, const void* buf, size_t len) {
+  const char* b = buf;
+  for (int i = 0; i < w->nregs; i++) {
+    const char* r = w->regs[i].buf;
+    if (b >= r && len <= w->regs[i].len && (size_t)(b - r) <= w->regs[i].len - len) return w->regs[i].memh;
+  }
+  return NULL;
 }
 
 /* ---- teardown ---------------------------------------------------------------------- */

@@ -133,25 +133,31 @@ int main(void) {
     progress_until(&r, 1);
     CHECK(r.done && r.status != 0);
   }
-  /* Registrations: cached per (buffer, length), usable for sends. */
+  /* Registrations: counted per (buf, len), found for any range inside one,
+   * unmapped at the last deregistration; a message carries the mapping. */
   {
     size_t len = 1 << 20;
-    uint8_t* src = malloc(len);
-    uint8_t* dst = malloc(len);
-    for (size_t i = 0; i < len; i++) src[i] = (uint8_t)(i ^ (i >> 8));
-    void *m1 = NULL, *m2 = NULL, *m3 = NULL;
-    CHECK_RES(zt_mem_register(w[0], src, len, &m1), zcclSuccess);
-    CHECK_RES(zt_mem_register(w[0], src, len, &m2), zcclSuccess);
-    CHECK(m1 != NULL && m1 == m2);
-    CHECK_RES(zt_mem_register(w[1], dst, len, &m3), zcclSuccess);
+    char *src = malloc(len), *dst = malloc(len);
+    void *h1 = NULL, *h2 = NULL, *hd = NULL;
+    CHECK_RES(zt_mem_register(w[0], src, len, &h1), zcclSuccess);
+    CHECK_RES(zt_mem_register(w[0], src, len, &h2), zcclSuccess);
+    CHECK_RES(zt_mem_register(w[1], dst, len, &hd), zcclSuccess);
+    CHECK(h1 != NULL && h1 == h2);
+    CHECK(zt_mem_find(w[0], src, len) == h1 && zt_mem_find(w[0], src + 4096, 4096) == h1);
+    CHECK(zt_mem_find(w[0], src + 1, len) == NULL && zt_mem_find(w[0], dst, 16) == NULL);
+    for (size_t i = 0; i < len; i++) src[i] = (char)(i * 7);
     zt_req_t r[2];
-    uint64_t tag = zt_tag(ZT_TAG_COLL, 0, 5, 5);
-    CHECK_RES(zt_irecv(w[1], 0, tag, ZT_TAG_MASK_ALL, dst, len, m3, &r[0]), zcclSuccess);
-    CHECK_RES(zt_isend(w[0], 1, tag, src, len, m1, &r[1]), zcclSuccess);
+    uint64_t tag = zt_tag(ZT_TAG_P2P, 0, 4242, 0);
+    CHECK_RES(zt_irecv(w[1], 0, tag, ZT_TAG_MASK_ALL, dst, len, zt_mem_find(w[1], dst, len), &r[0]), zcclSuccess);
+    CHECK_RES(zt_isend(w[0], 1, tag, src, len, zt_mem_find(w[0], src, len), &r[1]), zcclSuccess);
     progress_until(r, 2);
     CHECK(r[0].status == 0 && r[1].status == 0 && memcmp(src, dst, len) == 0);
-    free(src);
-    free(dst);
+    zt_mem_deregister(w[0], h1);
+    CHECK(zt_mem_find(w[0], src, len) == h2); /* one registration left */
+    zt_mem_deregister(w[0], h2);
+    CHECK(zt_mem_find(w[0], src, len) == NULL);
+    zt_mem_deregister(w[1], hd);
+    free(src), free(dst);
   }
   /* Overlap: a rendezvous message posted before a chunked compression
    * completes during it, driven only by the codec's between-chunks hook. */
@@ -176,6 +182,7 @@ int main(void) {
     free(src), free(dst), free(field), free(stream);
   }
   CHECK(zt_peer_failed(w[0], 1) == 0);
+
   /* One thread drives both: a graceful close would wait for the other. */
   for (int i = 0; i < 2; i++) zt_worker_destroy(w[i], 0.0, 1);
   free(table);
