@@ -2,16 +2,16 @@
  * libnccl.so, run on zccl's libnccl.so.2 (put first on LD_LIBRARY_PATH):
  * the binary is not rebuilt, only the library under it changes. Host
  * buffers, ranks from mpirun, the unique id through MPI. Checked on every
- * element: AllReduce for every datatype and op; every other collective,
- * Bcast in place and a Send/Recv ring for an integer and a float type;
- * a group of several collectives; split; InitRankScalable; InitAll (two
- * communicators of one process, one thread each); pre-multiplied sums
+ * element: AllReduce, Reduce and ReduceScatter for every datatype and op;
+ * every other collective, Bcast in place and a Send/Recv ring for every
+ * datatype; a group of several collectives; split; pre-multiplied sums
  * (every datatype, scalars on the host and read at each call); shrink and
- * revoke; a simulated group; registration; a
- * nonblocking communicator polled through ncclCommGetAsyncError; abort; and
- * with ZCCL_COMPRESSION set, a large float AllReduce that must go
- * compressed (zcclCommCompressionStats, looked up at run time) and stay
- * within its bound. */
+ * revoke; a simulated group; registration; a nonblocking communicator
+ * polled through ncclCommGetAsyncError; InitRankScalable; abort; InitAll
+ * (two communicators of one process, one thread each); and with
+ * ZCCL_COMPRESSION set, a large float AllReduce and a pre-multiplied sum
+ * that must go compressed (zcclCommCompressionStats, looked up at run
+ * time) and stay within their bound. */
 #include <dlfcn.h>
 #include <math.h>
 #include <mpi.h>
@@ -139,6 +139,36 @@ static void test_allreduce_all(ncclComm_t comm) {
       free(x);
       free(y);
     }
+}
+
+/* Reduce and ReduceScatter for every datatype and op, every element. */
+static void test_reductions_all(ncclComm_t comm) {
+  const size_t n = 61, N = (size_t)nranks;
+  const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  int bad = 0;
+  for (int t = 0; t < ncclNumTypes; t++)
+    for (size_t o = 0; o < 5; o++) {
+      ncclDataType_t dt = (ncclDataType_t)t;
+      if (ops[o] == ncclAvg && !is_float(dt)) continue;
+      double tol = ops[o] == ncclAvg ? (dt == ncclFloat64 ? 1e-12 : dt == ncclFloat32 ? 1e-6 : 0.13) : 0;
+      uint8_t *x = malloc(n * N * 8), *y = malloc(n * N * 8);
+      int root = (t + (int)o) % nranks;
+      for (size_t k = 0; k < n * N; k++) put(x, k, dt, val(rank, k));
+      NCHECK(ncclReduce(x, y, n, dt, ops[o], root, comm, NULL));
+      for (size_t i = 0; rank == root && i < n; i++) {
+        double want = reduce_ref(ops[o], i);
+        bad += fabs(get(y, i, dt) - want) > tol * want;
+      }
+      NCHECK(ncclReduceScatter(x, y, n, dt, ops[o], comm, NULL));
+      for (size_t i = 0; i < n; i++) {
+        double want = reduce_ref(ops[o], (size_t)rank * n + i);
+        bad += fabs(get(y, i, dt) - want) > tol * want;
+      }
+      free(x);
+      free(y);
+    }
+  CHECK(bad == 0);
+  if (bad) fprintf(stderr, "reduce / reducescatter, every type and op: %d elements wrong\n", bad);
 }
 
 /* Every other collective for one type, every element. */
@@ -520,9 +550,8 @@ int main(int argc, char** argv) {
     test_compressed(comm, e ? atof(e + 3) : 1e-3);
   } else {
     test_allreduce_all(comm);
-    test_others(comm, ncclInt32);
-    test_others(comm, ncclFloat64);
-    test_others(comm, ncclFloat8e5m2);
+    test_reductions_all(comm);
+    for (int t = 0; t < ncclNumTypes; t++) test_others(comm, (ncclDataType_t)t);
     test_premulsum(comm);
     test_group_split(comm);
     test_register(comm);
