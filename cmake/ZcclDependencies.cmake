@@ -54,7 +54,8 @@ if(ZCCL_HAVE_CUDA)
   set(ZCCL_PC_CUDA_LIBS "-L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lstdc++ -ldl -lrt")
 endif()
 
-# Used by tools, tests and benchmarks only (not by the library).
+# Used by tools, tests and benchmarks (not by the library), and by
+# libzccl-mpi.so (mpi/), which is built against this MPI.
 zccl_find_pkg(ZCCL_NETCDF netcdf libnetcdf-dev)
 find_package(MPI COMPONENTS C QUIET)
 if(NOT MPI_C_FOUND)

@@ -142,6 +142,16 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "a launch each; streams and the kernel order each other with stream memory "          \
     "operations. Off (per-launch): on an H200 with 2 ranks sharing it, collectives ran "  \
     "4-10x slower with it (docs/cuda.md).")                                               \
+  X(MPI_MIN_BYTES, SIZE, "64K",                                                           \
+    "libzccl-mpi.so: MPI collectives moving fewer bytes than this (a reduction's count x " \
+    "its element, a gather's whole receive side) go to MPI unchanged.")                   \
+  X(MPI_COMMS, STR, "all",                                                                 \
+    "libzccl-mpi.so: world (only MPI_COMM_WORLD and communicators identical to it) or " \
+    "all (every intra-communicator) get a zccl communicator for their calls.")            \
+  X(MPI_OPS, STR, "all",                                                                   \
+    "libzccl-mpi.so: the MPI collectives taken to zccl, comma-separated: all, allreduce, " \
+    "reduce, reduce_scatter_block, reduce_scatter, bcast, allgather, gather, scatter, "  \
+    "alltoall; the others go to MPI.")                                                    \
   X(PERSISTENT_IDLE_US, INT, "2000",                                                      \
     "cuda device with ZCCL_PERSISTENT_KERNEL=1: the kernel leaves after this many "       \
     "microseconds without work and is launched again by the next item, so "               \
