@@ -357,11 +357,12 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
   return zm_done(comm, zcclAllGather(s, recvbuf, (size_t)recvcount, t, zc, NULL), t0);
 }
 
-/* Gather and Scatter: the decision reads the side every rank has, the
- * non-root's send (Gather) or receive (Scatter) count and datatype; the
- * root's other side must match it (else MPI on every rank would be right
- * and zccl wrong: the root passes to MPI only where both differ, see
- * docs/mpi.md). */
+/* Gather and Scatter: every rank decides by the side all ranks have (the
+ * send side of a Gather, the receive side of a Scatter; the root's other
+ * side when it is in place), and the root takes zccl only where its two
+ * sides agree, as the others' decision assumes. A program whose root
+ * gathers into another datatype leaves gather out of ZCCL_MPI_OPS
+ * (docs/mpi.md). */
 int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                MPI_Datatype recvtype, int root, MPI_Comm comm) {
   zcclDataType_t t;

@@ -72,17 +72,29 @@ static int zccl_live_find(zcclComm_t comm) {
   return 0;
 }
 
-zcclResult_t zccl_comm_enter(const char* fn, zcclComm_t comm, zcclComm_t* held) {
-  *held = NULL;
+/* A live communicator not being closed: one more user (claim 0), or
+ * closing from now on (claim 1). */
+static zcclResult_t zccl_comm_take(const char* fn, zcclComm_t comm, int claim) {
   ZU_RETURN_ERR_IF(comm == NULL, zcclInvalidArgument, "%s: comm is NULL", fn);
   pthread_mutex_lock(&zccl_live_lock);
   int live = zccl_live_find(comm) && comm->magic == ZCCL_COMM_MAGIC, closing = live && comm->closing;
-  if (live && !closing) comm->users++;
+  if (live && !closing) {
+    if (claim)
+      comm->closing = 1;
+    else
+      comm->users++;
+  }
   pthread_mutex_unlock(&zccl_live_lock);
   ZU_RETURN_ERR_IF(!live, zcclInvalidArgument,
                    "%s: comm is not a live communicator (destroyed, aborted or never created)", fn);
   ZU_RETURN_ERR_IF(closing, zcclInvalidUsage, "%s: comm is being destroyed or aborted by another thread", fn);
   zu_log_set_rank(comm->rank);
+  return zcclSuccess;
+}
+
+zcclResult_t zccl_comm_enter(const char* fn, zcclComm_t comm, zcclComm_t* held) {
+  *held = NULL;
+  ZU_CHECK(zccl_comm_take(fn, comm, 0));
   *held = comm;
   return zcclSuccess;
 }
@@ -95,17 +107,7 @@ void zccl_comm_release(zcclComm_t* held) {
   *held = NULL;
 }
 
-zcclResult_t zccl_comm_claim(const char* fn, zcclComm_t comm) {
-  pthread_mutex_lock(&zccl_live_lock);
-  int live = zccl_live_find(comm) && comm->magic == ZCCL_COMM_MAGIC, closing = live && comm->closing;
-  if (live) comm->closing = 1;
-  pthread_mutex_unlock(&zccl_live_lock);
-  ZU_RETURN_ERR_IF(!live, zcclInvalidArgument,
-                   "%s: comm is not a live communicator (destroyed, aborted or never created)", fn);
-  ZU_RETURN_ERR_IF(closing, zcclInvalidUsage, "%s: comm is being destroyed or aborted by another thread", fn);
-  zu_log_set_rank(comm->rank);
-  return zcclSuccess;
-}
+zcclResult_t zccl_comm_claim(const char* fn, zcclComm_t comm) { return zccl_comm_take(fn, comm, 1); }
 
 void zccl_comm_wait_users(zcclComm_t comm) {
   pthread_mutex_lock(&zccl_live_lock);
