@@ -12,8 +12,9 @@ PACKAGES=(
   libibverbs-dev librdmacm-dev
   # libcrypto: HMAC-SHA256 for the unique id's challenge-response
   libssl-dev
-  # launcher and the baseline to beat
-  openmpi-bin libopenmpi-dev
+  # launcher and the baseline to beat; MPICH beside it for libzccl-mpi's
+  # second ABI (OpenMPI stays the default mpirun/mpicc: higher priority)
+  openmpi-bin libopenmpi-dev mpich libmpich-dev
   # real data and the ZFP baseline codec
   libnetcdf-dev netcdf-bin libzfp-dev ferret-datasets
   # the stream codec's chunk checksums (XXH3)

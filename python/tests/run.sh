@@ -1,14 +1,20 @@
 #!/bin/sh
-# Runs one of the package's tests under mpirun with the given python3 and
-# libzccl.so; exits 77 (skipped) naming the module when one is missing.
-#   run.sh PYTHON3 LIBZCCL MPIRUN "MODULES" NRANKS SCRIPT
+# Runs a Python test under mpirun with the given python3 and libzccl.so;
+# exits 77 (skipped) naming the module when one is missing.
+#   run.sh PYTHON3 LIBZCCL MPIRUN "MODULES" NRANKS SCRIPT [SCRIPT ARGS...]
+# PRELOAD (environment): a library the ranks preload (libzccl-mpi.so);
+# ZCCL_COMPRESSION, when set, reaches the ranks.
 set -eu
 py=$1 lib=$2 mpirun=$3 modules=$4 np=$5 script=$6
+shift 6
 for m in $modules; do
   if ! "$py" -c "import $m" 2>/dev/null; then
     echo "skipped: $py has no module $m (scripts/install-deps.sh installs it)"
     exit 77
   fi
 done
+set -- "$py" "$script" "$@"
+[ -n "${ZCCL_COMPRESSION:-}" ] && set -- -x ZCCL_COMPRESSION "$@"
+[ -n "${PRELOAD:-}" ] && set -- -x LD_PRELOAD="$PRELOAD" "$@"
 exec "$mpirun" --allow-run-as-root --oversubscribe --bind-to none -np "$np" -x ZCCL_LIBRARY="$lib" \
-  -x OMP_NUM_THREADS=1 "$py" "$script"
+  -x OMP_NUM_THREADS=1 "$@"
