@@ -137,9 +137,14 @@ class CompressionStats:
         return self.raw_bytes / self.wire_bytes if self.wire_bytes else 1.0
 
 
+_BY_DTYPE: dict = {}  # dtype object -> zcclDataType_t, filled as dtypes are first seen
+
+
 class _Buf:
     """A numpy array or CPU torch tensor as zccl sees it: address, element
     count and zcclDataType_t."""
+
+    __slots__ = ("obj", "dtype", "ptr", "count", "itemsize")
 
     def __init__(self, obj: Any, what: str, writable: bool):
         self.obj = obj
@@ -150,10 +155,12 @@ class _Buf:
                                  "(device tensors: zccl's C API or its libnccl.so.2)")
             if not obj.is_contiguous():
                 raise ValueError(f"{what}: the tensor is not contiguous (use .contiguous())")
-            name = str(obj.dtype)
-            if name not in _TORCH_TYPES:
-                raise TypeError(f"{what}: zccl has no {name} (it has {', '.join(sorted(_TORCH_TYPES))})")
-            self.dtype = _TORCH_TYPES[name]
+            self.dtype = _BY_DTYPE.get(obj.dtype)
+            if self.dtype is None:
+                name = str(obj.dtype)
+                if name not in _TORCH_TYPES:
+                    raise TypeError(f"{what}: zccl has no {name} (it has {', '.join(sorted(_TORCH_TYPES))})")
+                self.dtype = _BY_DTYPE[obj.dtype] = _TORCH_TYPES[name]
             self.ptr = obj.data_ptr()
             self.count = obj.numel()
             self.itemsize = obj.element_size()
@@ -162,10 +169,12 @@ class _Buf:
                 raise ValueError(f"{what}: the array is not C-contiguous (use numpy.ascontiguousarray)")
             if writable and not obj.flags["WRITEABLE"]:
                 raise ValueError(f"{what}: the array is read-only and results go there")
-            name = str(obj.dtype)
-            if name not in _NP_TYPES:
-                raise TypeError(f"{what}: zccl has no {name} (it has {', '.join(sorted(_NP_TYPES))})")
-            self.dtype = _NP_TYPES[name]
+            self.dtype = _BY_DTYPE.get(obj.dtype)
+            if self.dtype is None:
+                name = str(obj.dtype)
+                if name not in _NP_TYPES:
+                    raise TypeError(f"{what}: zccl has no {name} (it has {', '.join(sorted(_NP_TYPES))})")
+                self.dtype = _BY_DTYPE[obj.dtype] = _NP_TYPES[name]
             self.ptr = obj.__array_interface__["data"][0]
             self.count = obj.size
             self.itemsize = obj.itemsize
@@ -290,29 +299,35 @@ class Comm:
 
     # ---- collectives ----
 
-    def _pair(self, send: Any, recv: Any, what: str, recv_count: int) -> tuple:
-        s = _Buf(send, f"{what}: send", writable=False)
+    @staticmethod
+    def _recv(s: _Buf, send: Any, recv: Any, what: str, recv_count: int) -> _Buf:
+        """recv as a _Buf matching send's dtype and the call's count (recv
+        None: send itself, in place)."""
+        if recv is None or recv is send:
+            if s.count != recv_count:
+                raise ValueError(f"{what}: in place needs {recv_count} elements, the buffer holds {s.count}")
+            return s
         r = _Buf(recv, f"{what}: recv", writable=True)
         if r.dtype != s.dtype:
             raise TypeError(f"{what}: send and recv differ in dtype")
         if r.count != recv_count:
             raise ValueError(f"{what}: recv holds {r.count} elements, the call needs {recv_count}")
-        return s, r
+        return r
 
     def allreduce(self, send: Any, recv: Any = None, op: str = "sum") -> Any:
         """recv = op over ranks of send, elementwise (recv None: in place)."""
-        recv = send if recv is None else recv
-        s, r = self._pair(send, recv, "allreduce", _Buf(send, "allreduce: send", False).count)
+        s = _Buf(send, "allreduce: send", writable=recv is None)
+        r = self._recv(s, send, recv, "allreduce", s.count)
         _check(_L.zcclAllReduce(s.ptr, r.ptr, s.count, s.dtype, _op(op), self.handle, None), self._h)
-        return recv
+        return r.obj
 
     def reduce(self, send: Any, recv: Any = None, op: str = "sum", root: int = 0) -> Any:
         """The root's recv = op over ranks of send (recv None: in place;
         other ranks' recv is not written). Returns recv at the root, else None."""
-        recv = send if recv is None else recv
-        s, r = self._pair(send, recv, "reduce", _Buf(send, "reduce: send", False).count)
+        s = _Buf(send, "reduce: send", writable=recv is None)
+        r = self._recv(s, send, recv, "reduce", s.count)
         _check(_L.zcclReduce(s.ptr, r.ptr, s.count, s.dtype, _op(op), root, self.handle, None), self._h)
-        return recv if self.rank == root else None
+        return r.obj if self.rank == root else None
 
     def broadcast(self, buf: Any, root: int = 0) -> Any:
         """The root's buf to every rank's buf."""
@@ -327,7 +342,7 @@ class Comm:
         if recv is None:
             recv = _empty_like(send, 0, (n,) + tuple(send.shape))
         s = _Buf(send, "allgather: send", writable=False)
-        s, r = self._pair(send, recv, "allgather", s.count * n)
+        r = self._recv(s, None, recv, "allgather", s.count * n)
         _check(_L.zcclAllGather(s.ptr, r.ptr, s.count, s.dtype, self.handle, None), self._h)
         return recv
 
@@ -340,7 +355,7 @@ class Comm:
             raise ValueError(f"reduce_scatter: send holds {s.count} elements, not a multiple of {n} ranks")
         if recv is None:
             recv = _empty_like(send, s.count // n)
-        s, r = self._pair(send, recv, "reduce_scatter", s.count // n)
+        r = self._recv(s, None, recv, "reduce_scatter", s.count // n)
         _check(_L.zcclReduceScatter(s.ptr, r.ptr, r.count, s.dtype, _op(op), self.handle, None), self._h)
         return recv
 
@@ -353,7 +368,7 @@ class Comm:
             raise ValueError(f"alltoall: send holds {s.count} elements, not a multiple of {n} ranks")
         if recv is None:
             recv = _empty_like(send, s.count, tuple(send.shape))
-        s, r = self._pair(send, recv, "alltoall", s.count)
+        r = self._recv(s, None, recv, "alltoall", s.count)
         if s.ptr == r.ptr and s.count:
             raise ValueError("alltoall: send and recv are the same buffer (zccl's AlltoAll is out of place)")
         _check(_L.zcclAlltoAll(s.ptr, r.ptr, s.count // n, s.dtype, self.handle, None), self._h)
@@ -367,8 +382,7 @@ class Comm:
         if me == root:
             if recv is None:
                 recv = _empty_like(send, 0, (n,) + tuple(send.shape))
-            s, r = self._pair(send, recv, "gather", s.count * n)
-            rp = r.ptr
+            rp = self._recv(s, None, recv, "gather", s.count * n).ptr
         else:
             rp = None
         _check(_L.zcclGather(s.ptr, rp, s.count, s.dtype, root, self.handle, None), self._h)
@@ -380,7 +394,9 @@ class Comm:
         r = _Buf(recv, "scatter: recv", writable=True)
         sp = None
         if self.rank == root:
-            s, r = self._pair(send, recv, "scatter", _Buf(send, "scatter: send", False).count // n)
+            s = _Buf(send, "scatter: send", writable=False)
+            if s.dtype != r.dtype:
+                raise TypeError("scatter: send and recv differ in dtype")
             if s.count != r.count * n:
                 raise ValueError(f"scatter: send holds {s.count} elements, {n} blocks of {r.count} expected")
             sp = s.ptr
