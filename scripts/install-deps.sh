@@ -22,7 +22,7 @@ PACKAGES=(
   # emulated cluster; a one-node Slurm for srun --mpi=pmix (scripts/slurm-local)
   iproute2 iperf3 slurmctld slurmd slurm-client munge
   # plots; the Python package (python/) and its tests: mpi4py, PyTorch (CPU, Gloo)
-  python3 python3-numpy python3-matplotlib python3-mpi4py python3-torch
+  python3 python3-numpy python3-matplotlib python3-mpi4py python3-torch python3-scipy
   # sanitizer and fuzzer runtimes (clang's libFuzzer), leak checks
   clang libclang-rt-14-dev valgrind
 )

@@ -1,8 +1,9 @@
 """An mpi4py script that knows nothing of zccl, run with libzccl-mpi.so
 preloaded: its Allreduce, Reduce, Bcast, Allgather, Reduce_scatter_block,
 Gather, Scatter and Alltoall on float32/float64 numpy arrays go to zccl
-(counted by the library's zcclMpiCounts), checked on every element against
-numpy's own arithmetic on every rank's data (exact for data movement,
+(counted by the library's zcclMpiCounts), on real data (levitus TEMP, read
+with scipy), checked on every element against numpy's own arithmetic on
+every rank's data (exact for data movement,
 reductions within rounding, or within the bound given as the argument when
 ZCCL_COMPRESSION is set); int and small calls stay with MPI.
 
@@ -39,8 +40,24 @@ def check(cond, what):
         print(f"rank {rank}: FAILED: {what}", file=sys.stderr, flush=True)
 
 
+def _levitus():
+    """levitus TEMP (ferret-datasets), fill values as 0, read with scipy."""
+    from scipy.io import netcdf_file
+
+    with netcdf_file("/usr/share/ferret-vis/data/levitus_climatology.cdf", "r", mmap=False) as f:
+        v = f.variables["TEMP"]
+        t = np.asarray(v.data, dtype=np.float64).ravel()
+        fill = v._attributes.get("_FillValue")
+    return np.where(t == fill, 0.0, t)
+
+
+FIELD = _levitus()
+
+
 def data(r, n, dt):
-    return (20 * np.sin(np.arange(n) * 1e-3 + r) + r).astype(dt)
+    """Rank r's n values: the field from another place for each rank."""
+    start = (r * 104729) % FIELD.size
+    return np.resize(np.roll(FIELD, -start), n).astype(dt)
 
 
 t0, p0 = counts()
