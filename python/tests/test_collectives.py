@@ -52,57 +52,66 @@ check(comm.rank == rank and comm.size == size, "rank and size")
 
 NP_TYPES = [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64, np.float16, np.float32, np.float64]
 n = 1000
-for dt in NP_TYPES:
-    name = np.dtype(dt).name
-    allx = [data(r, n * size, dt) for r in range(size)]
-    x = allx[rank]
-    ops = {"sum": lambda a: np.sum(a, axis=0, dtype=dt), "max": lambda a: np.max(a, axis=0),
-           "min": lambda a: np.min(a, axis=0)}
-    if size <= 3:  # products of up to three values of at most 5 stay in int8
-        ops["prod"] = lambda a: np.prod(a, axis=0, dtype=dt)
-    for op, ref in ops.items():
-        want = ref(np.stack([a[:n] for a in allx]))
-        y = comm.allreduce(x[:n], np.empty(n, dt), op=op)
-        check(np.array_equal(y, want), f"allreduce {name} {op}")
-        z = x[:n].copy()
-        comm.allreduce(z, op=op)
-        check(np.array_equal(z, want), f"allreduce in place {name} {op}")
-        got = comm.reduce(x[:n], np.empty(n, dt), op=op, root=size - 1)
-        check((got is None) == (rank != size - 1), f"reduce returns at the root only ({name})")
-        if got is not None:
-            check(np.array_equal(got, want), f"reduce {name} {op}")
-        full = ref(np.stack(allx))
-        rs = comm.reduce_scatter(x, op=op)
-        check(np.array_equal(rs, full[rank * n:(rank + 1) * n]), f"reduce_scatter {name} {op}")
-    if np.dtype(dt).kind == "f":
-        avg = comm.allreduce(x[:n].copy(), op="avg")
-        check(np.allclose(avg, np.mean(np.stack([a[:n] for a in allx]).astype(np.float64), axis=0), rtol=1e-2),
-              f"allreduce avg {name}")
-    b = x[:n].copy()
-    comm.broadcast(b, root=size - 1)
-    check(np.array_equal(b, allx[size - 1][:n]), f"broadcast {name}")
-    g = comm.allgather(x[:n])
-    check(g.shape == (size, n) and all(np.array_equal(g[r], allx[r][:n]) for r in range(size)), f"allgather {name}")
-    a2a = comm.alltoall(x)
-    check(all(np.array_equal(a2a[r * n:(r + 1) * n], allx[r][rank * n:(rank + 1) * n]) for r in range(size)),
-          f"alltoall {name}")
-    gat = comm.gather(x[:n], root=0)
-    if rank == 0:
-        check(all(np.array_equal(gat[r], allx[r][:n]) for r in range(size)), f"gather {name}")
-    else:
-        check(gat is None, "gather returns None off the root")
-    sc = comm.scatter(x if rank == 0 else None, np.empty(n, dt), root=0)
-    check(np.array_equal(sc, allx[0][rank * n:(rank + 1) * n]), f"scatter {name}")
-    # a ring of send/recv: even ranks send first
-    right, left = (rank + 1) % size, (rank - 1) % size
-    got = np.empty(n, dt)
-    if rank % 2 == 0:
-        comm.send(x[:n], right)
-        comm.recv(got, left)
-    else:
-        comm.recv(got, left)
-        comm.send(x[:n], right)
-    check(np.array_equal(got, allx[left][:n]), f"send/recv ring {name}")
+
+
+def suite(T, N, label, dtypes):
+    """Every collective on buffers made by T from numpy arrays (numpy
+    itself, or torch tensors), results read back by N."""
+    for dt in dtypes:
+        name = np.dtype(dt).name
+        allx = [data(r, n * size, dt) for r in range(size)]
+        x = allx[rank]
+        ops = {"sum": lambda a: np.sum(a, axis=0, dtype=dt), "max": lambda a: np.max(a, axis=0),
+               "min": lambda a: np.min(a, axis=0)}
+        if size <= 3:  # products of up to three values of at most 5 stay in int8
+            ops["prod"] = lambda a: np.prod(a, axis=0, dtype=dt)
+        for op, ref in ops.items():
+            want = ref(np.stack([a[:n] for a in allx]))
+            y = N(comm.allreduce(T(x[:n]), T(np.empty(n, dt)), op=op))
+            check(np.array_equal(y, want), f"{label} allreduce {name} {op}")
+            z = T(x[:n].copy())
+            comm.allreduce(z, op=op)
+            check(np.array_equal(N(z), want), f"{label} allreduce in place {name} {op}")
+            got = comm.reduce(T(x[:n]), T(np.empty(n, dt)), op=op, root=size - 1)
+            check((got is None) == (rank != size - 1), f"reduce returns at the root only ({name})")
+            if got is not None:
+                check(np.array_equal(N(got), want), f"{label} reduce {name} {op}")
+            full = ref(np.stack(allx))
+            rs = N(comm.reduce_scatter(T(x), op=op))
+            check(np.array_equal(rs, full[rank * n:(rank + 1) * n]), f"reduce_scatter {name} {op}")
+        if np.dtype(dt).kind == "f":
+            avg = N(comm.allreduce(T(x[:n].copy()), op="avg"))
+            check(np.allclose(avg, np.mean(np.stack([a[:n] for a in allx]).astype(np.float64), axis=0), rtol=1e-2),
+                  f"allreduce avg {name}")
+        b = T(x[:n].copy())
+        comm.broadcast(b, root=size - 1)
+        check(np.array_equal(N(b), allx[size - 1][:n]), f"{label} broadcast {name}")
+        g = N(comm.allgather(T(x[:n])))
+        check(g.shape == (size, n) and all(np.array_equal(g[r], allx[r][:n]) for r in range(size)), f"allgather {name}")
+        a2a = N(comm.alltoall(T(x)))
+        check(all(np.array_equal(a2a[r * n:(r + 1) * n], allx[r][rank * n:(rank + 1) * n]) for r in range(size)),
+              f"alltoall {name}")
+        gat = comm.gather(T(x[:n]), root=0)
+        if rank == 0:
+            gat = N(gat)
+            check(all(np.array_equal(gat[r], allx[r][:n]) for r in range(size)), f"gather {name}")
+        else:
+            check(gat is None, "gather returns None off the root")
+        sc = N(comm.scatter(T(x) if rank == 0 else None, T(np.empty(n, dt)), root=0))
+        check(np.array_equal(sc, allx[0][rank * n:(rank + 1) * n]), f"scatter {name}")
+        # a ring of send/recv: even ranks send first
+        right, left = (rank + 1) % size, (rank - 1) % size
+        got = T(np.empty(n, dt))
+        if rank % 2 == 0:
+            comm.send(T(x[:n]), right)
+            comm.recv(got, left)
+        else:
+            comm.recv(got, left)
+            comm.send(T(x[:n]), right)
+        check(np.array_equal(N(got), allx[left][:n]), f"{label} send/recv ring {name}")
+
+
+suite(lambda a: a, lambda a: a, "numpy", NP_TYPES)
 
 # torch tensors, zero copy
 try:
@@ -110,6 +119,9 @@ try:
 except ImportError:
     torch = None
 if torch is not None:
+    # the whole suite on torch tensors (torch has no uint32/uint64)
+    suite(lambda a: torch.from_numpy(np.ascontiguousarray(a)).clone(), lambda t: t.numpy(), "torch",
+          [np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64])
     for tdt in (torch.float32, torch.float64, torch.int32, torch.int64, torch.bfloat16):
         t = torch.arange(64, dtype=torch.float32).to(tdt) + rank  # sums stay exact in bfloat16 (< 256)
         ptr = t.data_ptr()
