@@ -5,8 +5,9 @@
  * ZCCL_MPI_COMMS allows, a collective ZCCL_MPI_OPS names) to the zccl
  * communicator of their MPI communicator, made at the first such call over
  * the MPI communicator itself and freed with it (an attribute's delete
- * callback); every other call goes to PMPI_* unchanged. Compression is
- * ZCCL_COMPRESSION's (off unless set). It owns no collective logic.
+ * callback), where zccl would compress it (ZCCL_COMPRESSION; with it off,
+ * nothing is taken unless ZCCL_MPI_UNCOMPRESSED=1); every other call goes
+ * to PMPI_* unchanged. It owns no collective logic.
  *
  * Every rank must decide alike, or some would wait in zccl for ranks gone
  * to MPI: the decision reads only what MPI requires to be the same on
@@ -55,6 +56,7 @@ static struct {
   pthread_once_t once;
   int keyval;
   int64_t min_bytes;
+  int64_t uncompressed; /* ZCCL_MPI_UNCOMPRESSED */
   int world_only;
   unsigned ops; /* bit per zm_coll_t */
   pthread_mutex_t lock; /* the list and the decisions logged */
@@ -79,6 +81,7 @@ static double zm_now(void) {
 
 static void zm_settings(void) {
   if (zu_param_int(ZU_PARAM_MPI_MIN_BYTES, &zm.min_bytes) != zcclSuccess) zm.min_bytes = 64 << 10;
+  if (zu_param_int(ZU_PARAM_MPI_UNCOMPRESSED, &zm.uncompressed) != zcclSuccess) zm.uncompressed = 0;
   const char* comms = zu_param_str(ZU_PARAM_MPI_COMMS);
   zm.world_only = strcmp(comms, "world") == 0;
   if (!zm.world_only && strcmp(comms, "all") != 0)
@@ -188,6 +191,16 @@ static void zm_say(void* site, zm_coll_t c, int to_zccl, const char* why) {
   if (!seen) ZU_INFO(ZM_LOG, "MPI_%s called from %p: %s", zm_names[c], site, why);
 }
 
+/* Whether zccl would compress a call of these bytes on zc: nothing else is
+ * gained by taking it from MPI, which moves the same bytes with algorithms
+ * tuned for the machine (codec=auto: zccl's model decides per call, so
+ * those calls go to zccl). */
+static int zm_compresses(zcclComm_t zc, size_t bytes) {
+  zcclCompression_t c;
+  return zcclCommGetCompression(zc, &c) == zcclSuccess && c.codec != zcclCodecNone &&
+         c.codec != ZCCL_CONFIG_UNDEF_INT && bytes >= c.minBytes;
+}
+
 /* Whether the call goes to zccl (then *zc is its communicator). no: why
  * not, found by the caller (NULL: nothing yet). dt and count: the data
  * every rank moves; op the reduction (reduces 1). Counted either way. */
@@ -210,6 +223,9 @@ static int zm_take(void* site, zm_coll_t c, const char* no, MPI_Comm comm, MPI_D
     why = "to MPI: fewer bytes than ZCCL_MPI_MIN_BYTES";
   else if ((*zc = zm_comm(comm)) == NULL)
     why = "to MPI: the communicator has no zccl one (one rank, an intercommunicator, ZCCL_MPI_COMMS, or it failed)";
+  else if (!zm.uncompressed && !zm_compresses(*zc, bytes))
+    why = "to MPI: zccl would not compress it (ZCCL_COMPRESSION off or below its min_bytes; "
+          "ZCCL_MPI_UNCOMPRESSED=1 takes it anyway)";
   if (why) {
     atomic_fetch_add(&zm.passed[c], 1);
     zm_say(site, c, 0, why);

@@ -32,7 +32,8 @@ for where in shm "$RATE"; do
     tag=${where}_$( [ "$comp" = off ] && echo plain || echo compressed)
     echo; echo "## $where, ZCCL_COMPRESSION=$comp"
     # The preload reaches the ranks only (env runs on each host), not mpirun.
-    cmd=(env LD_PRELOAD="$LIB" ZCCL_COMPRESSION="$( [ "$comp" = off ] && echo off || echo "$comp")"
+    # plain: ZCCL_MPI_UNCOMPRESSED=1 makes zccl take the calls it would not compress
+    cmd=(env LD_PRELOAD="$LIB" ZCCL_MPI_UNCOMPRESSED=1 ZCCL_COMPRESSION="$( [ "$comp" = off ] && echo off || echo "$comp")"
          "$OSU" -b 8 -e "$MAXSZ" -r 5 --csv "$OUT/$tag.csv")
     if [ "$where" = shm ]; then
       timeout -k 10 1200 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "${cmd[@]}" \

@@ -148,6 +148,10 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(MPI_COMMS, STR, "all",                                                                 \
     "libzccl-mpi.so: world (only MPI_COMM_WORLD and communicators identical to it) or " \
     "all (every intra-communicator) get a zccl communicator for their calls.")            \
+  X(MPI_UNCOMPRESSED, INT, "0",                                                           \
+    "libzccl-mpi.so: 1 takes calls to zccl even where zccl would not compress them "     \
+    "(ZCCL_COMPRESSION off, or below its min_bytes); 0 leaves those to MPI, which moves " \
+    "the same bytes with algorithms tuned for the machine.")                               \
   X(MPI_OPS, STR, "all",                                                                   \
     "libzccl-mpi.so: the MPI collectives taken to zccl, comma-separated: all, allreduce, " \
     "reduce, reduce_scatter_block, reduce_scatter, bcast, allgather, gather, scatter, "  \
