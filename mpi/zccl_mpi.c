@@ -57,6 +57,7 @@ static struct {
   int keyval;
   int64_t min_bytes;
   int64_t uncompressed; /* ZCCL_MPI_UNCOMPRESSED */
+  int none;             /* nothing would go to zccl (compression off, not asked): no communicators made */
   int world_only;
   unsigned ops; /* bit per zm_coll_t */
   pthread_mutex_t lock; /* the list and the decisions logged */
@@ -82,6 +83,13 @@ static double zm_now(void) {
 static void zm_settings(void) {
   if (zu_param_int(ZU_PARAM_MPI_MIN_BYTES, &zm.min_bytes) != zcclSuccess) zm.min_bytes = 64 << 10;
   if (zu_param_int(ZU_PARAM_MPI_UNCOMPRESSED, &zm.uncompressed) != zcclSuccess) zm.uncompressed = 0;
+  /* ZCCL_COMPRESSION is every new communicator's setting: off (or
+   * malformed, which communicator creation would refuse), nothing is taken
+   * unless asked, and no zccl communicator is made for nothing. */
+  zcclCompression_t env = ZCCL_COMPRESSION_INITIALIZER;
+  int off = zcclCompressionFromString(zu_param_str(ZU_PARAM_COMPRESSION), &env) != zcclSuccess ||
+            env.codec == zcclCodecNone;
+  zm.none = off && !zm.uncompressed;
   const char* comms = zu_param_str(ZU_PARAM_MPI_COMMS);
   zm.world_only = strcmp(comms, "world") == 0;
   if (!zm.world_only && strcmp(comms, "all") != 0)
@@ -213,6 +221,8 @@ static int zm_take(void* site, zm_coll_t c, const char* no, MPI_Comm comm, MPI_D
   size_t bytes = *zdt == zcclFloat32 ? 4 * count : 8 * count;
   if (why)
     ;
+  else if (zm.none)
+    why = "to MPI: ZCCL_COMPRESSION is off (ZCCL_MPI_UNCOMPRESSED=1 takes calls to zccl anyway)";
   else if (!(zm.ops & (1u << c)))
     why = "to MPI: not in ZCCL_MPI_OPS";
   else if (*zdt == zcclNumTypes)
