@@ -305,13 +305,7 @@ zcclResult_t zcclCommAbort(zcclComm_t comm) {
   ZU_CHECK(zccl_comm_claim("zcclCommAbort", comm));
   /* Calls other threads have inside it give up at once (what runs sees
    * cancel, what is queued fails), and are waited out before the free. */
-  if (comm->runtime) {
-    pthread_mutex_lock(&comm->lock);
-    atomic_store(&comm->abort, 1);
-    atomic_store(&comm->cancel, 1);
-    pthread_cond_broadcast(&comm->wake);
-    pthread_mutex_unlock(&comm->lock);
-  }
+  zccl_runtime_abort(comm);
   zccl_comm_wait_users(comm);
   zccl_comm_free(comm, 1);
   return zcclSuccess;

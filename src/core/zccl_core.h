@@ -98,6 +98,9 @@ zcclResult_t zccl_runtime_start(zcclComm_t comm);
 /* Waits for queued operations (bounded by ZCCL_TIMEOUT each), stops the
  * thread, closes the endpoints. abort: cancel instead of waiting. */
 void zccl_runtime_stop(zcclComm_t comm, int abort);
+/* What runs gives up and what is queued fails (abort and cancel set, the
+ * thread woken); the thread then exits at zccl_runtime_stop. */
+void zccl_runtime_abort(zcclComm_t comm);
 /* Queues op, waits for it, and returns its result (the message re-raised
  * on this thread). The op's memory belongs to the caller. */
 zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op);

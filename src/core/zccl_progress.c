@@ -231,10 +231,19 @@ zcclResult_t zccl_runtime_start(zcclComm_t comm) {
   return zccl_calibrate(comm);
 }
 
+void zccl_runtime_abort(zcclComm_t comm) {
+  if (!comm->runtime) return;
+  pthread_mutex_lock(&comm->lock);
+  atomic_store(&comm->abort, 1);
+  atomic_store(&comm->cancel, 1);
+  pthread_cond_broadcast(&comm->wake);
+  pthread_mutex_unlock(&comm->lock);
+}
+
 void zccl_runtime_stop(zcclComm_t comm, int abort) {
   if (!comm->runtime) return;
+  if (abort) zccl_runtime_abort(comm);
   comm->runtime = 0;
-  if (abort) atomic_store(&comm->abort, 1), atomic_store(&comm->cancel, 1);
   if (comm->thread_started) {
     pthread_mutex_lock(&comm->lock);
     comm->stop = 1;

@@ -467,6 +467,20 @@ zcclResult_t zt_irecv(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, voi
   return zt_req_started(req, ucp_tag_recv_nbx(w->worker, buf, len, tag, mask, &p), "receive from");
 }
 
+/* Closes peer's endpoint by force: every request on it completes with an
+ * error. The close request is kept for the teardown to wait for (one per
+ * peer; a later one is handed back to UCX, which completes it alone). */
+static void zt_ep_force_close(zt_worker_t* w, int peer) {
+  ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
+  ucs_status_ptr_t s = ucp_ep_close_nbx(w->eps[peer], &p);
+  w->eps[peer] = NULL;
+  if (!UCS_PTR_IS_PTR(s)) return;
+  if (w->closing[peer] == NULL)
+    w->closing[peer] = s;
+  else
+    ucp_request_free(s);
+}
+
 void zt_cancel(zt_worker_t* w, zt_req_t* req) {
   if (req->done || req->ucx == NULL) return;
   if (req->is_recv) {
@@ -478,23 +492,12 @@ void zt_cancel(zt_worker_t* w, zt_req_t* req) {
   int peer = req->peer;
   if (w->eps[peer] == NULL) return;
   if (w->failed[peer] == UCS_OK) w->failed[peer] = UCS_ERR_CANCELED;
-  ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
-  ucs_status_ptr_t s = ucp_ep_close_nbx(w->eps[peer], &p);
-  w->eps[peer] = NULL;
-  if (UCS_PTR_IS_PTR(s)) w->closing[peer] = s;
+  zt_ep_force_close(w, peer);
 }
 
 void zt_revive(zt_worker_t* w, int peer) {
   if (peer < 0 || peer >= w->nranks || w->failed[peer] == UCS_OK) return;
-  if (w->eps[peer]) { /* failed by UCX: closed by force, as zt_cancel does */
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
-    ucs_status_ptr_t s = ucp_ep_close_nbx(w->eps[peer], &p);
-    if (UCS_PTR_IS_PTR(s) && w->closing[peer] == NULL)
-      w->closing[peer] = s;
-    else if (UCS_PTR_IS_PTR(s))
-      ucp_request_free(s); /* UCX completes it on its own */
-  }
-  w->eps[peer] = NULL;
+  if (w->eps[peer]) zt_ep_force_close(w, peer); /* failed by UCX: closed as zt_cancel closes it */
   w->failed[peer] = UCS_OK;
   ZU_INFO(ZU_LOG_NET, "transport: rank %d reachable again through a new endpoint", peer);
 }
