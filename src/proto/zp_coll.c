@@ -413,14 +413,22 @@ static double zp_sparse_auto_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a, 
   return zp_sparse_cost(ctx, a) * (keep > 0.02 ? keep : 0.02) + 2 * n / zp_codec_rate(ctx, ZP_AUTO_RLE_BPS);
 }
 
+/* Whether the call's compression setting asks to compress it: a codec,
+ * float data of at least minBytes, more than one rank, not PROD (the
+ * codecs have no product). */
+static int zp_wants_compression(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  const zcclCompression_t* c = &a->compression;
+  return c->codec != zcclCodecNone && c->codec != ZCCL_CONFIG_UNDEF_INT && ctx->nranks > 1 &&
+         (a->datatype == zcclFloat32 || a->datatype == zcclFloat64) &&
+         a->count * zu_dtype_size(a->datatype) >= c->minBytes && !(zp_coll_reduces(a->coll) && a->op == zcclProd);
+}
+
 static zcclResult_t zp_coll_dispatch(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const char* fn = zp_coll_name(a->coll);
   const zcclCompression_t* c = &a->compression;
   const char* forced = zu_param_str(ZU_PARAM_ALGO);
   size_t bytes = a->count * zu_dtype_size(a->datatype);
-  int compress = c->codec != zcclCodecNone && c->codec != ZCCL_CONFIG_UNDEF_INT && ctx->nranks > 1 &&
-                 (a->datatype == zcclFloat32 || a->datatype == zcclFloat64) && bytes >= c->minBytes &&
-                 !(zp_coll_reduces(a->coll) && a->op == zcclProd);
+  int compress = zp_wants_compression(ctx, a);
   if (compress) {
     double tc = 0;
     const zp_calgo_t* cal = zp_compressed_algo(ctx, a, forced, &tc);
@@ -502,11 +510,8 @@ double zp_coll_estimate(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   plain.compression.codec = zcclCodecNone;
   const zp_algo_t* al = zp_default_algo(ctx, &plain);
   double tp = al ? zp_cost(ctx, al, &plain) : 0;
-  int compress = c->codec != zcclCodecNone && c->codec != ZCCL_CONFIG_UNDEF_INT &&
-                 (a->datatype == zcclFloat32 || a->datatype == zcclFloat64) && a->count * zu_dtype_size(a->datatype) >=
-                 c->minBytes && !(zp_coll_reduces(a->coll) && a->op == zcclProd);
   double tc = 0;
-  if (compress && zp_compressed_algo(ctx, a, forced, &tc) != NULL)
+  if (zp_wants_compression(ctx, a) && zp_compressed_algo(ctx, a, forced, &tc) != NULL)
     return pre + (c->codec == zcclCodecAuto && tp < tc ? tp : tc);
   return pre + tp;
 }
