@@ -311,6 +311,19 @@ zcclResult_t zcclCompressionFromString(const char* text, zcclCompression_t* comp
 /* Formats a compression setting in the syntax above (always parseable). */
 zcclResult_t zcclCompressionToString(const zcclCompression_t* compression, char* buf, size_t len);
 
+/* What compression does to one rank's contribution: compresses count values
+ * of sendbuff (host memory) as a collective compresses this rank's input and
+ * writes what the peers decompress to recvbuff (may be sendbuff). recvbuff
+ * minus sendbuff is this rank's compression error, e.g. for error feedback
+ * (the residual added to the next step's input). In a homomorphic (hz)
+ * AllReduce or Reduce, the output's error is exactly the sum of these over
+ * the ranks. Modes abs and rel only: rel takes the range of this buffer (a
+ * collective takes all ranks'; give it as abs for the same quantization).
+ * Codec none and rle (lossless) copy; auto is refused (it decides per
+ * call). *ebAbs (may be NULL) receives the absolute bound applied. */
+zcclResult_t zcclCompressRoundtrip(const zcclCompression_t* compression, const void* sendbuff, void* recvbuff,
+                                   size_t count, zcclDataType_t datatype, double* ebAbs);
+
 /* ---------------------------------------------------------------------------
  * Custom reduction ops (NCCL's ncclRedOpCreatePreMulSum)
  *

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-from typing import Any, Optional, Union
+from typing import Any, Optional, Tuple, Union
 
 from . import _lib
 
-__all__ = ["Comm", "Compression", "CompressionStats", "UniqueId", "ZcclError", "version", "library_path"]
+__all__ = ["Comm", "Compression", "CompressionStats", "UniqueId", "ZcclError", "compress_roundtrip", "version",
+           "library_path"]
 
 _L = _lib.load()
 
@@ -193,6 +194,26 @@ def _empty_like(x: Any, count: int, shape: Optional[tuple] = None) -> Any:
 
     return numpy.empty(shape, dtype=x.dtype)
 
+
+def compress_roundtrip(x: Any, compression: Union[Compression, str], out: Any = None) -> Tuple[Any, float]:
+    """What compression makes of one rank's contribution
+    (zcclCompressRoundtrip): x compressed and decompressed into out (None: a
+    new buffer; x itself for in place), and the absolute bound applied.
+    out - x is this rank's compression error (error feedback's residual); in
+    an hz AllReduce the output's error is the sum of the ranks' errors.
+    Modes abs and rel (rel: x's own range)."""
+    if isinstance(compression, str):
+        compression = Compression.parse(compression)
+    c = compression._to_c()
+    s = _Buf(x, "compress_roundtrip: x", writable=out is x)
+    if out is None:
+        out = _empty_like(x, s.count, tuple(x.shape))
+    r = _Buf(out, "compress_roundtrip: out", writable=True)
+    if r.dtype != s.dtype or r.count != s.count:
+        raise ValueError("compress_roundtrip: out must match x's dtype and size")
+    eb = ctypes.c_double()
+    _check(_L.zcclCompressRoundtrip(ctypes.byref(c), s.ptr, r.ptr, s.count, s.dtype, ctypes.byref(eb)))
+    return out, eb.value
 
 def _op(op: str) -> int:
     try:

@@ -94,6 +94,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "zcclCommCompressionStats": (R, [P, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)]),
         "zcclCompressionFromString": (R, [ctypes.c_char_p, ctypes.POINTER(_Compression)]),
         "zcclCompressionToString": (R, [ctypes.POINTER(_Compression), ctypes.c_char_p, Z]),
+        "zcclCompressRoundtrip": (R, [ctypes.POINTER(_Compression), P, P, Z, I, ctypes.POINTER(ctypes.c_double)]),
         "zcclAllReduce": (R, [P, P, Z, I, I, P, P]),
         "zcclBroadcast": (R, [P, P, Z, I, I, P, P]),
         "zcclReduce": (R, [P, P, Z, I, I, I, P, P]),

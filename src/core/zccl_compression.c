@@ -9,7 +9,10 @@
 #include <strings.h>
 
 #include "zc_codec.h"
+#include "zc_szp.h"
+#include "zc_zfp.h"
 #include "zccl_core.h"
+#include "zu_dtype.h"
 #include "zu_param.h"
 
 static const char* zccl_mode_names[zcclNumErrorModes] = {
@@ -163,5 +166,71 @@ zcclResult_t zcclCommCompressionStats(zcclComm_t comm, uint64_t* rawBytes, uint6
   *rawBytes = comm->stats.raw_bytes;
   *wireBytes = comm->stats.wire_bytes;
   if (comm->runtime) pthread_mutex_unlock(&comm->worker_lock);
+  return zcclSuccess;
+}
+
+/* The absolute bound zcclCompressRoundtrip applies: as zp_eb_abs does for
+ * one rank (rel: the range of this buffer, constant data relative to its
+ * magnitude). */
+static double zccl_roundtrip_eb(const zcclCompression_t* c, const void* in, size_t count, zcclDataType_t dt) {
+  if (c->mode == zcclErrorAbs) return c->eb;
+  double mn = 0, mx = 0;
+  size_t valid = 0;
+  zc_value_range(in, count, dt, c->hasFill, c->fillValue, &mn, &mx, &valid);
+  double range = valid ? mx - mn : 0.0;
+  if (!(range > 0) || !isfinite(range)) range = valid && isfinite(mx) && mx != 0 ? fabs(mx) : 1.0;
+  return c->eb * range;
+}
+
+/* Compresses in into a scratch stream and decodes it into out. */
+static zcclResult_t zccl_roundtrip_codec(const zcclCompression_t* c, double eb, const void* in, void* out,
+                                         size_t count, zcclDataType_t dt) {
+  int zfp = c->codec == zcclCodecZfp;
+  size_t cap = zfp ? zc_zfp_bound(count, dt, ZC_ZFP_ACCURACY, eb) : zc_compress_bound(count, dt, 0);
+  void* stream = malloc(cap ? cap : 1);
+  ZU_RETURN_ERR_IF(stream == NULL, zcclSystemError, "zcclCompressRoundtrip: out of memory (%zu bytes)", cap);
+  size_t size = 0, got = 0;
+  zcclResult_t res;
+  if (zfp) {
+    res = zc_zfp_compress(dt, ZC_ZFP_ACCURACY, eb, in, count, stream, cap, &size);
+    if (res == zcclSuccess) res = zc_zfp_decompress(stream, size, out, count, &got);
+  } else {
+    zc_params_t p = {.dtype = dt, .eb = eb, .has_fill = c->hasFill, .fill = c->fillValue};
+    res = zc_compress(&p, in, count, stream, cap, &size, NULL, NULL);
+    if (res == zcclSuccess) res = zc_decompress(stream, size, out, count, &got, NULL, NULL);
+  }
+  free(stream);
+  if (res == zcclSuccess && got != count) res = zcclInternalError;
+  return res;
+}
+
+zcclResult_t zcclCompressRoundtrip(const zcclCompression_t* compression, const void* sendbuff, void* recvbuff,
+                                   size_t count, zcclDataType_t datatype, double* ebAbs) {
+  static const char* fn = "zcclCompressRoundtrip";
+  const zcclCompression_t* c = compression;
+  ZU_RETURN_ERR_IF(c == NULL, zcclInvalidArgument, "%s: compression is NULL", fn);
+  ZU_CHECK(zccl_compression_check(fn, c));
+  ZU_RETURN_ERR_IF(count > 0 && (sendbuff == NULL || recvbuff == NULL), zcclInvalidArgument,
+                   "%s: NULL buffer for %zu values", fn, count);
+  ZU_RETURN_ERR_IF(c->codec == zcclCodecAuto, zcclInvalidArgument,
+                   "%s: codec=auto decides per call whether to compress; name the codec", fn);
+  ZU_RETURN_ERR_IF(c->mode != zcclErrorAbs && c->mode != zcclErrorRel, zcclInvalidArgument,
+                   "%s: mode %s divides the bound among a collective's ranks; give abs or rel", fn,
+                   zccl_mode_names[c->mode]);
+  int lossy = c->codec == zcclCodecSzp || c->codec == zcclCodecHz || c->codec == zcclCodecZfp;
+  ZU_RETURN_ERR_IF(lossy && datatype != zcclFloat32 && datatype != zcclFloat64, zcclInvalidArgument,
+                   "%s: codec %s compresses float32 and float64 only, not datatype %d", fn,
+                   zc_codec_info(c->codec)->name, (int)datatype);
+  size_t esize = zu_dtype_size(datatype);
+  ZU_RETURN_ERR_IF(esize == 0, zcclInvalidArgument, "%s: invalid datatype %d", fn, (int)datatype);
+  double eb = lossy ? zccl_roundtrip_eb(c, sendbuff, count, datatype) : 0.0;
+  if (ebAbs) *ebAbs = eb;
+  if (!lossy || count == 0) { /* lossless: what the peers get is the input */
+    if (count && recvbuff != sendbuff) memmove(recvbuff, sendbuff, count * esize);
+    return zcclSuccess;
+  }
+  zcclResult_t res = zccl_roundtrip_codec(c, eb, sendbuff, recvbuff, count, datatype);
+  ZU_RETURN_ERR_IF(res != zcclSuccess, res, "%s: the codec failed on %zu values (%s)", fn, count,
+                   zcclGetErrorString(res));
   return zcclSuccess;
 }

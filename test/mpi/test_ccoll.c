@@ -261,6 +261,39 @@ static void test_checksum_wire(size_t n) {
   free(x);
 }
 
+/* The hz AllReduce's output is the sum of what zcclCompressRoundtrip says
+ * each rank's input becomes (the homomorphic sum adds the quantized values
+ * exactly): so a rank's roundtrip residual is its whole share of the
+ * output's error, which error feedback relies on. */
+static void test_roundtrip_is_contribution(zcclComm_t comm, int f64, size_t n) {
+  size_t es = f64 ? 8 : 4;
+  zcclDataType_t t = f64 ? zcclFloat64 : zcclFloat32;
+  zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+  c.codec = zcclCodecHz, c.mode = zcclErrorAbs, c.eb = 1e-2, c.minBytes = 0;
+  CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
+  void* x = malloc(n * es);
+  void* q = malloc(n * es);
+  void* y = malloc(n * es);
+  double* mine = malloc(n * sizeof(double));
+  double* sum = malloc(n * sizeof(double));
+  double* mag = malloc(n * sizeof(double));
+  for (size_t i = 0; i < n; i++) set(x, i, f64, field(rank, i));
+  CHECK_RES(zcclCompressRoundtrip(&c, x, q, n, t, NULL), zcclSuccess);
+  CHECK_RES(zcclAllReduce(x, y, n, t, zcclSum, comm, NULL), zcclSuccess);
+  for (size_t i = 0; i < n; i++) mine[i] = get(q, i, f64);
+  MPI_Allreduce(mine, sum, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  for (size_t i = 0; i < n; i++) mine[i] = fabs(mine[i]);
+  MPI_Allreduce(mine, mag, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  long off = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs(get(y, i, f64) - sum[i]);
+    if (!(d <= 2.0 * nranks * half_ulp(mag[i] + fabs(sum[i]), f64))) off++;
+  }
+  if (off) fprintf(stderr, "rank %d: %ld of %zu hz sums differ from the sum of the roundtrips\n", rank, off, n);
+  CHECK(off == 0);
+  free(x), free(q), free(y), free(mine), free(sum), free(mag);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -291,6 +324,8 @@ int main(int argc, char** argv) {
       test_rooted(comm, f64, zcclErrorRel, 1e-3, counts[k]);
       test_rooted(comm, f64, zcclErrorAbs, 1e-2, counts[k] / 3 + 1);
     }
+  test_roundtrip_is_contribution(comm, 0, 100003);
+  test_roundtrip_is_contribution(comm, 1, 4097);
   test_uncompressed(comm);
   CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
   test_checksum_wire(100003);

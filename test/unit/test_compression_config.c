@@ -1,5 +1,6 @@
 /* The compression setting: ZCCL_COMPRESSION syntax (good and malformed),
- * round trips through the text form, and which source wins at comm init.
+ * round trips through the text form, which source wins at comm init, and
+ * zcclCompressRoundtrip (one rank's compression error).
  * Run without arguments for the parser; with "env-good", "env-bad" or
  * "env-config-wins" CTest sets ZCCL_COMPRESSION for the process. */
 #include <math.h>
@@ -181,6 +182,66 @@ static void test_env_config_wins(void) {
   CHECK_RES(zcclCommDestroy(comm), zcclSuccess);
 }
 
+/* zcclCompressRoundtrip: every element within the bound it reports, what
+ * rel resolves to, lossless codecs copy, bad arguments refused. */
+static void test_compress_roundtrip(void) {
+  enum { n = 10007 };
+  static float x[n], y[n];
+  static double xd[n], yd[n];
+  for (int i = 0; i < n; i++) xd[i] = x[i] = (float)(sin(i * 0.01) * 40.0 + (i % 7) * 0.125);
+  x[5] = NAN, x[6] = INFINITY, xd[5] = NAN;
+  zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
+  const int codecs[] = {zcclCodecHz, zcclCodecSzp};
+  for (int k = 0; k < 2; k++)
+    for (int mode = zcclErrorAbs; mode <= zcclErrorRel; mode++) {
+      c.codec = codecs[k], c.mode = mode, c.eb = mode == zcclErrorAbs ? 1e-2 : 1e-4;
+      double eb = 0, ebd = 0;
+      CHECK_RES(zcclCompressRoundtrip(&c, x, y, n, zcclFloat32, &eb), zcclSuccess);
+      CHECK_RES(zcclCompressRoundtrip(&c, xd, yd, n, zcclFloat64, &ebd), zcclSuccess);
+      /* rel: eb x (max - min) of the finite values, here 80.75 */
+      double want = mode == zcclErrorAbs ? 1e-2 : 1e-4 * (40.0 + 0.75 - (-40.0));
+      CHECK(fabs(eb - want) < 1e-3 * want && fabs(ebd - want) < 1e-3 * want);
+      int bad = 0, same = 0;
+      for (int i = 0; i < n; i++) {
+        if (i == 5 || i == 6) continue;
+        bad += !(fabs((double)y[i] - x[i]) <= eb) + !(fabs(yd[i] - xd[i]) <= ebd);
+        same += y[i] == x[i];
+      }
+      CHECK(bad == 0);
+      CHECK(same < n / 2); /* it did quantize */
+      CHECK(isnan(y[5]) && y[6] == INFINITY && isnan(yd[5]));
+    }
+  /* in place gives the same values */
+  static float z[n];
+  memcpy(z, x, sizeof z);
+  c.codec = zcclCodecHz, c.mode = zcclErrorAbs, c.eb = 1e-3;
+  CHECK_RES(zcclCompressRoundtrip(&c, x, y, n, zcclFloat32, NULL), zcclSuccess);
+  CHECK_RES(zcclCompressRoundtrip(&c, z, z, n, zcclFloat32, NULL), zcclSuccess);
+  CHECK(memcmp(y, z, sizeof z) == 0);
+  /* lossless: a copy, bound 0 */
+  double eb = 1;
+  int ints[4] = {1, 2, 3, 4}, iout[4] = {0};
+  c.codec = zcclCodecRle;
+  CHECK_RES(zcclCompressRoundtrip(&c, ints, iout, 4, zcclInt32, &eb), zcclSuccess);
+  CHECK(eb == 0 && memcmp(ints, iout, sizeof ints) == 0);
+  c.codec = zcclCodecNone;
+  CHECK_RES(zcclCompressRoundtrip(&c, x, y, n, zcclFloat32, NULL), zcclSuccess);
+  CHECK(y[0] == x[0] && y[n - 1] == x[n - 1]);
+  /* refused, with a reason */
+  c.codec = zcclCodecAuto;
+  CHECK_RES(zcclCompressRoundtrip(&c, x, y, n, zcclFloat32, NULL), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("codec=auto");
+  c.codec = zcclCodecHz, c.mode = zcclErrorTargetAbs;
+  CHECK_RES(zcclCompressRoundtrip(&c, x, y, n, zcclFloat32, NULL), zcclInvalidArgument);
+  CHECK_LAST_ERROR_HAS("abs or rel");
+  c.mode = zcclErrorAbs;
+  CHECK_RES(zcclCompressRoundtrip(&c, ints, iout, 4, zcclInt32, NULL), zcclInvalidArgument);
+  CHECK_RES(zcclCompressRoundtrip(&c, NULL, y, n, zcclFloat32, NULL), zcclInvalidArgument);
+  CHECK_RES(zcclCompressRoundtrip(NULL, x, y, n, zcclFloat32, NULL), zcclInvalidArgument);
+  c.eb = -1;
+  CHECK_RES(zcclCompressRoundtrip(&c, x, y, n, zcclFloat32, NULL), zcclInvalidArgument);
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "parser";
   if (strcmp(mode, "parser") == 0) {
@@ -190,6 +251,7 @@ int main(int argc, char** argv) {
     test_parse_malformed();
     test_round_trip();
     test_comm_setting();
+    test_compress_roundtrip();
   } else if (strcmp(mode, "env-good") == 0) {
     test_env_good();
   } else if (strcmp(mode, "env-bad") == 0) {
