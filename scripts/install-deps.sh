@@ -23,6 +23,8 @@ PACKAGES=(
   iproute2 iperf3 slurmctld slurmd slurm-client munge
   # plots; the Python package (python/) and its tests: mpi4py, PyTorch (CPU, Gloo)
   python3 python3-numpy python3-matplotlib python3-mpi4py python3-torch python3-scipy
+  # examples/ddp_training's data set (scikit-learn's bundled digits)
+  python3-sklearn
   # sanitizer and fuzzer runtimes (clang's libFuzzer), leak checks
   clang libclang-rt-14-dev valgrind
 )

@@ -45,6 +45,7 @@ class AllReduceState:
         if error_feedback and comm.compression.codec == "auto":
             raise ValueError("error_feedback needs a named codec (hz, szp, zfp), not codec=auto")
         self.residuals: Dict[int, torch.Tensor] = {}
+        self._scratch: Dict[int, torch.Tensor] = {}  # what the peers get, per bucket
 
 
 def _compressed(c: Compression, grads: torch.Tensor) -> bool:
@@ -61,8 +62,10 @@ def _contribution_bound(state: AllReduceState, c: Compression, grads: torch.Tens
     divide for AVG."""
     if c.mode in ("abs", "target"):
         return c.eb
-    finite = grads[torch.isfinite(grads)]
-    lo, hi = (float(finite.min()), float(finite.max())) if finite.numel() else (float("inf"), float("-inf"))
+    lo, hi = (float(v) for v in torch.aminmax(grads))
+    if not (abs(lo) < float("inf") and abs(hi) < float("inf")):  # NaN or Inf: the finite values' range
+        finite = grads[torch.isfinite(grads)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.numel() else (float("inf"), float("-inf"))
     ext = torch.tensor([hi, -lo], dtype=torch.float64)
     state.comm.allreduce(ext, op="max")
     hi, lo = float(ext[0]), -float(ext[1])
@@ -74,12 +77,17 @@ def _contribution_bound(state: AllReduceState, c: Compression, grads: torch.Tens
 
 def _allreduce_with_feedback(state: AllReduceState, c: Compression, index: int, grads: torch.Tensor) -> None:
     residual = state.residuals.get(index)
-    if residual is not None and residual.shape == grads.shape:
+    if residual is not None and residual.shape == grads.shape and residual.dtype == grads.dtype:
         grads.add_(residual)
+    else:
+        residual = state.residuals[index] = torch.empty_like(grads)
     fixed = Compression(codec=c.codec, mode="abs", eb=_contribution_bound(state, c, grads), fill=c.fill,
                         min_bytes=c.min_bytes)
-    sent, _ = compress_roundtrip(grads, fixed)
-    state.residuals[index] = grads - sent
+    sent = state._scratch.get(index)
+    if sent is None or sent.shape != grads.shape or sent.dtype != grads.dtype:
+        sent = state._scratch[index] = torch.empty_like(grads)
+    compress_roundtrip(grads, fixed, out=sent)
+    torch.sub(grads, sent, out=residual)
     state.comm.set_compression(fixed)  # the same quantization as the roundtrip's
     try:
         state.comm.allreduce(grads, op="avg")
