@@ -22,35 +22,19 @@ METHODS=${DDP_METHODS:-gloo,zccl,hz:rel:1e-3,hz:rel:1e-2,hz:rel:1e-2:ef,hz:rel:5
 RATE=${DDP_RATE:-1gbit}
 PY=/usr/bin/python3 # Debian's, with torch, mpi4py, scikit-learn, matplotlib
 
-scripts/install-deps.sh
-echo "==== build libzccl (Release) in build/"
-mkdir -p build
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >build/ddp_training-configure.log 2>&1 \
-  || { cat build/ddp_training-configure.log; exit 1; }
-cmake --build build -j "$(nproc)" --target zccl >build/ddp_training-build.log 2>&1 \
-  || { tail -30 build/ddp_training-build.log; exit 1; }
+# shellcheck source=examples/common.sh
+. examples/common.sh
+ex_build zccl
 export ZCCL_LIBRARY=$ROOT/build/libzccl.so
 TRAIN=(-x OMP_NUM_THREADS=1 "$PY" "$ROOT/examples/ddp_training/train.py" --methods "$METHODS")
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-export NETLAB_PREFIX=zt$$ NETLAB_NET=10.203.88
+ex_mpi_env zt$$ 10.203.88
 mkdir -p "$OUT"
-status=0
-netlab_up=0
-bring_down() {
-  if [ "$netlab_up" = 1 ]; then
-    scripts/netlab down >/dev/null 2>&1 || true
-    netlab_up=0
-  fi
-}
-trap bring_down EXIT
 
 # One run on the emulated hosts at link rate $1 into $2 for $3 epochs.
 on_netlab() {
   local rate=$1 dir=$2 epochs=$3 where=$4
-  scripts/netlab up "$NP" "$rate" >"$OUT/netlab.log" 2>&1 || return 1
-  netlab_up=1
+  ex_netlab_up "$NP" "$rate" "$OUT/netlab.log" || return 1
   echo
   echo "==== $where"
   rm -rf "$dir"
@@ -58,11 +42,11 @@ on_netlab() {
   # the process group's store listens on host 0's address.
   ZCCL_EXAMPLE_WHERE="$where" scripts/netlab run -- "${TRAIN[@]}" --epochs "$epochs" \
     --master-addr "$(scripts/netlab addr 0)" --ifname eth0 --out "$dir" || status=$?
-  bring_down
+  ex_netlab_down
 }
 
 dirs=()
-if [ "$(id -u)" = 0 ] && on_netlab "$RATE" "$OUT/netlab" "$EPOCHS" "$NP emulated hosts, $RATE links (netlab)"; then
+if on_netlab "$RATE" "$OUT/netlab" "$EPOCHS" "$NP emulated hosts, $RATE links (netlab)"; then
   dirs+=("$OUT/netlab")
   on_netlab unshaped "$OUT/unshaped" "$TIMING_EPOCHS" "$NP emulated hosts, unshaped links (netlab; time only)" \
     && dirs+=("$OUT/unshaped")

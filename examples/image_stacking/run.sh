@@ -23,32 +23,17 @@ REPS=${IMAGE_STACKING_REPS:-20}
 RATE=${IMAGE_STACKING_RATE:-1gbit}
 PY=/usr/bin/python3 # Debian's, with numpy and matplotlib
 
-scripts/install-deps.sh
-echo "==== build (Release) in build/"
-mkdir -p build
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >build/image_stacking-configure.log 2>&1 \
-  || { cat build/image_stacking-configure.log; exit 1; }
-cmake --build build -j "$(nproc)" --target image_stacking >build/image_stacking-build.log 2>&1 \
-  || { tail -30 build/image_stacking-build.log; exit 1; }
+# shellcheck source=examples/common.sh
+. examples/common.sh
+ex_build image_stacking
 BIN=$ROOT/build/examples/image_stacking/image_stacking
 
 args=(--data "$DATA" --warmup 2 --reps "$REPS" --abs 1e-4 --rel 1e-4 --codecs "hz,szp" --ops "sum,avg")
 # The ocean atlas's TEMP has no units attribute; it is in degrees Celsius.
 [ "$DATA" = "$DEFAULT_DATA" ] && args+=(--units "deg C")
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-export NETLAB_PREFIX=zi$$ NETLAB_NET=10.203.86
+ex_mpi_env zi$$ 10.203.86
 mkdir -p "$OUT"
-status=0
-netlab_up=0
-bring_down() {
-  if [ "$netlab_up" = 1 ]; then
-    scripts/netlab down >/dev/null 2>&1 || true
-    netlab_up=0
-  fi
-}
-trap bring_down EXIT
 case "$RATE" in
   *gbit) rate_text="${RATE%gbit} Gbit/s" ;;
   *mbit) rate_text="${RATE%mbit} Mbit/s" ;;
@@ -57,14 +42,13 @@ esac
 
 # (1) 4 emulated hosts: where the links, not the cores, set the pace.
 dirs=()
-if [ "$(id -u)" = 0 ] && scripts/netlab up "$NP" "$RATE" >"$OUT/netlab.log" 2>&1; then
-  netlab_up=1
+if ex_netlab_up "$NP" "$RATE" "$OUT/netlab.log"; then
   echo
   echo "==== $NP emulated hosts, $rate_text links (netlab; MPI and UCX over TCP)"
   rm -rf "$OUT/netlab"
   ZCCL_EXAMPLE_WHERE="$NP emulated hosts, $rate_text (netlab)" \
     scripts/netlab run -- "$BIN" "${args[@]}" --out "$OUT/netlab" --csv "$OUT/netlab.csv" || status=$?
-  bring_down
+  ex_netlab_down
   dirs+=("$OUT/netlab")
 else
   echo "image_stacking: no emulated cluster (needs root and network namespaces; see $OUT/netlab.log):" \
