@@ -4,7 +4,8 @@
 # machine, which gets the working tree and the paths it is told to carry):
 # the GPU tests, tools and benchmarks of a CUDA build, the shared libraries
 # they load (all but the C library's and the CUDA driver's), UCX's
-# transport modules, the levitus field and gpu-check.sh itself.
+# transport modules, the levitus field and gpu-check.sh itself (and
+# zccl-cuszp-baseline, cuSZp2's kernels, when the build has it).
 #   scripts/gpu-bundle.sh [BUILD=build] [OUT=.gpu] [ALT_BUILD ...]
 # writes OUT/bundle.tar.xz. Each ALT_BUILD (a CUDA build with another
 # ZCCL_CUDA_CODEC_CTA, say) adds its codec test and benchmark as
@@ -28,6 +29,9 @@ for b in $BINS; do
   [ -x "$B/$b" ] || { echo "gpu-bundle: $B/$b missing (a build with CUDA and perf?)" >&2; exit 1; }
   cp "$B/$b" "$S/build/$b"
 done
+# cuSZp2's kernels beside zccl's, when the build has them (ZCCL_CUSZP_DIR,
+# scripts/cuszp-build.sh): gpu-check.sh then runs both on the same data.
+[ -x "$B/perf/zccl-cuszp-baseline" ] && cp "$B/perf/zccl-cuszp-baseline" "$S/build/perf/"
 for alt in "${@:3}"; do
   cta=$(sed -n 's/^ZCCL_CUDA_CODEC_CTA:[A-Z]*=//p' "$alt/CMakeCache.txt" 2>/dev/null || true)
   [ -n "$cta" ] || { echo "gpu-bundle: $alt: no ZCCL_CUDA_CODEC_CTA in its CMakeCache.txt" >&2; exit 1; }

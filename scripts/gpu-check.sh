@@ -11,7 +11,9 @@
 #                       byte for byte the CPU codec's) and their figures,
 #                       float32 and float64, with each kernel's registers
 #                       and CTAs per SM (a few minutes); the same for
-#                       variants bundled beside them (gpu-bundle.sh)
+#                       variants bundled beside them (gpu-bundle.sh), and
+#                       cuSZp2's kernels beside them on the same data when
+#                       the build has zccl-cuszp-baseline
 # Run it from the repository root (the codec benchmark and test read
 # levitus_climatology.cdf, found there or in the ferret data directory).
 set -uo pipefail
@@ -38,6 +40,21 @@ codec_figures() {
   step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --f64 --json "$OUT/codec_f64.json"
   # chunk checksums' cost: the same float32 rows with them (ZCCL_CHECKSUM=1's streams)
   step 150 "$B/perf/zccl-gpu-codec" --mib 256 --reps 20 --checksum --json "$OUT/codec_f32_checksum.json"
+  # cuSZp2's kernels beside zccl's on the same data (fill values 0 for
+  # both: cuSZp has none), levitus TEMP and SALT, float32 and float64, REL
+  # 1e-2, 1e-3, 1e-4 (docs/cuda.md, "cuSZp2 beside zccl's kernels")
+  if [ -x "$B/perf/zccl-cuszp-baseline" ]; then
+    for var in TEMP SALT; do
+      for t in f32 f64; do
+        local f=()
+        [ "$t" = f64 ] && f=(--f64)
+        step 150 "$B/perf/zccl-gpu-codec" --data "levitus_climatology.cdf:$var" --fill-zero --mib 256 --reps 20 \
+          "${f[@]}" --json "$OUT/side_zccl_${var}_$t.json"
+        step 120 "$B/perf/zccl-cuszp-baseline" --data "levitus_climatology.cdf:$var" --mib 256 --reps 20 \
+          "${f[@]}" --json "$OUT/side_cuszp_${var}_$t.json"
+      done
+    done
+  fi
   for alt in "$B"/perf/zccl-gpu-codec-*; do
     [ -x "$alt" ] || continue
     step 150 env ZCCL_DEBUG=INFO ZCCL_DEBUG_SUBSYS=DEVICE "$alt" --mib 256 --reps 20 \
