@@ -6,7 +6,7 @@
 # they load (all but the C library's and the CUDA driver's), UCX's
 # transport modules, the levitus field and gpu-check.sh itself (and
 # zccl-cuszp-baseline, cuSZp2's kernels, when the build has it).
-#   scripts/gpu-bundle.sh [BUILD=build] [OUT=.gpu] [ALT_BUILD ...]
+#   [NCCL_TESTS=DIR] scripts/gpu-bundle.sh [BUILD=build] [OUT=.gpu] [ALT_BUILD ...]
 # writes OUT/bundle.tar.xz. Each ALT_BUILD (a CUDA build with another
 # ZCCL_CUDA_CODEC_CTA, say) adds its codec test and benchmark as
 # gpu_codec-ctaN and zccl-gpu-codec-ctaN, which gpu-check.sh runs beside
@@ -32,6 +32,16 @@ done
 # cuSZp2's kernels beside zccl's, when the build has them (ZCCL_CUSZP_DIR,
 # scripts/cuszp-build.sh): gpu-check.sh then runs both on the same data.
 [ -x "$B/perf/zccl-cuszp-baseline" ] && cp "$B/perf/zccl-cuszp-baseline" "$S/build/perf/"
+# NVIDIA's nccl-tests built against zccl's nccl.h (docs/nccl.md), when
+# NCCL_TESTS names their build directory: their *_perf programs, and zccl's
+# libnccl.so.2 (lib/zccl-nccl) that gpu-check.sh runs them on.
+if [ -n "${NCCL_TESTS:-}" ]; then
+  mkdir -p "$S/build/nccl-tests" "$S/lib/zccl-nccl"
+  for t in all_reduce all_gather broadcast reduce_scatter; do
+    cp "$NCCL_TESTS/${t}_perf" "$S/build/nccl-tests/"
+  done
+  cp -L "$B/nccl/libnccl.so.2" "$S/lib/zccl-nccl/"
+fi
 for alt in "${@:3}"; do
   cta=$(sed -n 's/^ZCCL_CUDA_CODEC_CTA:[A-Z]*=//p' "$alt/CMakeCache.txt" 2>/dev/null || true)
   [ -n "$cta" ] || { echo "gpu-bundle: $alt: no ZCCL_CUDA_CODEC_CTA in its CMakeCache.txt" >&2; exit 1; }
@@ -43,10 +53,11 @@ done
 UCXMOD=$(find /usr/lib /usr/lib64 -maxdepth 3 -type d -name ucx 2>/dev/null | head -n 1 || true)
 [ -n "$UCXMOD" ] && cp -L "$UCXMOD"/*.so* "$S/lib/ucx/" 2>/dev/null || true
 # The libraries every binary and UCX module loads, but glibc's (the GPU
-# machine has its own, and mixing them breaks) and the driver's.
-for f in "$S"/build/*/* "$S"/lib/ucx/*; do
+# machine has its own, and mixing them breaks), the driver's, and NVIDIA's
+# NCCL (200 MB; nccl-tests run on zccl's, in lib/zccl-nccl).
+for f in "$S"/build/*/* "$S"/lib/ucx/* "$S"/lib/zccl-nccl/*; do
   ldd "$f" 2>/dev/null | awk '/=> \// {print $3}'
-done | sort -u | grep -Ev '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*|libcuda|libnvidia[^/]*)\.so' |
+done | sort -u | grep -Ev '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*|libcuda|libnvidia[^/]*|libnccl)\.so' |
   while read -r l; do cp -L "$l" "$S/lib/"; done
 data=$(ls "$ROOT/levitus_climatology.cdf" /usr/share/ferret-vis/data/levitus_climatology.cdf 2>/dev/null | head -n 1 || true)
 [ -n "$data" ] && cp -L "$data" "$S/"

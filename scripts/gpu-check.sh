@@ -113,6 +113,20 @@ fi
     # Launch per operation against the persistent kernel, same rows.
     step 180 env ZCCL_PERSISTENT_KERNEL=1 "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M --reps 5 --memory device \
       --colls allreduce,reducescatter,allgather --json "$OUT/coll_persistent.json"
+    # NVIDIA's nccl-tests, unmodified, on zccl's libnccl.so.2 (when bundled,
+    # gpu-bundle.sh's NCCL_TESTS): 2 ranks as 2 threads on the one GPU
+    # (NVIDIA's NCCL takes two ranks on one GPU only as two hosts: its rows
+    # are zccl-gpu-coll's nccl rows above), plain and compressed, every
+    # result checked (-c 1).
+    zn=$B/../lib/zccl-nccl
+    if [ -d "$B/nccl-tests" ] && [ -e "$zn/libnccl.so.2" ]; then
+      for t in all_reduce all_gather broadcast; do
+        for comp in off codec=hz,mode=rel,eb=1e-3; do
+          step 150 env LD_LIBRARY_PATH="$zn:${LD_LIBRARY_PATH:-}" ZCCL_COMPRESSION="$comp" \
+            "$B/nccl-tests/${t}_perf" -b 1M -e 256M -f 4 -t 2 -g 1 -c 1 -n 10 -w 2
+        done
+      done
+    fi
     step 120 "$CS" --tool memcheck --leak-check no "$B/perf/zccl-gpu-codec" --mib 8 --reps 1 --eb 1e-3
     step 120 "$CS" --tool racecheck "$B/perf/zccl-gpu-codec" --mib 2 --reps 1 --eb 1e-3
     step 300 "$B/test/gpu_codec"
