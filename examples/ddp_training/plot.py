@@ -23,9 +23,16 @@ def load(d: Path) -> list:
                                        r["method"].endswith(":ef")))
 
 
-def epoch_seconds(r: dict) -> float:
+def figures(r: dict) -> tuple:
+    """A run's seconds per epoch and link MB per step (medians over the
+    epochs after the first, which warms up), and median compression ratio
+    per step (None when nothing was compressed)."""
     ep = r["epochs"]
-    return median(e["seconds"] for e in (ep[1:] if len(ep) > 1 else ep))
+    timed = ep[1:] if len(ep) > 1 else ep
+    ratios = [x for x in r["step_ratio"] if x]
+    return (median(e["seconds"] for e in timed),
+            median(e["tx_bytes_per_rank"] for e in timed) / r["steps_per_epoch"] / 1e6,
+            median(ratios) if ratios else None)
 
 
 def table(recs: list, where: str) -> str:
@@ -38,12 +45,9 @@ def table(recs: list, where: str) -> str:
         last = r["epochs"][-1]
         acc = 100 * last["test_accuracy"]
         dacc = f"{acc - 100 * base['epochs'][-1]['test_accuracy']:+.2f}" if base else "-"
-        sec = epoch_seconds(r)
-        speed = f"{epoch_seconds(base) / sec:.2f}" if base else "-"
-        ratios = [x for x in r["step_ratio"] if x]
-        ratio = f"{median(ratios):.1f}" if ratios else "-"
-        timed = r["epochs"][1:] if len(r["epochs"]) > 1 else r["epochs"]
-        mb = median(e["tx_bytes_per_rank"] for e in timed) / r["steps_per_epoch"] / 1e6
+        sec, mb, ratio = figures(r)
+        speed = f"{figures(base)[0] / sec:.2f}" if base else "-"
+        ratio = f"{ratio:.1f}" if ratio else "-"
         name = r["method"] + (" (error feedback)" if r["error_feedback"] else "")
         lines.append(f"| {name} | {acc:.2f} | {dacc} | {last['train_loss']:.4f} | {sec:.2f} | {speed} | {ratio} | "
                      f"{f'{mb:.2f}' if mb else '-'} |")

@@ -28,6 +28,8 @@ from mpi4py import MPI  # noqa: E402
 import zccl  # noqa: E402
 import zccl.torch  # noqa: E402
 
+import plot  # noqa: E402  (this folder's plot.py: one place for the table's figures)
+
 DEFAULT_METHODS = "gloo,zccl,hz:rel:1e-3,hz:rel:1e-2,hz:rel:1e-2:ef,hz:rel:5e-2:ef"
 
 
@@ -145,14 +147,10 @@ def train(m: Method, a: argparse.Namespace, comm: zccl.Comm, data: tuple) -> dic
 
 
 def summary_row(rec: dict) -> str:
-    ep = rec["epochs"]
-    timed = ep[1:] if len(ep) > 1 else ep  # the first epoch warms up
-    sec = float(np.median([e["seconds"] for e in timed]))
-    ratios = [r for r in rec["step_ratio"] if r]
-    ratio = f"{np.median(ratios):.1f}" if ratios else "-"
-    mb = float(np.median([e["tx_bytes_per_rank"] for e in timed])) / rec["steps_per_epoch"] / 1e6
-    return (f"{rec['method']:>16} {ep[-1]['test_accuracy'] * 100:8.2f} {ep[-1]['train_loss']:9.4f} {sec:9.3f} "
-            f"{ratio:>6} {mb if mb else float('nan'):10.2f}")
+    sec, mb, ratio = plot.figures(rec)
+    last = rec["epochs"][-1]
+    return (f"{rec['method']:>16} {last['test_accuracy'] * 100:8.2f} {last['train_loss']:9.4f} {sec:9.3f} "
+            f"{f'{ratio:.1f}' if ratio else '-':>6} {mb if mb else float('nan'):10.2f}")
 
 
 def main() -> int:

@@ -669,8 +669,9 @@ static void json_meta(FILE* f, const ctx_t* c) {
           "  \"frames\": %ld, \"frames_in_file\": %ld, \"ranks\": %d, \"frames_per_rank\": \"[r*F/N, (r+1)*F/N)\",\n",
           in->F, in->in_file, c->N);
   fprintf(f, "  \"warmup\": %d, \"reps\": %d, \"where\": ", c->o.warmup, c->o.reps);
-  if (getenv("ZCCL_EXAMPLE_WHERE"))
-    json_str(f, getenv("ZCCL_EXAMPLE_WHERE"));
+  const char* where = getenv("ZCCL_EXAMPLE_WHERE");
+  if (where)
+    json_str(f, where);
   else
     fputs("null", f);
   fputs(",\n  \"exact\": \"exact_sum.f32\", \"mask\": \"mask.u8\",\n  \"exact_range\": ", f);

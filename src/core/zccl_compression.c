@@ -12,6 +12,7 @@
 #include "zc_szp.h"
 #include "zc_zfp.h"
 #include "zccl_core.h"
+#include "zp_stream.h"
 #include "zu_dtype.h"
 #include "zu_param.h"
 
@@ -170,16 +171,13 @@ zcclResult_t zcclCommCompressionStats(zcclComm_t comm, uint64_t* rawBytes, uint6
 }
 
 /* The absolute bound zcclCompressRoundtrip applies: as zp_eb_abs does for
- * one rank (rel: the range of this buffer, constant data relative to its
- * magnitude). */
+ * one rank (rel: the range of this buffer). */
 static double zccl_roundtrip_eb(const zcclCompression_t* c, const void* in, size_t count, zcclDataType_t dt) {
   if (c->mode == zcclErrorAbs) return c->eb;
   double mn = 0, mx = 0;
   size_t valid = 0;
   zc_value_range(in, count, dt, c->hasFill, c->fillValue, &mn, &mx, &valid);
-  double range = valid ? mx - mn : 0.0;
-  if (!(range > 0) || !isfinite(range)) range = valid && isfinite(mx) && mx != 0 ? fabs(mx) : 1.0;
-  return c->eb * range;
+  return c->eb * (valid ? zp_rel_span(mn, mx) : zp_rel_span(-INFINITY, -INFINITY));
 }
 
 /* Compresses in into a scratch stream and decodes it into out. */

@@ -10,6 +10,14 @@
  * the valid values of every rank's input (one small allreduce, so all
  * ranks quantize onto the same grid). Target modes bound the output: a SUM
  * of N inputs divides the bound by N. */
+double zp_rel_span(double lo, double hi) {
+  double range = hi - lo;
+  /* Constant data (or none valid: hi = -inf): any step keeps the bound;
+   * use one relative to the magnitude. */
+  if (!(range > 0) || !isfinite(range)) range = isfinite(hi) && hi != 0 ? fabs(hi) : 1.0;
+  return range;
+}
+
 zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t n, int global,
                               double* eb) {
   const zcclCompression_t* c = &a->compression;
@@ -28,11 +36,7 @@ zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void*
     if (res != zcclSuccess) return res;
     ZU_RETURN_ERR_IF(v[2] > 0, zcclRemoteError, "%s: rank %d failed to find its input's value range (error mode rel)",
                      zp_coll_name(a->coll), (int)v[2] - 1);
-    double lo = -v[0], hi = v[1], range = hi - lo;
-    /* Constant data (or none valid): any step keeps the bound; use one
-     * relative to the magnitude. */
-    if (!(range > 0) || !isfinite(range)) range = isfinite(hi) && hi != 0 ? fabs(hi) : 1.0;
-    e *= range;
+    e *= zp_rel_span(-v[0], v[1]);
   }
   /* Every reduction's SUM carries up to N quantizations (AllReduce,
    * ReduceScatter, Reduce; homomorphic or DOC). */

@@ -19,6 +19,9 @@ typedef struct {
  * rank's values, or every rank's (one small allreduce). */
 enum { ZP_EB_NONE, ZP_EB_LOCAL, ZP_EB_GLOBAL };
 
+/* The range a REL bound multiplies, from the valid values' lo and hi
+ * (-inf, -inf when none): hi - lo, or for constant or no data |hi| (1 if 0). */
+double zp_rel_span(double lo, double hi);
 /* The absolute bound for this call from in[0, n): ABS as given; REL times
  * the range of the valid values (over every rank when global); target
  * modes divide a SUM's bound by the number of contributions. */
