@@ -777,6 +777,24 @@ static void zccl_setup(ctx_t* c) {
   }
 }
 
+/* A communicator whose ZCCL_ALGO is algo (the library reads it when a
+ * communicator is created), for a method with its own @ALGO; NULL when it
+ * could not be made (c->zccl_why says why). */
+static zcclComm_t zccl_comm_with_algo(ctx_t* c, const char* algo) {
+  const char* env = getenv("ZCCL_ALGO");
+  char keep[64] = "";
+  if (env) snprintf(keep, sizeof keep, "%s", env);
+  setenv("ZCCL_ALGO", algo, 1);
+  zcclComm_t main_comm = c->comm, made;
+  c->comm = NULL;
+  zccl_setup(c);
+  made = c->comm;
+  c->comm = main_comm;
+  if (env) setenv("ZCCL_ALGO", keep, 1);
+  else unsetenv("ZCCL_ALGO");
+  return made;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   ctx_t c = {0};
@@ -821,9 +839,9 @@ int main(int argc, char** argv) {
     else fprintf(c.json, "[");
   }
   MPI_Bcast(&files_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  /* --algo: the library reads ZCCL_ALGO at every call (its parameter
-   * table); set before the communicator exists, so before any thread of
-   * the library could read the environment. */
+  /* --algo: the library reads ZCCL_ALGO when a communicator is created;
+   * set before it exists, so before any thread of the library could read
+   * the environment. */
   if (o.algo) setenv("ZCCL_ALGO", o.algo, 1);
   const char* forced = getenv("ZCCL_ALGO");
   c.algo = coll_algos[o.coll] ? "auto" : "-";
@@ -865,13 +883,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   zccl_setup(&c);
+  zcclComm_t algo_comm[MAX_COMP] = {NULL}; /* a method's own @ALGO: its communicator (may repeat) */
+  for (int k = 0; k < o.ncomp && c.comm; k++) {
+    for (int j = 0; j < k && !algo_comm[k] && comp_algo[k][0]; j++)
+      if (strcmp(comp_algo[j], comp_algo[k]) == 0) algo_comm[k] = algo_comm[j];
+    if (comp_algo[k][0] && !algo_comm[k]) algo_comm[k] = zccl_comm_with_algo(&c, comp_algo[k]);
+  }
   int run_zccl_plain = c.comm != NULL, run_comp[MAX_COMP];
   if (c.rank == 0) {
     print_header(&c);
     if (!c.comm) printf("# zccl: not run: %s\n", c.zccl_why);
   }
   for (int k = 0; k < o.ncomp; k++) {
-    run_comp[k] = c.comm != NULL && has_compressed(o.coll, comp[k].codec);
+    run_comp[k] = c.comm != NULL && has_compressed(o.coll, comp[k].codec) && (!comp_algo[k][0] || algo_comm[k]);
+    if (c.rank == 0 && c.comm && comp_algo[k][0] && !algo_comm[k])
+      printf("# zccl-compressed: not run: --compression %s: %s\n", o.compression[k], c.zccl_why);
     /* Where the library would send the data uncompressed, a row named
      * compressed would be a lie. */
     if (c.rank == 0 && c.comm && !run_comp[k])
@@ -906,15 +932,18 @@ int main(int argc, char** argv) {
       if (m == 0 ? !run_zccl_plain : !run_comp[m - 1]) continue;
       const zcclCompression_t* cm = m == 0 ? &plain : &comp[m - 1];
       const char* malgo = m > 0 && comp_algo[m - 1][0] ? comp_algo[m - 1] : NULL;
+      zcclComm_t main_comm = c.comm;
+      if (malgo) c.comm = algo_comm[m - 1];
       zcclCommSetCompression(c.comm, cm);
       static const char* codec_names[zcclNumCodecs] = {"none", "auto", "szp", "hz", "rle", "zfp"};
       int plain_row = cm->codec == zcclCodecNone;
       row = (row_t){.method = plain_row ? "zccl" : "zccl-compressed", .codec = codec_names[cm->codec],
                     .algo = malgo ? malgo : c.algo};
       c.comp = plain_row ? NULL : cm;
-      /* The library reads ZCCL_ALGO at every call; no call is in flight here. */
+      /* The method's bound (eb_of) reads ZCCL_ALGO while it runs. */
       if (malgo) setenv("ZCCL_ALGO", malgo, 1);
       int failed = time_method(&c, run_zccl, count, send, recv, &row) != 0;
+      c.comm = main_comm;
       if (malgo) {
         if (algo_keep[0]) setenv("ZCCL_ALGO", algo_keep, 1);
         else unsetenv("ZCCL_ALGO");
@@ -935,6 +964,11 @@ int main(int argc, char** argv) {
   if (c.json) {
     fprintf(c.json, "\n]\n");
     fclose(c.json);
+  }
+  for (int k = 0; k < o.ncomp; k++) {
+    int first = algo_comm[k] != NULL;
+    for (int j = 0; j < k && first; j++) first = algo_comm[j] != algo_comm[k];
+    if (first) zcclCommDestroy(algo_comm[k]);
   }
   if (c.comm) zcclCommDestroy(c.comm);
   zccl_data_free(&c.field);

@@ -81,6 +81,7 @@ struct zcclComm {
   zd_dev_t* dev;           /* where the algorithms compute (ZCCL_DEVICE) */
   zd_dev_t* gpu;           /* cuda device for calls on device buffers, made at the first */
   zp_link_t link;          /* the cost model's view of the network */
+  zp_algo_rules_t algo_rules; /* ZCCL_ALGO, parsed at creation */
   zp_stats_t stats;        /* compressed bytes sent (under worker_lock) */
   zp_notice_t notice;      /* peers' failures, and this rank's (under worker_lock) */
   struct zccl_redop* redops; /* zcclRedOpCreatePreMulSum's ops (ZCCL_MAX_REDOPS, made at the first) */

@@ -189,7 +189,7 @@ static zcclResult_t zccl_group_issue(void) {
 static double zccl_batch_estimate(const zccl_batch_t* b) {
   zcclComm_t comm = b->comm;
   zp_link_t link = comm->link; /* a copy: the thread may refine it meanwhile */
-  zp_ctx_t ctx = {.dev = b->dev ? b->dev : comm->dev, .link = &link, .rank = comm->rank, .nranks = comm->nranks};
+  zp_ctx_t ctx = {.dev = b->dev ? b->dev : comm->dev, .link = &link, .rules = &comm->algo_rules, .rank = comm->rank, .nranks = comm->nranks};
   double t = 0, sent = 0;
   for (int k = 0; k < b->n; k++) sent += b->xfers[k].is_send ? (double)b->xfers[k].bytes : 0;
   if (b->n > 0) t += link.alpha + sent / link.bandwidth;

@@ -71,7 +71,7 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
   double cancel_by = 0;
   zp_ctx_t ctx = {.w = comm->worker, .dev = dev, .host = host, .link = &comm->link, .stats = &comm->stats, .rank = comm->rank, .nranks = comm->nranks,
                   .timeout = comm->timeout, .spin = comm->spin, .abort = op->despite_error ? &comm->abort : &comm->cancel,
-                  .cancel_by = &cancel_by, .check_calls = comm->check_calls, .checksum = comm->checksum};
+                  .cancel_by = &cancel_by, .rules = &comm->algo_rules, .check_calls = comm->check_calls, .checksum = comm->checksum};
   /* Peers' failure notices: posted at the first operation (UCX keeps one
    * that comes earlier); without it peers are found out by ZCCL_TIMEOUT.
    * An exchange that runs despite an error does not heed them. */
@@ -188,6 +188,7 @@ zcclResult_t zccl_runtime_create(zcclComm_t comm) {
   ZU_CHECK(zu_param_int(ZU_PARAM_CHECKSUM, &t));
   ZU_RETURN_ERR_IF(t != 0 && t != 1, zcclInvalidArgument, "ZCCL_CHECKSUM=%lld must be 0 or 1", (long long)t);
   comm->checksum = (int)t;
+  zp_algo_rules_parse(zu_param_str(ZU_PARAM_ALGO), &comm->algo_rules);
   pthread_mutex_init(&comm->lock, NULL);
   pthread_mutex_init(&comm->worker_lock, NULL);
   zccl_cond_init(&comm->wake);

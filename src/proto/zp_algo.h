@@ -120,42 +120,83 @@ size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes);
  * (>= 1): what its pipeline overlaps. */
 int zp_ring_block_pieces(const zp_ctx_t* ctx, size_t block_elems, size_t es);
 
-/* Algorithm families (one file each). */
-zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_direct_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-/* The same with its tags' sub numbers starting at sub0. */
-zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0);
-zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_direct_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_bruck_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_tree_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+/* Calls shared between families. */
+/* Whether count gives every rank an element (ring, direct, Rabenseifner). */
+int zp_allreduce_blocks_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t room);
 /* Binomial broadcast of bytes at buf from root, its messages tagged sub. */
 zcclResult_t zp_tree_broadcast_sub(const zp_ctx_t* ctx, void* buf, size_t bytes, int root, uint32_t sub);
-zcclResult_t zp_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_direct_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_scatter_allgather_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_linear_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_linear_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_tree_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_tree_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-/* Compressed (zp_hz.c): float32/float64, the call's compression setting. */
-zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_hz_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-/* Compressed (zp_hz_rd.c): homomorphic recursive doubling, any N. */
-zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-/* Compressed, codec szp (zp_doc.c): the DOC ring and chain (decompress,
- * reduce, compress per hop). A block of maxb values goes in about 4
+/* Recursive-doubling allreduce with its tags' sub numbers starting at sub0. */
+zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0);
+
+/* ---- algorithms as descriptors ----------------------------------------------
+ * Every algorithm is one zp_algo_t, defined in the file of its family with
+ * its cost beside its code; zp_algos.c lists them all (ZP_ALGO_LIST), and
+ * choosing one is a loop over that list (zp_algo_select). */
+
+/* What an algorithm needs of the call's codec: a set of codecs, one bit per
+ * zcclCodec_t; 0: it moves the data uncompressed. */
+#define ZP_CODEC(c) (1u << (c))
+#define ZP_NEEDS_HOMOMORPHIC (ZP_CODEC(zcclCodecHz) | ZP_CODEC(zcclCodecAuto)) /* adds streams as they are */
+#define ZP_NEEDS_DOC ZP_CODEC(zcclCodecSzp) /* decompress, operate, compress at every hop */
+#define ZP_NEEDS_STREAM (ZP_NEEDS_HOMOMORPHIC | ZP_NEEDS_DOC) /* an error-bounded stream codec */
+#define ZP_NEEDS_LOSSY (ZP_NEEDS_STREAM | ZP_CODEC(zcclCodecZfp))
+#define ZP_NEEDS_LOSSLESS ZP_CODEC(zcclCodecRle)
+#define ZP_NEEDS_ANY (ZP_NEEDS_LOSSY | ZP_NEEDS_LOSSLESS) /* compress once, move streams */
+
+typedef struct zp_algo {
+  const char* name;     /* as ZCCL_ALGO names it; one name may serve several collectives */
+  const char* desc;     /* one line, for the log and zccl-info --algos */
+  zp_coll_id_t coll;
+  unsigned codecs;      /* the codecs it runs with (ZP_NEEDS_*); 0: uncompressed */
+  unsigned forced_only; /* of those, the ones it runs with only when ZCCL_ALGO names it */
+  /* Whether it can run the call with `room` bytes of the pool free (NULL:
+   * always); every rank answers the same. */
+  int (*usable)(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t room);
+  double (*cost)(const zp_ctx_t* ctx, const zp_coll_args_t* a); /* modelled seconds */
+  zcclResult_t (*run)(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+} zp_algo_t;
+
+/* The table (zp_algos.c): zp_algo_count() entries, in the order ties go. */
+size_t zp_algo_count(void);
+const zp_algo_t* zp_algo_at(size_t i);
+/* The algorithm a call runs: the first that `rules` name for its
+ * collective and size and that fits its codec (and, uncompressed, can run
+ * it); else the cheapest by its cost, leaving out those forced_only for the
+ * codec. The call's codec decides the kind: zcclCodecNone picks among the
+ * uncompressed. NULL: none. *t gets its modelled time; *by_rule (may be
+ * NULL) whether a rule chose it. rules may be NULL (the model alone). */
+const zp_algo_t* zp_algo_select(const zp_ctx_t* ctx, const zp_coll_args_t* a, const zp_algo_rules_t* rules,
+                                double* t, int* by_rule);
+/* The collective's name in ZCCL_ALGO rules ("allreduce", ...). */
+const char* zp_algo_coll_name(zp_coll_id_t coll);
+
+/* ---- the cost model's shared pieces --------------------------------------------
+ * alpha-beta per message with the communicator's learnt link (zp_link_t)
+ * and a host reduction rate; each algorithm's cost counts its steps and the
+ * bytes each rank sends and reduces. */
+#define ZP_REDUCE_BYTES_PER_S 2e9
+static inline double zp_call_bytes(const zp_coll_args_t* a) { return (double)(a->count * zu_dtype_size(a->datatype)); }
+/* The compressed algorithms' codec rates: this project's single-core
+ * figures (perf/codec_table.sh: compress and decompress about 2 GB/s,
+ * homomorphic sum about 1 GB/s), taken a little lower; the ratio is
+ * assumed 4 (TEMP at REL 1e-3 gives 8-11). */
+#define ZP_AUTO_COMPRESS_BPS 1.5e9
+#define ZP_AUTO_HOP_BPS 1.0e9
+#define ZP_AUTO_HOP_VALUES_BPS 1.2e9 /* compress and sum in one pass (zd_hop_values): about 1.4 GB/s */
+#define ZP_AUTO_RATIO 4.0
+/* A host codec's rate per rank: rate over the ranks sharing each core of
+ * the busiest machine (a GPU's codec shares nothing). Only the agreed link
+ * and share enter, so every rank prices the same. */
+static inline double zp_codec_rate(const zp_ctx_t* ctx, double rate) {
+  double share = ctx->link && ctx->link->cpu_share > 1 ? ctx->link->cpu_share : 1;
+  return zd_dev_kind(ctx->dev) == ZD_CUDA ? rate : rate / share;
+}
+/* A pipelined chain of n bytes (broadcast, or reduce adding each piece on the way): zp_chain.c. */
+double zp_chain_cost(const zp_ctx_t* ctx, double n, int reduces);
+/* The sparse chain (zp_sparse.c), which codec=auto also weighs. */
+double zp_sparse_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a);
+
+/* The compressed rings (zp_chunk_ring.c): a block of maxb values goes in about 4
  * chunks of zp_doc_chunk_values values (when the pool has room): enough to
  * overlap the codec work on one with the transfer of the others, few
  * enough that per-message costs stay small (4 netlab hosts at 1 Gbit/s,
@@ -182,19 +223,4 @@ static inline size_t zp_ring_chunk_values(const zp_ctx_t* ctx, size_t maxb) {
   if (!(ctx->link && ctx->link->cpu_share > 1) || zd_dev_kind(ctx->dev) != ZD_HOST) return zp_doc_chunk_values(maxb);
   return maxb < ZP_RING_CHUNK_MAX ? (maxb ? maxb : 1) : ZP_RING_CHUNK_MAX;
 }
-zcclResult_t zp_doc_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_doc_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-/* CPRP2P baseline (zp_cprp2p.c): compress before every send, decompress
- * after every receive; ZFP or the stream codec. */
-zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_cpr_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_cpr_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_cpr_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_cpr_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-/* Sparse reduce (zp_sparse.c): a pipelined chain on RLE-encoded data. */
-zcclResult_t zp_sparse_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-zcclResult_t zp_pairwise_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a);
-
 #endif /* ZP_ALGO_H_ */

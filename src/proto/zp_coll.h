@@ -113,6 +113,26 @@ typedef struct {
   uint64_t min_bytes;
 } zp_sig_t;
 
+/* ZCCL_ALGO as rules, parsed once when a communicator is created:
+ * `[coll:]name[@lo-hi][,name[@lo-hi]]...[;...]` (docs/collectives.md).
+ * An entry names an algorithm for one collective (coll, -1: every
+ * collective that has the name) and calls of lo..hi bytes (both ends
+ * included). */
+typedef struct {
+  int coll;          /* a zp_coll_id_t, or -1 */
+  const char* name;  /* the table's own string */
+  uint64_t lo, hi;
+} zp_algo_rule_t;
+#define ZP_ALGO_RULES_MAX 32
+typedef struct {
+  int n;
+  zp_algo_rule_t rule[ZP_ALGO_RULES_MAX]; /* a collective's own first, then the others, each in order */
+} zp_algo_rules_t;
+
+/* Parses text into rules; what does not parse, or names no algorithm or
+ * collective, is left out and reported once at WARN with what is known. */
+void zp_algo_rules_parse(const char* text, zp_algo_rules_t* rules);
+
 typedef struct {
   zt_worker_t* w;
   zd_dev_t* dev;
@@ -132,6 +152,7 @@ typedef struct {
    * of its messages are stuck. NULL: each cancel has its own. */
   double* cancel_by;
   zp_notice_t* notice;       /* peers' failures (NULL: not watched) */
+  const zp_algo_rules_t* rules; /* ZCCL_ALGO at the communicator's creation (NULL: none) */
   int check_calls;           /* send and check call signatures (ZCCL_CHECK_CALLS) */
   /* The collective's call signature: this rank's, its left neighbour's and
    * the receive bringing it (NULL outside a collective or with one rank).

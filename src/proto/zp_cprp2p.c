@@ -124,7 +124,7 @@ static zcclResult_t zp_cpr_setup(const zp_ctx_t* ctx, const zp_coll_args_t* a, c
  * then a ring allgather of the totals' streams, forwarded unchanged and
  * decompressed by every rank (the owner too), in column slices of the N
  * blocks. Works in recvbuff. */
-zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank, left = (r + N - 1) % N;
   size_t es = zu_dtype_size(a->datatype), n = a->count, boff[N], blen[N], soff[N], slen[N], m;
   zcclRedOp_t op = zp_reduce_op(a->op);
@@ -192,7 +192,7 @@ out:
 
 /* Ring allgather that decompresses every block it receives and compresses
  * it again to forward it; the own block stays exact. */
-zcclResult_t zp_cpr_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_cpr_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank, left = (r + N - 1) % N;
   size_t es = zu_dtype_size(a->datatype), n = a->count, m;
   const char* what = "cprp2p allgather";
@@ -231,7 +231,7 @@ out:
 /* Binomial broadcast (the tree of zp_tree.c, ranks relative to the root):
  * each rank decompresses what its parent sent into recvbuff, compresses
  * that again once, and sends the stream to each of its children. */
-zcclResult_t zp_cpr_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_cpr_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N), lg = zp_log2_ceil(N);
   size_t es = zu_dtype_size(a->datatype), n = a->count, m;
   const char* what = "cprp2p broadcast";
@@ -274,7 +274,7 @@ out:
  * arrives, is decompressed and this rank's values are added, giving what
  * it sends next. The last step's sum is block r's total, kept raw in
  * recvbuff: N-1 compressions on every element's path. */
-zcclResult_t zp_cpr_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_cpr_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank, left = (r + N - 1) % N;
   size_t es = zu_dtype_size(a->datatype), n = a->count, m;
   zcclRedOp_t op = zp_reduce_op(a->op);
@@ -325,7 +325,7 @@ out:
  * once and sends it to its parent; the root keeps the sum raw. Every
  * non-root rank compresses once; relative rank v's values pass
  * popcount(v) compressions on their way. */
-zcclResult_t zp_cpr_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_cpr_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N), lg = zp_log2_ceil(N), depth = zp_log2_floor(N);
   size_t es = zu_dtype_size(a->datatype), n = a->count, m, sz[33];
   zcclRedOp_t op = zp_reduce_op(a->op);
@@ -379,3 +379,30 @@ out:
   for (int i = nc; i >= 0; i--) zp_tmp_put(ctx, st[i]);
   return res;
 }
+
+/* The codec's rates at both ends of every hop. */
+static double zp_cpr_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double N = ctx->nranks, n = zp_call_bytes(a);
+  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
+  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), q = ZP_AUTO_RATIO, lg = zp_log2_ceil(ctx->nranks);
+  switch (a->coll) {
+    case ZP_COLL_ALLREDUCE: /* 2(N-1) hops of n/N, each compressed and decompressed */
+      return 2 * (N - 1) * (al_s + n / N / (q * B) + 2 * n / N / C);
+    case ZP_COLL_ALLGATHER: /* n per rank */
+    case ZP_COLL_REDUCESCATTER: /* N-1 hops of n, the raw reduction aside as for the allreduce */
+      return (N - 1) * (al_s + n / (q * B) + 2 * n / C);
+    default: /* broadcast and reduce: binomial trees of log2 N levels */
+      return lg * (al_s + n / (q * B) + 2 * n / C);
+  }
+}
+
+/* The baseline runs unforced only with codec=zfp, whose streams cannot be
+ * added: its only reductions; for allgather and broadcast it competes with
+ * compress-once. */
+#define ZP_CPR_ALGO(coll, desc, fn) \
+  {"cprp2p", "CPRP2P " desc " (recompress every hop)", coll, ZP_NEEDS_LOSSY, ZP_NEEDS_STREAM, NULL, zp_cpr_cost, fn}
+const zp_algo_t zp_algo_cpr_allreduce = ZP_CPR_ALGO(ZP_COLL_ALLREDUCE, "ring", zp_cpr_allreduce);
+const zp_algo_t zp_algo_cpr_allgather = ZP_CPR_ALGO(ZP_COLL_ALLGATHER, "ring", zp_cpr_allgather);
+const zp_algo_t zp_algo_cpr_broadcast = ZP_CPR_ALGO(ZP_COLL_BROADCAST, "binomial tree", zp_cpr_broadcast);
+const zp_algo_t zp_algo_cpr_reduce_scatter = ZP_CPR_ALGO(ZP_COLL_REDUCESCATTER, "ring", zp_cpr_reduce_scatter);
+const zp_algo_t zp_algo_cpr_reduce = ZP_CPR_ALGO(ZP_COLL_REDUCE, "binomial tree", zp_cpr_reduce);

@@ -25,7 +25,7 @@
 #define ZP_HZ_RD_SUB(k, step) (0x8000u | (((k) & 0x3ffu) << 5) | (uint32_t)(step))
 #define ZP_HZ_RD_FOLD_OUT 31
 
-zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank, p = zp_pow2_below(N), rem = N - p;
   int v = zp_rd_vrank(r, rem); /* -1: this rank folds out */
   size_t es = zu_dtype_size(a->datatype), n = a->count, raw, size = 0, rsize = 0, m;
@@ -81,3 +81,20 @@ out:
   zp_streams_put(ctx, &z);
   return res;
 }
+
+/* Compress the whole input once, log2(P) rounds each sending a whole
+ * stream and adding the received one, plus, for N not a power of two, the
+ * fold's stream in (with its add) and out; decompress once. Fewer
+ * latencies than the ring (log2 P against 2(N-1)), but every round moves
+ * and adds all n: small messages or many ranks. */
+static double zp_hz_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double n = zp_call_bytes(a);
+  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
+  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), H = zp_codec_rate(ctx, ZP_AUTO_HOP_BPS), q = ZP_AUTO_RATIO;
+  int lg = zp_log2_floor(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
+  double fold = pow2 ? 0 : 2 * (al_s + n / (q * B)) + n / H;
+  return n / C + lg * (al_s + n / (q * B) + n / H) + fold + n / C;
+}
+
+const zp_algo_t zp_algo_hz_rd_allreduce = {"rd", "homomorphic recursive doubling", ZP_COLL_ALLREDUCE,
+                                           ZP_NEEDS_HOMOMORPHIC, 0, NULL, zp_hz_rd_cost, zp_hz_rd_allreduce};

@@ -30,7 +30,7 @@ static zcclResult_t zp_fold_out(const zp_ctx_t* ctx, uint8_t* buf, size_t bytes,
   return zp_sendrecv(ctx, what, r - 1, buf, bytes, -1, NULL, 0, sub);
 }
 
-zcclResult_t zp_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) { return zp_rd_allreduce_sub(ctx, a, 0); }
+static zcclResult_t zp_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) { return zp_rd_allreduce_sub(ctx, a, 0); }
 
 zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0) {
   int N = ctx->nranks, r = ctx->rank;
@@ -69,7 +69,7 @@ out:
  * over the largest power of two p <= N (the other ranks fold in and out as
  * above). Each rank sends 2(p-1)/p of the buffer in 2 log2(p) steps. Each
  * block's result is computed by its one owner, so ranks end bit-identical. */
-zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank;
   size_t es = zu_dtype_size(a->datatype), n = a->count, bytes = n * es;
   uint8_t* buf = a->recvbuff;
@@ -126,7 +126,7 @@ out:
  * blocks gathered so far (fewer at the last step) to rank r - 2^k and gets
  * as many from r + 2^k. Blocks are kept rotated (this rank's first) in a
  * temporary, then put in place. For small messages. */
-zcclResult_t zp_bruck_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_bruck_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank;
   size_t es = zu_dtype_size(a->datatype), bb = a->count * es;
   void* tmp = NULL;
@@ -152,3 +152,60 @@ out:
   zp_tmp_put(ctx, tmp);
   return res;
 }
+
+/* Recursive doubling over P = 2^floor(log2 N) ranks; the others fold in
+ * first and out last (a whole buffer each way, and its reduction). */
+static double zp_rd_fold_cost(const zp_ctx_t* ctx, double n) {
+  int lg = zp_log2_floor(ctx->nranks);
+  if ((1 << lg) == ctx->nranks) return 0;
+  return 2 * (zp_link_alpha(ctx) + n / zp_link_bandwidth(ctx)) + n / ZP_REDUCE_BYTES_PER_S;
+}
+
+/* One temporary of the whole buffer, not sliced. */
+static int zp_rd_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t room) {
+  (void)ctx;
+  return a->count * zu_dtype_size(a->datatype) <= room;
+}
+
+static double zp_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double n = zp_call_bytes(a);
+  return zp_log2_floor(ctx->nranks) * (zp_link_alpha(ctx) + n / zp_link_bandwidth(ctx) + n / ZP_REDUCE_BYTES_PER_S) +
+         zp_rd_fold_cost(ctx, n);
+}
+
+/* An element per rank, and one temporary, not sliced: half the buffer, or
+ * the whole of it on the folding ranks. */
+static int zp_rabenseifner_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t room) {
+  size_t N = (size_t)ctx->nranks, es = zu_dtype_size(a->datatype), bytes = a->count * es;
+  if (a->count < N) return 0;
+  return ((N & (N - 1)) == 0 ? (bytes + 1) / 2 + es * N : bytes) <= room;
+}
+
+static double zp_rabenseifner_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double n = zp_call_bytes(a);
+  int lg = zp_log2_floor(ctx->nranks);
+  double P = (double)(1 << lg);
+  return 2 * lg * zp_link_alpha(ctx) + 2 * (P - 1) / P * n / zp_link_bandwidth(ctx) +
+         (P - 1) / P * n / ZP_REDUCE_BYTES_PER_S + zp_rd_fold_cost(ctx, n);
+}
+
+/* All N blocks in one temporary. */
+static int zp_bruck_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t room) {
+  return (size_t)ctx->nranks * a->count * zu_dtype_size(a->datatype) <= room;
+}
+
+/* ceil(log2 N) steps, and the final copy into place. */
+static double zp_bruck_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double N = ctx->nranks, n = zp_call_bytes(a);
+  int lg = zp_log2_floor(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
+  return (lg + (pow2 ? 0 : 1)) * zp_link_alpha(ctx) + (N - 1) * n / zp_link_bandwidth(ctx) +
+         N * n / ZP_REDUCE_BYTES_PER_S;
+}
+
+const zp_algo_t zp_algo_rd_allreduce = {"rd", "recursive doubling (whole buffer each step; MPICH's fold for any N)",
+                                        ZP_COLL_ALLREDUCE, 0, 0, zp_rd_usable, zp_rd_cost, zp_rd_allreduce};
+const zp_algo_t zp_algo_rabenseifner_allreduce = {"rabenseifner", "recursive halving, then doubling",
+                                                  ZP_COLL_ALLREDUCE, 0, 0, zp_rabenseifner_usable,
+                                                  zp_rabenseifner_cost, zp_rabenseifner_allreduce};
+const zp_algo_t zp_algo_bruck_allgather = {"bruck", "Bruck's dissemination, any N", ZP_COLL_ALLGATHER, 0, 0,
+                                           zp_bruck_usable, zp_bruck_cost, zp_bruck_allgather};

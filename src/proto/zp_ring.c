@@ -124,15 +124,7 @@ static zcclResult_t zp_ring_temps(const zp_ctx_t* ctx, size_t block, size_t es, 
   return zp_tmp_get(ctx, *slice * es, rtmp);
 }
 
-/* Block layout of count elements over N ranks. */
-static void zp_blocks(size_t count, int N, size_t* boff, size_t* blen) {
-  for (int b = 0; b < N; b++) {
-    boff[b] = zp_off(count, N, b);
-    blen[b] = zp_off(count, N, b + 1) - boff[b];
-  }
-}
-
-zcclResult_t zp_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank;
   size_t es = zu_dtype_size(a->datatype), n = a->count;
   if (N == 1) {
@@ -251,7 +243,7 @@ zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t 
   return zcclSuccess;
 }
 
-zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank;
   size_t es = zu_dtype_size(a->datatype), n = a->count;
   uint8_t* own = zp_at(a->recvbuff, (size_t)r * n, es);
@@ -262,91 +254,7 @@ zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   return zp_ring_allgather_blocks(ctx, a->recvbuff, es, boff, blen, r, 0);
 }
 
-/* Direct allgather: every block to every rank at once, one round. On
- * shared memory the receivers copy in parallel and nothing waits on a
- * chain of neighbours (which, on oversubscribed cores, means waiting for
- * each to be scheduled in turn). */
-zcclResult_t zp_direct_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks, r = ctx->rank;
-  size_t es = zu_dtype_size(a->datatype), n = a->count, bytes = n * es;
-  uint8_t* own = zp_at(a->recvbuff, (size_t)r * n, es);
-  if ((const uint8_t*)a->sendbuff != own) ZU_CHECK(zd_copy(ctx->dev, own, a->sendbuff, bytes));
-  ZU_CHECK(zd_sync(ctx->dev));
-  zp_xfer_t x[2 * N];
-  int nx = 0;
-  for (int s = 1; s < N; s++) {
-    int to = (r + s) % N, from = (r + N - s) % N;
-    zp_recv_at(ctx, &x[nx++], from, 0, zp_at(a->recvbuff, (size_t)from * n, es), bytes);
-    zp_send_at(ctx, &x[nx++], to, 0, own, bytes);
-  }
-  return zp_xfers_run(ctx, "direct allgather", x, nx);
-}
-
-/* Direct allreduce: a one-round reduce-scatter (every rank sends block b to
- * rank b, which reduces the N contributions: its own first, then the others
- * in rank order) and a one-round allgather of the results, in slices that
- * fit the pool. The same bytes per rank as the ring, 2 rounds instead of
- * 2 (N-1). Each block is computed once, so ranks end bit-identical. */
-zcclResult_t zp_direct_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks, r = ctx->rank;
-  size_t es = zu_dtype_size(a->datatype), n = a->count;
-  zcclRedOp_t op = zp_reduce_op(a->op);
-  uint8_t* buf = a->recvbuff;
-  const uint8_t* in = a->sendbuff; /* read in place: no copy to buf first */
-  if (N == 1) {
-    if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, n * es));
-    if (a->op == zcclAvg) ZU_CHECK(zd_divide(ctx->dev, buf, n, a->datatype, 1));
-    return zd_sync(ctx->dev);
-  }
-  size_t boff[N], blen[N];
-  zp_blocks(n, N, boff, blen);
-  size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
-  size_t slice = zp_slice_elems(ctx, maxb * (size_t)N, es, N, N - 1);
-  void* tmp = NULL;
-  zcclResult_t res;
-  ZU_CHECK(zp_tmp_get(ctx, (size_t)(N - 1) * slice * es, &tmp));
-  zp_xfer_t x[2 * N];
-  uint32_t k = 0;
-  for (size_t lo = 0; lo < maxb; lo += slice, k++) {
-    size_t hi = lo + slice < maxb ? lo + slice : maxb, soff[N], slen[N];
-    for (int b = 0; b < N; b++) {
-      size_t l = blen[b] < hi ? blen[b] : hi;
-      soff[b] = boff[b] + (lo < l ? lo : l);
-      slen[b] = l > lo ? l - lo : 0;
-    }
-    uint8_t* mine = buf + soff[r] * es;
-    int nx = 0;
-    for (int s = 1; s < N; s++) {
-      int to = (r + s) % N, from = (r + N - s) % N;
-      zp_recv_at(ctx, &x[nx++], from, 2 * k, zp_at(tmp, (size_t)(s - 1) * slice, es), slen[r] * es);
-      zp_send_at(ctx, &x[nx++], to, 2 * k, in + soff[to] * es, slen[to] * es);
-    }
-    ZU_CHECK_GOTO(zp_xfers_run(ctx, "direct allreduce", x, nx), res, out);
-    const uint8_t* acc = in + soff[r] * es; /* own first, then the others in rank order */
-    for (int q = 0; q < N; q++)
-      if (q != r) {
-        ZU_CHECK_GOTO(zd_reduce(ctx->dev, mine, acc, zp_at(tmp, (size_t)(zp_mod(r - q, N) - 1) * slice, es), slen[r],
-                                a->datatype, op),
-                      res, out);
-        acc = mine;
-      }
-    if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, mine, slen[r], a->datatype, N), res, out);
-    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    nx = 0;
-    for (int s = 1; s < N; s++) {
-      int to = (r + s) % N, from = (r + N - s) % N;
-      zp_recv_at(ctx, &x[nx++], from, 2 * k + 1, buf + soff[from] * es, slen[from] * es);
-      zp_send_at(ctx, &x[nx++], to, 2 * k + 1, mine, slen[r] * es);
-    }
-    ZU_CHECK_GOTO(zp_xfers_run(ctx, "direct allreduce", x, nx), res, out);
-  }
-  res = zcclSuccess;
-out:
-  zp_tmp_put(ctx, tmp);
-  return res;
-}
-
-zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks;
   size_t es = zu_dtype_size(a->datatype), n = a->count;
   uint8_t* buf = a->recvbuff;
@@ -356,7 +264,7 @@ zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     return zd_sync(ctx->dev);
   }
   size_t boff[N], blen[N];
-  zp_blocks(n, N, boff, blen);
+  zp_split_blocks(n, N, boff, blen);
   size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
   size_t slice;
   void *acc = NULL, *rtmp = NULL;
@@ -386,3 +294,37 @@ out:
   zp_tmp_put(ctx, rtmp);
   return res;
 }
+
+/* Ring, direct and Rabenseifner allreduce need an element per rank. */
+int zp_allreduce_blocks_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t room) {
+  (void)room;
+  return a->count >= (size_t)ctx->nranks;
+}
+
+/* Pipelined: a piece is reduced while the next is on the wire, so only the
+ * longer of the two counts, and one piece of the other. */
+static double zp_ring_allreduce_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double N = ctx->nranks, n = zp_call_bytes(a);
+  double wire = 2 * (N - 1) / N * n / zp_link_bandwidth(ctx), red = (N - 1) / N * n / ZP_REDUCE_BYTES_PER_S;
+  double K = zp_ring_block_pieces(ctx, a->count / (size_t)ctx->nranks, zu_dtype_size(a->datatype));
+  return 2 * (N - 1) * zp_link_alpha(ctx) + (wire > red ? wire + red / K : red + wire / K);
+}
+
+/* N-1 steps of a block of count (n bytes), each reduced. */
+static double zp_ring_reduce_scatter_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double n = zp_call_bytes(a);
+  return (ctx->nranks - 1) * (zp_link_alpha(ctx) + n / zp_link_bandwidth(ctx) + n / ZP_REDUCE_BYTES_PER_S);
+}
+
+/* N-1 steps of one rank's block (n bytes). */
+static double zp_ring_allgather_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  return (ctx->nranks - 1) * (zp_link_alpha(ctx) + zp_call_bytes(a) / zp_link_bandwidth(ctx));
+}
+
+const zp_algo_t zp_algo_ring_allreduce = {"ring", "ring reduce-scatter then allgather, pipelined in pieces",
+                                          ZP_COLL_ALLREDUCE, 0, 0, zp_allreduce_blocks_usable,
+                                          zp_ring_allreduce_cost, zp_ring_allreduce};
+const zp_algo_t zp_algo_ring_reduce_scatter = {"ring", "ring, pipelined in pieces", ZP_COLL_REDUCESCATTER, 0, 0,
+                                               NULL, zp_ring_reduce_scatter_cost, zp_ring_reduce_scatter};
+const zp_algo_t zp_algo_ring_allgather = {"ring", "ring, pipelined in pieces", ZP_COLL_ALLGATHER, 0, 0, NULL,
+                                          zp_ring_allgather_cost, zp_ring_allgather};

@@ -115,12 +115,12 @@ out:
   return res;
 }
 
-zcclResult_t zp_sparse_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) { return zp_sparse_chain(ctx, a, a->root); }
+static zcclResult_t zp_sparse_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) { return zp_sparse_chain(ctx, a, a->root); }
 
 /* The reduce to rank 0, then its result, encoded again, down the chain
  * 0 -> 1 -> ... -> N-1: a rank forwards piece k (as it came) while it
  * decodes it, and receives piece k+1 meanwhile. */
-zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   ZU_CHECK(zp_sparse_chain(ctx, a, 0));
   int N = ctx->nranks, r = ctx->rank;
   size_t es = zu_dtype_size(a->datatype), n = a->count, cap;
@@ -180,3 +180,16 @@ out:
   zp_tmp_put(ctx, st[0]);
   return res;
 }
+
+/* A pipelined chain whose pieces shrink by the zeros they hold (priced
+ * full here; codec=auto scales it by the zeros it samples); an allreduce
+ * adds a chain broadcast of the result. */
+double zp_sparse_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  return zp_chain_cost(ctx, zp_call_bytes(a), 1) * (a->coll == ZP_COLL_ALLREDUCE ? 2 : 1);
+}
+
+const zp_algo_t zp_algo_sparse_reduce = {"sparse", "sparse RLE chain", ZP_COLL_REDUCE, ZP_NEEDS_LOSSLESS, 0, NULL,
+                                         zp_sparse_cost, zp_sparse_reduce};
+const zp_algo_t zp_algo_sparse_allreduce = {"sparse", "sparse RLE chain, then its result down the chain",
+                                            ZP_COLL_ALLREDUCE, ZP_NEEDS_LOSSLESS, 0, NULL, zp_sparse_cost,
+                                            zp_sparse_allreduce};

@@ -11,7 +11,7 @@
  * piece is compressed (once: each of its N blocks is compressed at exactly
  * one step) and added to the arriving stream in the integer domain
  * (zd_hop_values: both in one pass; zd_compress and zd_hop on a device
- * without it); the bounds are zp_hz.c's. Blocks travel in chunks (about 4 a
+ * without it); the bounds are zp_compress_once.c's. Blocks travel in chunks (about 4 a
  * block, zp_doc_chunk_values, zp_algo.h) as a wavefront (zp_ring_round):
  * each chunk is handled as soon as it has arrived and sent on at once,
  * while the others are in flight, and the codec drives the transport
@@ -496,19 +496,19 @@ out:
   return res;
 }
 
-zcclResult_t zp_doc_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_doc_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   return zp_chunk_ring(ctx, a, 1, 0);
 }
 
-zcclResult_t zp_doc_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_doc_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   return zp_chunk_ring(ctx, a, 0, 0);
 }
 
-zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_hz_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   return zp_chunk_ring(ctx, a, 1, 1);
 }
 
-zcclResult_t zp_hz_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_hz_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   return zp_chunk_ring(ctx, a, 0, 1);
 }
 
@@ -518,7 +518,7 @@ zcclResult_t zp_hz_ring_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_args_t
  * its own to the last and keeps the sum raw. Each chunk goes on as soon as
  * it is done, so the ranks work as a pipeline. The bounds are
  * ReduceScatter's: the root's result has passed N-1 compressions. */
-zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N);
   int to = v > 0 ? (ctx->rank + N - 1) % N : -1, from = v < N - 1 ? (ctx->rank + 1) % N : -1;
   size_t n = a->count, soff[1] = {0}, slen[1] = {0}, m;
@@ -580,3 +580,54 @@ out:
   zp_doc_close(d);
   return res;
 }
+
+/* The rings: the first compression, then per step the work on a block of
+ * b bytes (hop_s seconds a byte), chunk by chunk overlapped with the
+ * transfer of its b/q stream bytes (the slower of the two, not their sum).
+ * AllReduce then forwards the streams with each received chunk's
+ * decompression overlapped likewise, and decompresses its own block. */
+static double zp_pipe_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a, double hop_s) {
+  double N = ctx->nranks, n = zp_call_bytes(a);
+  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
+  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), q = ZP_AUTO_RATIO;
+  double b = a->coll == ZP_COLL_ALLREDUCE ? n / N : n, wire = b / (q * B), hop = hop_s * b;
+  double t = b / C + (N - 1) * (al_s + (hop > wire ? hop : wire));
+  if (a->coll == ZP_COLL_ALLREDUCE) t += b / C + (N - 1) * (al_s + (b / C > wire ? b / C : wire));
+  return t;
+}
+
+/* The homomorphic ring: a step compresses this rank's piece and adds it
+ * to the arrived stream, in one pass where the device has it. */
+static double zp_hz_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), H = zp_codec_rate(ctx, ZP_AUTO_HOP_BPS);
+  double F = zp_codec_rate(ctx, ZP_AUTO_HOP_VALUES_BPS);
+  return zp_pipe_ring_cost(ctx, a, zd_has_hop_values(ctx->dev) ? 1 / F : 1 / C + 1 / H);
+}
+
+/* The DOC ring: per hop the decompression, reduction and compression of a block. */
+static double zp_doc_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  return zp_pipe_ring_cost(ctx, a, 2 / zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS) + 1 / ZP_REDUCE_BYTES_PER_S);
+}
+
+/* The DOC chain: a pipeline of k chunks (of zp_doc_chunk_values), N-2+k stages. */
+static double zp_doc_chain_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), G = ZP_REDUCE_BYTES_PER_S;
+  double N = ctx->nranks, n = zp_call_bytes(a);
+  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx), q = ZP_AUTO_RATIO;
+  double c = (double)(zp_doc_chunk_values(a->count) * zu_dtype_size(a->datatype)), k = n > c ? n / c : 1;
+  c = n / k;
+  double hop = 2 * c / C + c / G, wire = c / (q * B);
+  return c / C + (N - 2 + k) * (al_s + (hop > wire ? hop : wire));
+}
+
+const zp_algo_t zp_algo_hz_ring_allreduce = {"ring", "homomorphic ring", ZP_COLL_ALLREDUCE, ZP_NEEDS_HOMOMORPHIC, 0,
+                                             NULL, zp_hz_ring_cost, zp_hz_ring_allreduce};
+const zp_algo_t zp_algo_hz_ring_reduce_scatter = {"ring", "homomorphic ring", ZP_COLL_REDUCESCATTER,
+                                                  ZP_NEEDS_HOMOMORPHIC, 0, NULL, zp_hz_ring_cost,
+                                                  zp_hz_ring_reduce_scatter};
+const zp_algo_t zp_algo_doc_ring_allreduce = {"ring", "DOC ring", ZP_COLL_ALLREDUCE, ZP_NEEDS_DOC, 0, NULL,
+                                              zp_doc_ring_cost, zp_doc_ring_allreduce};
+const zp_algo_t zp_algo_doc_ring_reduce_scatter = {"ring", "DOC ring", ZP_COLL_REDUCESCATTER, ZP_NEEDS_DOC, 0, NULL,
+                                                   zp_doc_ring_cost, zp_doc_ring_reduce_scatter};
+const zp_algo_t zp_algo_doc_chain_reduce = {"chain", "DOC chain", ZP_COLL_REDUCE, ZP_NEEDS_DOC, 0, NULL,
+                                            zp_doc_chain_cost, zp_doc_chain_reduce};

@@ -1,8 +1,7 @@
-/* Compressed collectives (ZCCL's two frameworks, hZCCL's homomorphic
- * reduction): the homomorphic binomial reduce and the compress-once
- * algorithms of data movement. The homomorphic ring (allreduce,
- * reduce-scatter) shares the chunk pipeline of the DOC ring, in
- * zp_doc.c. Streams are the codec's (docs/format.md), made and read
+/* ZCCL's data-movement framework: the compress-once broadcast, allgather,
+ * gather, scatter and alltoall (each rank's data compressed once, streams
+ * moved unchanged). The homomorphic binomial reduce is zp_hz_tree.c, the
+ * compressed rings zp_chunk_ring.c, and these bounds hold for all. Streams are the codec's (docs/format.md), made and read
  * through the device (zd_compress/zd_decompress/zd_hop).
  *
  * Bounds (DESIGN.md, "Compression contract"): every input value is
@@ -21,51 +20,6 @@
 
 #include "zp_stream.h"
 
-/* Homomorphic binomial reduce: each rank compresses its input once, adds
- * its children's streams to it in a fixed order (nearest first) without
- * decompressing, and sends the sum up; the root decompresses. */
-zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N), lg = zp_log2_ceil(N);
-  size_t es = zu_dtype_size(a->datatype), n = a->count, sizes[lg + 1], m;
-  zcclRedOp_t op = zp_reduce_op(a->op);
-  const char* what = "compressed reduce";
-  int child[32], end[32], nc = zp_tree_children(v, N, child, end);
-  zp_xfer_t x[lg + 1];
-  zp_streams_t z;
-  zcclResult_t res;
-  ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n, n, lg + 2, nc + 1, 0, &z), res, out);
-  for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
-    ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, zp_stream(&z, 0), z.cap, &sizes[0]), res,
-                  out);
-    for (int i = 0; i < nc; i++) {
-      zp_recv_at(ctx, &x[i], (child[i] + a->root) % N, 0, zp_stream(&z, i + 1), z.cap);
-      x[i].var = 1;
-    }
-    ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nc), res, out);
-    for (int i = 0; i < nc; i++) {
-      sizes[i + 1] = x[i].req.length;
-      ZU_CHECK_GOTO(zd_hop(ctx->dev, op, zp_stream(&z, 0), &sizes[0], zp_stream(&z, i + 1), &sizes[i + 1],
-                           zp_stream(&z, 0), z.cap, &sizes[0]),
-                    res, out);
-    }
-    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    if (v) {
-      int parent = (v - zp_tree_span(v, N) + a->root) % N;
-      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, parent, zp_stream(&z, 0), sizes[0], m * es, -1, NULL, 0, NULL, 0),
-                    res, out);
-    } else {
-      uint8_t* dst = zp_at(a->recvbuff, lo, es);
-      ZU_CHECK_GOTO(zd_decompress(ctx->dev, zp_stream(&z, 0), &sizes[0], dst, m), res, out);
-      ZU_CHECK_GOTO(zp_avg_divide(ctx, a, dst, m), res, out);
-      ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    }
-  }
-  res = zcclSuccess;
-out:
-  zp_streams_put(ctx, &z);
-  return res;
-}
-
 /* ZCCL's data-movement framework for allgather: each rank compresses its
  * block once, the streams go around the ring unchanged, every rank
  * decompresses all N (its own too, so all hold the same values).
@@ -80,7 +34,7 @@ out:
  * left) and receives up to one piece, so every link carries about the same
  * bytes per step whatever the sizes. Both ends of a link stop on the same
  * byte count, so they agree on the number of steps. */
-zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank, right = (r + 1) % N, left = (r + N - 1) % N;
   size_t es = zu_dtype_size(a->datatype), n = a->count, m;
   const char* what = "compressed allgather";
@@ -152,7 +106,7 @@ out:
  * then the stream go out by the uncompressed broadcast the cost model picks
  * for that many bytes, and every rank decompresses, the root too, so all
  * hold the same values. In slices when the stream does not fit the pool. */
-zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int root = a->root, me = ctx->rank == root;
   size_t es = zu_dtype_size(a->datatype), n = a->count, m = 0;
   zp_streams_t z;
@@ -221,7 +175,7 @@ static void zp_hz_scatter_failed(const zp_ctx_t* ctx, const char* what) {
 
 /* The root compresses every rank's block (REL from its own input: only its
  * values travel) and sends each straight to its rank. */
-zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank, root = a->root;
   size_t es = zu_dtype_size(a->datatype), n = a->count, sizes[N], m;
   const char* what = "compressed scatter";
@@ -272,7 +226,7 @@ out:
 
 /* Every rank compresses its block (REL from every rank's input, like
  * allgather) and sends it to the root, which decompresses all N. */
-zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank, root = a->root;
   size_t es = zu_dtype_size(a->datatype), n = a->count, sizes[N], m;
   const char* what = "compressed gather";
@@ -312,7 +266,7 @@ out:
 /* Every rank compresses its N blocks once (REL from every rank's input)
  * and exchanges them pairwise: step s sends block r+s to rank r+s and gets
  * block r from rank r-s. */
-zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+static zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank;
   size_t es = zu_dtype_size(a->datatype), n = a->count, sizes[N], rsize = 0, m;
   const char* what = "compressed alltoall";
@@ -343,3 +297,33 @@ out:
   zp_streams_put(ctx, &z);
   return res;
 }
+
+/* n per rank: compress once, decompress N blocks. */
+static double zp_once_allgather_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double N = ctx->nranks, n = zp_call_bytes(a), C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS);
+  return n / C + N * n / C + (N - 1) * (zp_link_alpha(ctx) + n / (ZP_AUTO_RATIO * zp_link_bandwidth(ctx)));
+}
+
+/* Scatter, gather and alltoall: N blocks compressed and decompressed (the
+ * root's, or every rank's), N-1 streams of one block moved. */
+static double zp_once_blocks_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double N = ctx->nranks, n = zp_call_bytes(a), C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS);
+  return 2 * N * n / C + (N - 1) * (zp_link_alpha(ctx) + n / (ZP_AUTO_RATIO * zp_link_bandwidth(ctx)));
+}
+
+/* Compress, a broadcast of n/q, decompress. */
+static double zp_once_broadcast_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double n = zp_call_bytes(a), C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS);
+  return 2 * n / C + 2 * zp_link_alpha(ctx) + n / (ZP_AUTO_RATIO * zp_link_bandwidth(ctx));
+}
+
+const zp_algo_t zp_algo_once_allgather = {"ring", "compress-once ring", ZP_COLL_ALLGATHER, ZP_NEEDS_ANY, 0, NULL,
+                                          zp_once_allgather_cost, zp_hz_ring_allgather};
+const zp_algo_t zp_algo_once_broadcast = {"tree", "compress-once, stream broadcast", ZP_COLL_BROADCAST, ZP_NEEDS_ANY,
+                                          0, NULL, zp_once_broadcast_cost, zp_hz_broadcast};
+const zp_algo_t zp_algo_once_scatter = {"linear", "compress-once, direct", ZP_COLL_SCATTER, ZP_NEEDS_ANY, 0, NULL,
+                                        zp_once_blocks_cost, zp_hz_scatter};
+const zp_algo_t zp_algo_once_gather = {"linear", "compress-once, direct", ZP_COLL_GATHER, ZP_NEEDS_ANY, 0, NULL,
+                                       zp_once_blocks_cost, zp_hz_gather};
+const zp_algo_t zp_algo_once_alltoall = {"pairwise", "compress-once, pairwise", ZP_COLL_ALLTOALL, ZP_NEEDS_ANY, 0,
+                                         NULL, zp_once_blocks_cost, zp_hz_alltoall};

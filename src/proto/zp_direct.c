@@ -1,0 +1,152 @@
+/* Direct algorithms: every rank talks to every other at once, one round
+ * (broadcast, allgather) or two (allreduce: a one-round reduce-scatter and
+ * a one-round allgather). Few latencies; the bytes of a round meet at each
+ * receiver at once (the link's incast), which the cost model prices. */
+#include <string.h>
+
+#include "zp_algo.h"
+
+/* Direct broadcast: the root sends to every rank at once. On shared memory
+ * each receiver copies from the root's buffer itself, in parallel. */
+static zcclResult_t zp_direct_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t bytes = a->count * zu_dtype_size(a->datatype);
+  if (r != a->root) return zp_sendrecv(ctx, "direct broadcast", -1, NULL, 0, a->root, a->recvbuff, bytes, 0);
+  zp_xfer_t x[N];
+  int nx = 0;
+  for (int s = 1; s < N; s++) zp_send_at(ctx, &x[nx++], (r + s) % N, 0, a->sendbuff, bytes);
+  zcclResult_t res = zp_xfers_post(ctx, x, nx);
+  if (res == zcclSuccess && a->sendbuff != a->recvbuff) res = zd_copy(ctx->dev, a->recvbuff, a->sendbuff, bytes);
+  if (res == zcclSuccess) res = zd_sync(ctx->dev);
+  zcclResult_t w = zp_xfers_wait(ctx, "direct broadcast", x, nx);
+  return res == zcclSuccess ? w : res;
+}
+
+/* Direct allgather: every block to every rank at once, one round. On
+ * shared memory the receivers copy in parallel and nothing waits on a
+ * chain of neighbours (which, on oversubscribed cores, means waiting for
+ * each to be scheduled in turn). */
+static zcclResult_t zp_direct_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, bytes = n * es;
+  uint8_t* own = zp_at(a->recvbuff, (size_t)r * n, es);
+  if ((const uint8_t*)a->sendbuff != own) ZU_CHECK(zd_copy(ctx->dev, own, a->sendbuff, bytes));
+  ZU_CHECK(zd_sync(ctx->dev));
+  zp_xfer_t x[2 * N];
+  int nx = 0;
+  for (int s = 1; s < N; s++) {
+    int to = (r + s) % N, from = (r + N - s) % N;
+    zp_recv_at(ctx, &x[nx++], from, 0, zp_at(a->recvbuff, (size_t)from * n, es), bytes);
+    zp_send_at(ctx, &x[nx++], to, 0, own, bytes);
+  }
+  return zp_xfers_run(ctx, "direct allgather", x, nx);
+}
+
+/* Direct allreduce: a one-round reduce-scatter (every rank sends block b to
+ * rank b, which reduces the N contributions: its own first, then the others
+ * in rank order) and a one-round allgather of the results, in slices that
+ * fit the pool. The same bytes per rank as the ring, 2 rounds instead of
+ * 2 (N-1). Each block is computed once, so ranks end bit-identical. */
+static zcclResult_t zp_direct_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), n = a->count;
+  zcclRedOp_t op = zp_reduce_op(a->op);
+  uint8_t* buf = a->recvbuff;
+  const uint8_t* in = a->sendbuff; /* read in place: no copy to buf first */
+  if (N == 1) {
+    if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, n * es));
+    if (a->op == zcclAvg) ZU_CHECK(zd_divide(ctx->dev, buf, n, a->datatype, 1));
+    return zd_sync(ctx->dev);
+  }
+  size_t boff[N], blen[N];
+  zp_split_blocks(n, N, boff, blen);
+  size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
+  size_t slice = zp_slice_elems(ctx, maxb * (size_t)N, es, N, N - 1);
+  void* tmp = NULL;
+  zcclResult_t res;
+  ZU_CHECK(zp_tmp_get(ctx, (size_t)(N - 1) * slice * es, &tmp));
+  zp_xfer_t x[2 * N];
+  uint32_t k = 0;
+  for (size_t lo = 0; lo < maxb; lo += slice, k++) {
+    size_t hi = lo + slice < maxb ? lo + slice : maxb, soff[N], slen[N];
+    for (int b = 0; b < N; b++) {
+      size_t l = blen[b] < hi ? blen[b] : hi;
+      soff[b] = boff[b] + (lo < l ? lo : l);
+      slen[b] = l > lo ? l - lo : 0;
+    }
+    uint8_t* mine = buf + soff[r] * es;
+    int nx = 0;
+    for (int s = 1; s < N; s++) {
+      int to = (r + s) % N, from = (r + N - s) % N;
+      zp_recv_at(ctx, &x[nx++], from, 2 * k, zp_at(tmp, (size_t)(s - 1) * slice, es), slen[r] * es);
+      zp_send_at(ctx, &x[nx++], to, 2 * k, in + soff[to] * es, slen[to] * es);
+    }
+    ZU_CHECK_GOTO(zp_xfers_run(ctx, "direct allreduce", x, nx), res, out);
+    const uint8_t* acc = in + soff[r] * es; /* own first, then the others in rank order */
+    for (int q = 0; q < N; q++)
+      if (q != r) {
+        ZU_CHECK_GOTO(zd_reduce(ctx->dev, mine, acc, zp_at(tmp, (size_t)(zp_mod(r - q, N) - 1) * slice, es), slen[r],
+                                a->datatype, op),
+                      res, out);
+        acc = mine;
+      }
+    if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, mine, slen[r], a->datatype, N), res, out);
+    ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
+    nx = 0;
+    for (int s = 1; s < N; s++) {
+      int to = (r + s) % N, from = (r + N - s) % N;
+      zp_recv_at(ctx, &x[nx++], from, 2 * k + 1, buf + soff[from] * es, slen[from] * es);
+      zp_send_at(ctx, &x[nx++], to, 2 * k + 1, mine, slen[r] * es);
+    }
+    ZU_CHECK_GOTO(zp_xfers_run(ctx, "direct allreduce", x, nx), res, out);
+  }
+  res = zcclSuccess;
+out:
+  zp_tmp_put(ctx, tmp);
+  return res;
+}
+
+/* Rounds in which every rank talks to every other at once: one latency
+ * each, plus half a latency per message of a round (posting and matching
+ * N-1 of them). Past 8 ranks the incast of a round grows with N; the
+ * model then prices each message as a full latency. */
+static double zp_direct_rounds(const zp_ctx_t* ctx, int rounds) {
+  double al_s = zp_link_alpha(ctx), N = ctx->nranks;
+  return rounds * (al_s + (N - 1) * al_s * (N <= 8 ? 0.5 : 1.0));
+}
+
+/* What a direct round's bytes cost more than a ring's: the measured
+ * all-to-all factor, where the links are what limits (the root's N-1
+ * copies took at least 0.7 (N-1) times one: a network). Over shared memory
+ * it is left out: the factor is noisy there (1.06-2.26 in three runs on 2
+ * cores) and direct rounds measured as fast as the ring's or faster. */
+static double zp_direct_bytes_factor(const zp_ctx_t* ctx) {
+  const zp_link_t* l = ctx->link;
+  if (!l || ctx->nranks < 3 || !(l->fanout >= 0.7 * (ctx->nranks - 1))) return 1.0;
+  return l->incast > 1 ? l->incast : 1.0;
+}
+
+static double zp_direct_allreduce_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double N = ctx->nranks, n = zp_call_bytes(a);
+  return zp_direct_rounds(ctx, 2) + zp_direct_bytes_factor(ctx) * 2 * (N - 1) / N * n / zp_link_bandwidth(ctx) +
+         (N - 1) / N * n / ZP_REDUCE_BYTES_PER_S;
+}
+
+static double zp_direct_allgather_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  return zp_direct_rounds(ctx, 1) +
+         zp_direct_bytes_factor(ctx) * (ctx->nranks - 1) * zp_call_bytes(a) / zp_link_bandwidth(ctx);
+}
+
+/* The root's N-1 copies cost the measured fan-out. */
+static double zp_direct_broadcast_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double fan = ctx->link && ctx->link->fanout >= 1 ? ctx->link->fanout : ctx->nranks - 1;
+  return zp_direct_rounds(ctx, 1) + fan * zp_call_bytes(a) / zp_link_bandwidth(ctx);
+}
+
+const zp_algo_t zp_algo_direct_allreduce = {"direct", "one-round reduce-scatter and allgather, every rank at once",
+                                            ZP_COLL_ALLREDUCE, 0, 0, zp_allreduce_blocks_usable,
+                                            zp_direct_allreduce_cost, zp_direct_allreduce};
+const zp_algo_t zp_algo_direct_allgather = {"direct", "every block to every rank at once", ZP_COLL_ALLGATHER, 0, 0,
+                                            NULL, zp_direct_allgather_cost, zp_direct_allgather};
+const zp_algo_t zp_algo_direct_broadcast = {"direct", "the root sends to every rank at once", ZP_COLL_BROADCAST, 0, 0,
+                                            NULL, zp_direct_broadcast_cost, zp_direct_broadcast};
