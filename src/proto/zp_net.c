@@ -385,9 +385,8 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
     if (fatal != zcclSuccess) break;
     /* Nothing happened: give the core away. With more ranks than cores a
      * rank that spins keeps the peer it waits for off the CPU for a whole
-     * time slice (measured: 4 ranks on 2 cores, a 1 KiB allgather took
-     * 350 us spinning 100 us first, 55 us yielding at once); on an idle
-     * core sched_yield returns at once. Still nothing after ZCCL_SPIN_US:
+     * time slice (docs/measurements/net.md); on an idle core sched_yield
+     * returns at once. Still nothing after ZCCL_SPIN_US:
      * sleep until UCX has an event (a peer that is compressing for
      * milliseconds gets the whole core; yielding costs it system time).
      * The sleep is short so the checks above still run. */
@@ -458,13 +457,12 @@ zcclResult_t zp_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const v
 /* Times exchanges with the ring neighbours: small ones for latency, then
  * 1 MiB and 4 MiB ones, whose difference gives the bandwidth without what
  * every message pays once (latency, the transport's rendezvous, TCP's
- * window opening: over 1 Gbit/s links 1 MiB alone read 0.09 GB/s where
- * the links carry 0.119, and 0.43 GB/s over 10 Gbit/s ones); then every
- * rank takes the worst link seen by any rank (max of alpha and of
+ * window opening), which one size alone would count as slow links; then
+ * every rank takes the worst link seen by any rank (max of alpha and of
  * 1/bandwidth, by recursive doubling), so all ranks hold the same model and
  * choose the same algorithms. Large sizes count their fastest sample,
  * latency its median: with more ranks than cores one sample can include a
- * peer's time slice (the fastest of 3 read up to 4 ms on 4 ranks, 2 cores). */
+ * peer's time slice. Figures: docs/measurements/net.md. */
 static int zp_cmp_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
@@ -512,15 +510,12 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
    * shared memory the receivers copy in parallel (less). The factor prices
    * the direct broadcast. Each receiver answers with 8 bytes once it has
    * the message, and rank 0's time ends with the last answer: a send that
-   * goes eagerly (ZCCL_TCP_EAGER_BYTES) is done when it is buffered, which
-   * read 1.00x on 4 hosts at 1 Gbit/s and chose the direct broadcast (a
-   * third of the chain's bandwidth). Every receiver says it is ready (its
-   * receive posted) before rank 0 starts the clock, and the first round is
-   * not timed: over shared memory (4 ranks, 2 cores) rank 0's time took in
-   * how far behind the others still were, and the first rounds to a rank
-   * ran slow (1 MiB: 1050-1220 us, then 430-850 from the third round on,
-   * against 350 in a broadcast loop), which read 1.7-2.2x and chose the
-   * chain, 0.7-1.0x OpenMPI's broadcast where the direct one is 1.0-1.4x. */
+   * goes eagerly (ZCCL_TCP_EAGER_BYTES) is done when it is buffered, not
+   * delivered, and would read as no fan-out cost at all. Every receiver
+   * says it is ready (its receive posted) before rank 0 starts the clock,
+   * and the first round is not timed: otherwise rank 0's time takes in how
+   * far behind the others still are and the slow first rounds to a rank,
+   * and the factor picks the wrong broadcast (docs/measurements/net.md). */
   double fan = N - 1;
   if (N > 2) {
     double t_fan = 1e9;
@@ -558,9 +553,8 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   /* A direct round: every rank sends mid bytes split over all its peers
    * while as much arrives from all of them, against the ring exchange of
    * the same bytes. Over a network N-1 flows meet at every receiver's link
-   * and finish unevenly (measured on 4 netlab hosts, 64 MiB allgather:
-   * direct below the ring in 2 of 3 runs); over shared memory the copies
-   * run in parallel. The factor prices the direct rounds' bytes. */
+   * and finish unevenly; over shared memory the copies run in parallel.
+   * The factor prices the direct rounds' bytes (docs/measurements/net.md). */
   double incast = 1;
   if (N > 2 && mid >= (256u << 10)) { /* (smaller: latency would dominate) */
     size_t per = mid / (size_t)(N - 1) / 64 * 64;
