@@ -1,8 +1,10 @@
 /* Algorithm selection without a launcher (white box: proto layer): a table
  * of (collective, bytes, ranks, link, codec, ZCCL_ALGO) -> the algorithm
  * the cost model or a rule picks, and the parser of ZCCL_ALGO's rules. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_util.h"
 #include "zd_device.h"
@@ -134,12 +136,35 @@ static void check_parse(void) {
   CHECK(r.n == 1);
 }
 
+/* The WARN lines about ZCCL_ALGO in the log: one a process, naming what
+ * exists. */
+static void check_warned_once(const char* path) {
+  FILE* f = fopen(path, "r");
+  CHECK(f != NULL);
+  if (!f) return;
+  char line[2048];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    if (strstr(line, "WARN") && strstr(line, "ZCCL_ALGO=")) {
+      n++;
+      CHECK(strstr(line, "names no algorithm") && strstr(line, "algorithms: ring, rd, rabenseifner"));
+    }
+  fclose(f);
+  CHECK(n == 1);
+  unlink(path);
+}
+
 int main(void) {
+  char log[64];
+  snprintf(log, sizeof log, "/tmp/zccl_algo_select.%d.log", (int)getpid());
+  setenv("ZCCL_DEBUG_FILE", log, 1); /* before the library reads any setting */
+  setenv("ZCCL_DEBUG", "WARN", 1);
   unsetenv("ZCCL_BUFFER_POOL_BYTES"); /* the cases assume the default pool (64 MiB) */
   CHECK(zd_dev_create(ZD_HOST, &dev) == zcclSuccess);
   check_table();
   check_parse();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
   zd_dev_destroy(dev);
+  check_warned_once(log);
   TEST_DONE();
 }
