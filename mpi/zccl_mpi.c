@@ -41,6 +41,7 @@ typedef enum {
   ZM_NUM
 } zm_coll_t;
 
+/* ZCCL_MPI_OPS's accepted values in zu_param.c are "all" and these. */
 static const char* const zm_names[ZM_NUM] = {"allreduce", "reduce",  "reduce_scatter_block", "reduce_scatter",
                                              "bcast",     "allgather", "gather",             "scatter",
                                              "alltoall"};
@@ -81,8 +82,9 @@ static double zm_now(void) {
 /* ---- settings ---------------------------------------------------------------- */
 
 static void zm_settings(void) {
-  if (zu_param_int(ZU_PARAM_MPI_MIN_BYTES, &zm.min_bytes) != zcclSuccess) zm.min_bytes = 64 << 10;
-  if (zu_param_int(ZU_PARAM_MPI_UNCOMPRESSED, &zm.uncompressed) != zcclSuccess) zm.uncompressed = 0;
+  /* Malformed: reported once, the default used. */
+  zm.min_bytes = zu_param_int_or_default(ZU_PARAM_MPI_MIN_BYTES);
+  zm.uncompressed = zu_param_int_or_default(ZU_PARAM_MPI_UNCOMPRESSED);
   /* ZCCL_COMPRESSION is every new communicator's setting: off (or
    * malformed, which communicator creation would refuse), nothing is taken
    * unless asked, and no zccl communicator is made for nothing. */
@@ -90,21 +92,21 @@ static void zm_settings(void) {
   int off = zcclCompressionFromString(zu_param_str(ZU_PARAM_COMPRESSION), &env) != zcclSuccess ||
             env.codec == zcclCodecNone;
   zm.none = off && !zm.uncompressed;
-  const char* comms = zu_param_str(ZU_PARAM_MPI_COMMS);
-  zm.world_only = strcmp(comms, "world") == 0;
-  if (!zm.world_only && strcmp(comms, "all") != 0)
-    ZU_WARN("ZCCL_MPI_COMMS=%s: expected world or all; all is used", comms);
+  zm.world_only = zu_param_choice(ZU_PARAM_MPI_COMMS) == 0; /* world; an unknown value: all, reported once */
   const char* ops = zu_param_str(ZU_PARAM_MPI_OPS);
   zm.ops = 0;
-  char list[256];
+  char list[256], used[256] = "";
+  int unknown = 0;
   snprintf(list, sizeof list, "%s", ops);
   for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     int known = strcmp(t, "all") == 0;
     if (known) zm.ops = (1u << ZM_NUM) - 1;
     for (int c = 0; c < ZM_NUM; c++)
       if (strcmp(t, zm_names[c]) == 0) zm.ops |= 1u << c, known = 1;
-    if (!known) ZU_WARN("ZCCL_MPI_OPS: '%s' is not one of all, %s, %s, ...: ignored", t, zm_names[0], zm_names[1]);
+    if (known) snprintf(used + strlen(used), sizeof used - strlen(used), "%s%s", used[0] ? "," : "", t);
+    unknown |= !known;
   }
+  if (unknown) zu_param_warn_bad(ZU_PARAM_MPI_OPS, used); /* the names it knows; once */
   ZU_INFO(ZM_LOG, "libzccl-mpi: collectives of at least %lld bytes on %s communicators (ZCCL_MPI_OPS=%s) go to "
           "zccl", (long long)zm.min_bytes, zm.world_only ? "MPI_COMM_WORLD's" : "all", ops);
 }

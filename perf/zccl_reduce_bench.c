@@ -11,6 +11,7 @@
 
 #include "zd_device.h"
 #include "zu_dtype.h"
+#include "zu_param.h"
 #include "zu_time.h"
 
 typedef struct {
@@ -52,6 +53,7 @@ static double measure(const job_t* j, size_t moved) {
 static zd_dev_t* make_dev(const char* threads, const char* split) {
   setenv("ZCCL_REDUCE_THREADS", threads, 1);
   setenv("ZCCL_REDUCE_SPLIT_BYTES", split, 1);
+  zu_param_reload(); /* a device made without a communicator */
   zd_dev_t* dev = NULL;
   if (zd_dev_create(ZD_HOST, &dev) != zcclSuccess) {
     fprintf(stderr, "zd_dev_create failed\n");
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
   zd_dev_t* all = make_dev("0", "0");
   unsetenv("ZCCL_REDUCE_THREADS");
   unsetenv("ZCCL_REDUCE_SPLIT_BYTES");
+  zu_param_reload();
   static const zcclDataType_t types[] = {zcclFloat32, zcclFloat64, zcclBfloat16};
   printf("# zd_reduce SUM on the host device, GB/s (reduce: 3 x bytes moved, memcpy: 2 x bytes)\n");
   printf("# 1 thr: ZCCL_REDUCE_THREADS=1; N thr: all cores (hwloc), split at every size\n");

@@ -57,6 +57,8 @@ static zcclResult_t zccl_compression_resolve(const char* fn, const zcclConfig_t*
 /* The communicator without its runtime. */
 static zcclResult_t zccl_comm_alloc(const char* fn, int nranks, int rank, const zcclConfig_t* config,
                                     const zcclComm_t parent, zcclComm_t* comm) {
+  /* A communicator keeps the settings of its creation: the environment's now. */
+  zu_param_reload();
   zcclComm_t c = calloc(1, sizeof *c);
   ZU_RETURN_ERR_IF(c == NULL, zcclSystemError, "%s: out of memory", fn);
   c->rank = rank;

@@ -39,6 +39,7 @@ static zcclResult_t zccl_bootstrap_timeout(double* seconds) {
 zcclResult_t zcclGetUniqueId(zcclUniqueId* uniqueId) {
   zccl_init_once();
   ZU_RETURN_ERR_IF(uniqueId == NULL, zcclInvalidArgument, "zcclGetUniqueId: uniqueId is NULL");
+  zu_param_reload(); /* the root it may start keeps the settings of now */
   int mode = ZCCL_BOOT_AUTO;
   double timeout = 0;
   ZU_CHECK(zccl_boot_mode(&mode));

@@ -77,14 +77,8 @@ static void zu_log_expand_path(const char* pattern, char* out, size_t len) {
 
 /* The settings from the environment (ZCCL_DEBUG, _FILE, _SUBSYS). */
 static void zu_log_load(void) {
-  const char* lv = zu_param_str(ZU_PARAM_DEBUG);
-  static const char* names[] = {"NONE", "VERSION", "WARN", "INFO", "TRACE"};
-  int found = 0;
-  for (int i = 0; i <= ZU_LOG_TRACE; i++)
-    if (strcasecmp(lv, names[i]) == 0) {
-      atomic_store(&zu_level, i);
-      found = 1;
-    }
+  /* An unknown level is reported once (to stderr) and WARN used. */
+  atomic_store(&zu_level, zu_param_choice(ZU_PARAM_DEBUG));
   const char* file = zu_param_str(ZU_PARAM_DEBUG_FILE);
   if (file[0] != '\0') {
     char path[512];
@@ -100,14 +94,10 @@ static void zu_log_load(void) {
   } else {
     atomic_store(&zu_log_file, NULL);
   }
-  if (!found)
-    fprintf(stderr, "%s:%d zccl WARN ZCCL_DEBUG='%s' is not NONE|VERSION|WARN|INFO|TRACE; using WARN\n",
-            zu_host, (int)getpid(), lv);
   const char* sub = zu_param_str(ZU_PARAM_DEBUG_SUBSYS);
   uint32_t mask = ZU_LOG_INIT | ZU_LOG_BOOTSTRAP | ZU_LOG_ENV;
-  if (zu_log_parse_subsys(sub, &mask) != 0)
-    fprintf(stderr, "%s:%d zccl WARN ZCCL_DEBUG_SUBSYS='%s' has an unknown subsystem; using %s\n",
-            zu_host, (int)getpid(), sub, zu_param_def(ZU_PARAM_DEBUG_SUBSYS)->def);
+  if (zu_log_parse_subsys(sub, &mask) != 0) /* reported once (to stderr) */
+    zu_param_warn_bad(ZU_PARAM_DEBUG_SUBSYS, zu_param_def(ZU_PARAM_DEBUG_SUBSYS)->def);
   atomic_store(&zu_mask, mask);
 }
 
@@ -121,6 +111,7 @@ static void zu_log_init(void) {
 
 void zu_log_reset(void) {
   pthread_once(&zu_log_once, zu_log_init);
+  zu_param_reload(); /* logs with the settings before */
   pthread_mutex_lock(&zu_log_reset_mu);
   zu_log_load();
   pthread_mutex_unlock(&zu_log_reset_mu);

@@ -2,8 +2,8 @@
  * and a one-line description. `zccl-info --params` prints it and
  * docs/env.md is generated from it. Read parameters only through this
  * interface (never getenv directly) so the table stays complete. Values are
- * read from the environment at each call: call at init points, not in
- * loops. */
+ * read from the environment once and cached (a read is an atomic load), and
+ * again by zu_param_reload. */
 #ifndef ZU_PARAM_H_
 #define ZU_PARAM_H_
 
@@ -41,77 +41,64 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "Seconds an operation may wait for a peer before it fails with zcclRemoteError and "  \
     "the communicator reports the error (zcclCommGetAsyncError); also bounds destroy.")  \
   X(CHECK_CALLS, INT, "1",                                                                \
-    "1: every collective sends its call (collective, count, datatype, op, root, "        \
-    "compression) to its ring neighbour beside its data, so a call that differs across " \
-    "ranks fails at once on every rank instead of after ZCCL_TIMEOUT; 0: not sent (one " \
-    "small message less per call).")                                                     \
+    "1: each collective also sends its call (collective, count, datatype, op, root, "     \
+    "compression) to its ring neighbour, so a call that differs across ranks fails at "   \
+    "once on every rank instead of after ZCCL_TIMEOUT; 0: not sent.")                     \
   X(UCX_ERR_MODE, STR, "none",                                                           \
     "UCX endpoint error handling: none (shared memory usable; a dead peer is found by "   \
-    "ZCCL_TIMEOUT, at once over TCP) or peer (UCX reports a dead peer at once, but "      \
-    "UCX 1.13 then has no shared-memory transport and uses TCP even on one host).")      \
+    "ZCCL_TIMEOUT, at once over TCP) or peer (UCX reports a dead peer at once, but UCX "  \
+    "1.13 then uses TCP even on one host).")                                              \
   X(TCP_EAGER_BYTES, SIZE, "1M",                                                          \
-    "Messages up to this size to a peer UCX reaches over TCP only go eagerly (UCX's "     \
-    "buffered protocol, UCP_OP_ATTR_FLAG_FAST_CMPL; zccl sets UCX_RNDV_SEND_NBR_THRESH "  \
-    "to match unless it is set) instead of by rendezvous, whose handshake waits behind "  \
-    "the data already queued on the socket and idles the link between the pieces of a "  \
-    "pipeline; 0: UCX's own choice. Other transports are left to UCX.")                  \
+    "Messages up to this size to a peer that UCX reaches over TCP only are sent "         \
+    "eagerly (UCX's buffered protocol; zccl sets UCX_RNDV_SEND_NBR_THRESH to match "      \
+    "unless it is set) instead of by rendezvous; 0: UCX's own choice. Other transports "  \
+    "are left to UCX.")                                                                   \
   X(SPIN_US, INT, "200",                                                                  \
-    "Microseconds a rank waiting for messages polls (giving its core away between polls) " \
-    "before it sleeps until UCX signals an event; -1: never sleep (poll until done; UCX " \
-    "is then not asked for wake-up support, which leaves out transports without it).")  \
+    "Microseconds a rank waiting for messages polls, giving its core away between "       \
+    "polls, before it sleeps until UCX signals an event; -1: never sleep (UCX is then "   \
+    "not asked for wake-up support, which leaves out transports without it).")            \
   X(BOOTSTRAP_TIMEOUT, INT, "60",                                                         \
-    "Seconds the bootstrap waits for every rank to join (and a rank for the root) before " \
-    "failing with zcclRemoteError; also how long the root thread of an id that is never " \
-    "used lives.")                                                                        \
+    "Seconds the bootstrap waits for every rank to join (and a rank for the root) "       \
+    "before failing with zcclRemoteError; also how long the root thread of an unused "    \
+    "id lives.")                                                                          \
   X(ALGO, STR, "",                                                                        \
-    "Force a collective algorithm where the collective has it and can run it: ring, "  \
-    "rd (recursive doubling), rabenseifner, direct, bruck, tree, chain, "                \
-    "scatter_allgather, linear or pairwise; a compressed call looks the name up among "  \
-    "its codec's compressed algorithms (docs/compressed.md: also cprp2p, the "            \
-    "recompress-every-hop baseline, and sparse, the RLE chain); unset: a cost model picks " \
-    "by size, ranks and the link measured at creation (ZCCL_DEBUG_SUBSYS=TUNING logs "    \
-    "the choice).")                                                                       \
+    "Algorithm rules, read when a communicator is created: [collective:]name[@lo-hi],... " \
+    "separated by ';' (e.g. allreduce:ring@0-4M,rd;broadcast:tree; a name alone applies " \
+    "to every collective that has it); the first named algorithm that can run a call of " \
+    "lo..hi bytes runs it, else the cost model picks (zccl-info --algos lists them).")   \
   X(CODEC_THREADS, INT, "0",                                                              \
     "Threads the host codec spreads chunks over; 0: every core available to the process " \
     "(hwloc).")                                                                           \
   X(POOL_SPIN_US, INT, "100",                                                            \
-    "Microseconds a thread of the host device's pool (codec, large reductions) polls for " \
-    "its next job, and the calling thread for a job's end, giving its core away between " \
-    "polls, before sleeping (a wake-up costs as much as a 1 MiB compression on a VM); 0: " \
-    "sleep at once.")                                                                      \
+    "Microseconds a thread of the host device's pool (codec, large reductions) polls "    \
+    "for its next job, and the calling thread for a job's end, giving its core away "     \
+    "between polls, before sleeping; 0: sleep at once.")                                  \
   X(CODEC_SIMD, STR, "auto",                                                              \
     "Instruction set of the host codec kernels: auto, scalar, avx2, avx2-gfni or avx512 " \
     "(every level writes identical bytes; a level the CPU lacks is an error).")          \
   X(CHECKSUM, INT, "1",                                                                   \
-    "1: compressed collectives send streams with a checksum per chunk, which every "     \
-    "decoder and homomorphic operation verifies (a corrupted stream fails with an "      \
-    "error naming the chunk instead of decoding to wrong values); 0: none. The host "   \
-    "codec and the CUDA kernels write and verify the same checksums.")                   \
+    "1: compressed collectives send streams with a checksum per chunk, which every "      \
+    "decoder and homomorphic operation verifies, so a corrupted stream fails with an "    \
+    "error naming the chunk; 0: none. The host codec and the CUDA kernels write the "     \
+    "same checksums.")                                                                    \
   X(DEVICE, STR, "host",                                                                  \
-    "Device that runs a communicator's copies and reductions on host buffers: host (the " \
-    "calling thread and a thread pool) or sim (a simulated GPU stream: asynchronous, for " \
-    "tests; its sim streams make calls stream-ordered). Calls on CUDA device buffers "   \
-    "always run on the GPU current at the communicator's creation, whose device is made " \
-    "at the first such call; cuda makes it at creation (host buffers still use host), "  \
-    "so a build without CUDA or a machine without a usable GPU fails communicator "     \
-    "creation with zcclInvalidUsage saying why.")                                         \
+    "Device for copies and reductions on host buffers: host (the calling thread and a "   \
+    "thread pool) or sim (a simulated asynchronous GPU stream, for tests); cuda is "      \
+    "host that also makes the CUDA device at creation instead of at the first call on "   \
+    "device buffers, failing with zcclInvalidUsage without a usable GPU. Calls on CUDA "  \
+    "buffers always run on the GPU current at creation.")                                 \
   X(BUFFER_POOL_BYTES, SIZE, "64M",                                                       \
-    "Size of each device's buffer pool, allocated at its first use; an algorithm needing " \
-    "more splits its work into pieces. The compressed rings hold three worst-case "      \
-    "streams (3x the raw bytes) per chunk in flight; a 128 MiB homomorphic allreduce on " \
-    "4 ranks ran as fast with 64M (3 chunks in flight) as with 128M or 256M.")           \
+    "Size of each device's buffer pool, allocated at its first use; an algorithm "        \
+    "needing more splits its work into pieces. A compressed ring holds three "            \
+    "worst-case streams (3x the raw bytes) per chunk in flight.")                         \
   X(REDUCE_THREADS, INT, "0",                                                             \
-    "Threads a large host reduction, copy or codec call is spread over; 0: the cores "  \
-    "available to the process (hwloc) divided by the ranks on this machine: the larger "  \
-    "of the communicator's count (ranks with this kernel's boot id, so the network "      \
-    "namespaces of scripts/netlab are one machine) and the launcher's "                   \
-    "(OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS or SLURM_NTASKS_PER_NODE). 4 netlab "   \
-    "hosts on 2 cores, 128 MiB hz allreduce: 450-530 ms with 1 thread a rank, 500-605 "   \
-    "with 2.")                                                                            \
+    "Threads a large host reduction, copy or codec call is spread over; 0: the cores "    \
+    "available to the process (hwloc) divided by the ranks on this machine, the larger "  \
+    "of the communicator's count (ranks with this kernel's boot id) and the launcher's "  \
+    "(OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS or SLURM_NTASKS_PER_NODE).")            \
   X(REDUCE_SPLIT_BYTES, SIZE, "4M",                                                       \
     "Host reductions and copies of more bytes than this (per operand) are split across "  \
-    "ZCCL_REDUCE_THREADS threads; smaller ones run on the calling thread (waking the "   \
-    "pool costs ~10 us; on a 2-core VM splitting first broke even at 4 MiB).")          \
+    "ZCCL_REDUCE_THREADS threads; smaller ones run on the calling thread.")               \
   X(SIM_DELAY_US, INT, "50",                                                              \
     "sim device: each queued operation runs after a random delay of 0..this many "        \
     "microseconds, so a missing synchronization shows up as wrong data.")                 \
@@ -125,23 +112,18 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "sim device: 1 treats its memory as the transport cannot reach it (a GPU's without "  \
     "CUDA-aware UCX), so every message goes through host staging buffers as on a GPU.")  \
   X(DEVICE_STREAMS, INT, "0",                                                             \
-    "Streams (independent queues) of a sim or cuda device, 1..8, over which the "          \
-    "compressed collectives spread independent codec work (the per-rank compressions of " \
-    "scatter and alltoall, the decompressions of gather and allgather, a ring's first "   \
-    "chunk compressions), each with its own scratch; 0: 4 on cuda, 2 on sim. The host "   \
-    "device runs its work on the calling thread and has one.")                            \
+    "Streams (independent queues) of a sim or cuda device, 1..8, over which the "         \
+    "compressed collectives spread independent codec work, each stream with its own "     \
+    "scratch; 0: 4 on cuda, 2 on sim. The host device has one.")                          \
   X(STREAM_MODE, STR, "auto",                                                             \
     "How a call on device buffers keeps its stream's order: async (it returns at once; "  \
-    "a kernel holds the stream until the progress thread has run the operation), "       \
-    "blocking (the caller waits for the stream's earlier work, then for the operation, " \
-    "so nothing holds the stream) or auto: blocking on cuda (async hangs on an H200 "     \
-    "when the caller then makes a pageable copy on the stream), async on sim.")           \
+    "a kernel holds the stream until the progress thread has run the operation), "        \
+    "blocking (the caller waits for the stream's earlier work, then for the operation) "  \
+    "or auto: blocking on cuda, async on sim.")                                           \
   X(PERSISTENT_KERNEL, INT, "0",                                                          \
     "cuda device: 1 runs the codec work (compress, decompress, homomorphic reduce) in "   \
-    "one long-running kernel that takes items from a queue in pinned memory, instead of " \
-    "a launch each; streams and the kernel order each other with stream memory "          \
-    "operations. Off (per-launch): on an H200 with 2 ranks sharing it, collectives ran "  \
-    "4-10x slower with it (docs/cuda.md).")                                               \
+    "one long-running kernel that takes items from a queue in pinned memory; 0: a "       \
+    "kernel launch per operation.")                                                       \
   X(MPI_MIN_BYTES, SIZE, "64K",                                                           \
     "libzccl-mpi.so: MPI collectives moving fewer bytes than this (a reduction's count x " \
     "its element, a gather's whole receive side) go to MPI unchanged.")                   \
@@ -149,9 +131,8 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "libzccl-mpi.so: world (only MPI_COMM_WORLD and communicators identical to it) or " \
     "all (every intra-communicator) get a zccl communicator for their calls.")            \
   X(MPI_UNCOMPRESSED, INT, "0",                                                           \
-    "libzccl-mpi.so: 1 takes calls to zccl even where zccl would not compress them "     \
-    "(ZCCL_COMPRESSION off, or below its min_bytes); 0 leaves those to MPI, which moves " \
-    "the same bytes with algorithms tuned for the machine.")                               \
+    "libzccl-mpi.so: 1 takes calls to zccl even where zccl would not compress them "      \
+    "(ZCCL_COMPRESSION off, or below its min_bytes); 0 leaves those to MPI.")             \
   X(MPI_OPS, STR, "all",                                                                   \
     "libzccl-mpi.so: the MPI collectives taken to zccl, comma-separated: all, allreduce, " \
     "reduce, reduce_scatter_block, reduce_scatter, bcast, allgather, gather, scatter, "  \
@@ -161,10 +142,9 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "microseconds without work and is launched again by the next item, so "               \
     "cudaDeviceSynchronize in the application waits for it at most this long.")            \
   X(PERSISTENT_CTAS, INT, "0",                                                            \
-    "cuda device with ZCCL_PERSISTENT_KERNEL=1: CTAs of the kernel (one per SM at most; " \
-    "0: half the SMs). The kernel fills the registers of an SM, so the SMs it leaves "   \
-    "free run the launched kernels (value range, reductions, the application's) that "   \
-    "its items may wait for.")
+    "cuda device with ZCCL_PERSISTENT_KERNEL=1: CTAs of the kernel, one per SM at "       \
+    "most; 0: half the SMs, so the others are free for the launched kernels (value "      \
+    "range, reductions, the application's) its items may wait for.")
 
 typedef enum {
 #define ZU_PARAM_ENUM(id, type, def, desc) ZU_PARAM_##id,
@@ -182,13 +162,39 @@ typedef struct {
 
 const zu_param_def_t* zu_param_def(zu_param_id_t id);
 
-/* The value: the environment's when set and non-empty, else the default. */
+/* The value: the environment's when set and non-empty, else the default.
+ * ZCCL_ALGO alone is read from the environment at each call, as before its
+ * rework (once per communicator) lands. */
 const char* zu_param_str(zu_param_id_t id);
 /* 1 when the variable is set (to anything non-empty) in the environment. */
 int zu_param_is_set(zu_param_id_t id);
 /* Integer value (SIZE accepts K/M/G suffixes, powers of 1024).
  * zcclInvalidArgument with a message naming the variable when malformed. */
 zcclResult_t zu_param_int(zu_param_id_t id, int64_t* value);
+
+/* zu_param_int for a consumer that carries on: a malformed value is
+ * reported once (zu_param_warn_bad) and the default's value returned. */
+int64_t zu_param_int_or_default(zu_param_id_t id);
+
+/* Reads every parameter from the environment again (the first read of any
+ * does it once). The library calls it where it creates something that
+ * keeps its settings: each communicator (zccl_comm_alloc), zcclGetUniqueId
+ * (its root) and zcclResetDebugInit; tests after setenv. Safe beside
+ * readers on other threads: strings returned stay valid for the process's
+ * life. Each value that changed is logged once (INFO, ENV). */
+void zu_param_reload(void);
+
+/* The accepted values of a string parameter with a fixed set of them
+ * (NULL-terminated), or NULL. */
+const char* const* zu_param_values(zu_param_id_t id);
+/* The index of a fixed-set parameter's value among zu_param_values(id),
+ * for a consumer that carries on: a value naming none is reported once
+ * (zu_param_warn_bad) and the default's index returned. */
+int zu_param_choice(zu_param_id_t id);
+/* Reports at WARN, once per distinct value of the parameter, that it does
+ * not parse and `used` is used instead, naming the accepted values. For
+ * consumers that parse a value themselves (lists) and carry on. */
+void zu_param_warn_bad(zu_param_id_t id, const char* used);
 
 /* Parses "123", "64K", "1M", "2G" (powers of 1024). 0 ok, -1 malformed. */
 int zu_parse_size(const char* text, int64_t* value);

@@ -16,6 +16,19 @@
 #include "test_util.h"
 #include "zd_device.h"
 #include "zu_dtype.h"
+#include "zu_param.h"
+
+/* The library reads its settings again where a communicator is made; these
+ * tests make devices without one, so they read them again themselves. */
+static void env_set(const char* name, const char* value, int overwrite) {
+  setenv(name, value, overwrite);
+  zu_param_reload();
+}
+
+static void env_unset(const char* name) {
+  unsetenv(name);
+  zu_param_reload();
+}
 
 static const zd_kind_t kinds[] = {ZD_HOST, ZD_SIM, ZD_CUDA};
 static const zcclRedOp_t ops[] = {zcclSum, zcclProd, zcclMax, zcclMin};
@@ -619,7 +632,7 @@ static void test_fill(zd_dev_t* dev) {
 /* ---- buffer pool ----------------------------------------------------------- */
 
 static void test_pool(zd_kind_t kind) {
-  setenv("ZCCL_BUFFER_POOL_BYTES", "1M", 1);
+  env_set("ZCCL_BUFFER_POOL_BYTES", "1M", 1);
   zd_dev_t* dev = NULL;
   CHECK_RES(zd_dev_create(kind, &dev), zcclSuccess);
   CHECK(zd_buf_largest(dev) == (1u << 20));
@@ -674,7 +687,7 @@ static void test_pool(zd_kind_t kind) {
   for (int i = 0; i < NP; i++) zd_buf_put(dev, many[(i * 7919) % NP]);
   CHECK(zd_buf_largest(dev) == (1u << 20));
   zd_dev_destroy(dev);
-  unsetenv("ZCCL_BUFFER_POOL_BYTES");
+  env_unset("ZCCL_BUFFER_POOL_BYTES");
 }
 
 /* ---- sim: asynchronous semantics ------------------------------------------- */
@@ -688,7 +701,7 @@ __attribute__((no_sanitize_thread, noinline)) static int peek_all(const volatile
 }
 
 static void test_sim_async(void) {
-  setenv("ZCCL_SIM_DELAY_US", "2000", 1);
+  env_set("ZCCL_SIM_DELAY_US", "2000", 1);
   zd_dev_t* dev = NULL;
   CHECK_RES(zd_dev_create(ZD_SIM, &dev), zcclSuccess);
   enum { N = 4096 };
@@ -716,7 +729,7 @@ static void test_sim_async(void) {
   CHECK(pending > 0);
 
   /* Events are ordered: when a later one has passed, every earlier one has. */
-  setenv("ZCCL_SIM_DELAY_US", "300", 1);
+  env_set("ZCCL_SIM_DELAY_US", "300", 1);
   zd_dev_destroy(dev);
   CHECK_RES(zd_dev_create(ZD_SIM, &dev), zcclSuccess);
   enum { NE = 20 };
@@ -744,7 +757,7 @@ static void test_sim_async(void) {
   zd_dev_destroy(dev);
 
   /* Many queued operations: more than the queue holds, so issuing blocks. */
-  setenv("ZCCL_SIM_DELAY_US", "2", 1);
+  env_set("ZCCL_SIM_DELAY_US", "2", 1);
   CHECK_RES(zd_dev_create(ZD_SIM, &dev), zcclSuccess);
   enum { NOPS = 5000 };
   int32_t acc[64] = {0}, one[64];
@@ -755,14 +768,14 @@ static void test_sim_async(void) {
   zd_dev_destroy(dev);
 
   /* Destroy with work queued waits for it. */
-  setenv("ZCCL_SIM_DELAY_US", "2000", 1);
+  env_set("ZCCL_SIM_DELAY_US", "2000", 1);
   CHECK_RES(zd_dev_create(ZD_SIM, &dev), zcclSuccess);
   for (int i = 0; i < N; i++) d[i] = 0;
   for (int k = 0; k < 10; k++) CHECK_RES(zd_reduce(dev, d, d, b, N, zcclFloat32, zcclSum), zcclSuccess);
   CHECK_RES(zd_copy(dev, a, d, N * 4), zcclSuccess);
   zd_dev_destroy(dev);
   CHECK(d[0] == 10 && d[N - 1] == 10 && a[0] == 10 && a[N - 1] == 10);
-  unsetenv("ZCCL_SIM_DELAY_US");
+  env_unset("ZCCL_SIM_DELAY_US");
   free(a);
   free(b);
   free(d);
@@ -789,19 +802,19 @@ static void test_kinds(void) {
   CHECK(strcmp(zd_kind_name(ZD_HOST), "host") == 0 && strcmp(zd_kind_name(ZD_SIM), "sim") == 0 &&
         strcmp(zd_kind_name(ZD_CUDA), "cuda") == 0);
   zd_kind_t k = ZD_CUDA;
-  unsetenv("ZCCL_DEVICE");
+  env_unset("ZCCL_DEVICE");
   CHECK_RES(zd_kind_from_env(&k), zcclSuccess);
   CHECK(k == ZD_HOST);
-  setenv("ZCCL_DEVICE", "sim", 1);
+  env_set("ZCCL_DEVICE", "sim", 1);
   CHECK_RES(zd_kind_from_env(&k), zcclSuccess);
   CHECK(k == ZD_SIM);
-  setenv("ZCCL_DEVICE", "CUDA", 1);
+  env_set("ZCCL_DEVICE", "CUDA", 1);
   CHECK_RES(zd_kind_from_env(&k), zcclSuccess);
   CHECK(k == ZD_CUDA);
-  setenv("ZCCL_DEVICE", "gpu", 1);
+  env_set("ZCCL_DEVICE", "gpu", 1);
   CHECK_RES(zd_kind_from_env(&k), zcclInvalidArgument);
   CHECK_LAST_ERROR_HAS("ZCCL_DEVICE");
-  unsetenv("ZCCL_DEVICE");
+  env_unset("ZCCL_DEVICE");
 }
 
 /* The progress hook: called on this thread while a host codec operation
@@ -905,7 +918,7 @@ static void* take_pieces(void* arg) {
   return NULL;
 }
 static void test_pools_under_hold(void) {
-  setenv("ZCCL_SIM_STAGE", "1", 1);
+  env_set("ZCCL_SIM_STAGE", "1", 1);
   pool_user_t u = {NULL, 0};
   CHECK_RES(zd_dev_create(ZD_SIM, &u.dev), zcclSuccess);
   zcclStream_t s = NULL;
@@ -922,7 +935,7 @@ static void test_pools_under_hold(void) {
   pthread_join(th, NULL);
   zd_sim_stream_destroy(s);
   zd_dev_destroy(u.dev);
-  unsetenv("ZCCL_SIM_STAGE");
+  env_unset("ZCCL_SIM_STAGE");
 }
 
 static void test_sim_streams(void) {
@@ -960,9 +973,9 @@ static void test_sim_streams(void) {
   zd_sim_stream_destroy(s);
   /* Staging memory: host-writable pieces; one larger than the pool's free
    * room gets memory of its own; every piece goes back. */
-  setenv("ZCCL_SIM_STAGE", "1", 1);
+  env_set("ZCCL_SIM_STAGE", "1", 1);
   CHECK(zd_stage_needed(dev));
-  unsetenv("ZCCL_SIM_STAGE");
+  env_unset("ZCCL_SIM_STAGE");
   void *a = NULL, *b = NULL;
   CHECK_RES(zd_stage_get(dev, 1000, &a), zcclSuccess);
   memset(a, 1, 1000);
@@ -984,16 +997,16 @@ static void test_sim_streams(void) {
  * a wait meets stays for the lane's next wait, and a device destroyed
  * with late buffers frees them. */
 static void test_stage_late(void) {
-  setenv("ZCCL_SIM_STAGE", "1", 1);
-  setenv("ZCCL_BUFFER_POOL_BYTES", "1M", 1);
-  setenv("ZCCL_SIM_LANE_LAG_US", "50000", 1);
-  setenv("ZCCL_DEVICE_STREAMS", "2", 1);
+  env_set("ZCCL_SIM_STAGE", "1", 1);
+  env_set("ZCCL_BUFFER_POOL_BYTES", "1M", 1);
+  env_set("ZCCL_SIM_LANE_LAG_US", "50000", 1);
+  env_set("ZCCL_DEVICE_STREAMS", "2", 1);
   zd_dev_t* dev = NULL;
   CHECK_RES(zd_dev_create(ZD_SIM, &dev), zcclSuccess);
-  unsetenv("ZCCL_SIM_STAGE");
-  unsetenv("ZCCL_BUFFER_POOL_BYTES");
-  unsetenv("ZCCL_SIM_LANE_LAG_US");
-  unsetenv("ZCCL_DEVICE_STREAMS");
+  env_unset("ZCCL_SIM_STAGE");
+  env_unset("ZCCL_BUFFER_POOL_BYTES");
+  env_unset("ZCCL_SIM_LANE_LAG_US");
+  env_unset("ZCCL_DEVICE_STREAMS");
   if (dev == NULL) return;
   const size_t q = 256u << 10;
   void *s[4] = {NULL}, *p = NULL, *t = NULL;
@@ -1060,8 +1073,8 @@ static void test_stage_late(void) {
  * every lane; an error on one lane comes back from a wait on that lane's
  * event and not from the others'; bad events and values are refused. */
 static void test_lanes(zd_kind_t kind) {
-  setenv("ZCCL_SIM_DELAY_US", "300", 1);
-  setenv("ZCCL_DEVICE_STREAMS", "3", 1);
+  env_set("ZCCL_SIM_DELAY_US", "300", 1);
+  env_set("ZCCL_DEVICE_STREAMS", "3", 1);
   zd_dev_t* dev = NULL;
   CHECK_RES(zd_dev_create(kind, &dev), zcclSuccess);
   if (dev == NULL) return;
@@ -1135,12 +1148,12 @@ static void test_lanes(zd_kind_t kind) {
   zd_buf_put(dev, ones);
   zd_buf_put(dev, copy);
   zd_dev_destroy(dev);
-  setenv("ZCCL_DEVICE_STREAMS", "9", 1);
+  env_set("ZCCL_DEVICE_STREAMS", "9", 1);
   dev = NULL;
   CHECK_RES(zd_dev_create(kind, &dev), zcclInvalidArgument);
   CHECK(dev == NULL);
-  unsetenv("ZCCL_DEVICE_STREAMS");
-  unsetenv("ZCCL_SIM_DELAY_US");
+  env_unset("ZCCL_DEVICE_STREAMS");
+  env_unset("ZCCL_SIM_DELAY_US");
 }
 
 /* ZCCL_STREAM_MODE: sim is async unless told; blocking makes it block and
@@ -1151,7 +1164,7 @@ static void test_stream_mode(void) {
   CHECK_RES(zd_dev_create(ZD_SIM, &sim), zcclSuccess);
   CHECK(zd_stream_blocking(sim) == 0);
   zd_dev_destroy(sim);
-  setenv("ZCCL_STREAM_MODE", "blocking", 1);
+  env_set("ZCCL_STREAM_MODE", "blocking", 1);
   CHECK_RES(zd_dev_create(ZD_SIM, &sim), zcclSuccess);
   CHECK_RES(zd_dev_create(ZD_HOST, &host), zcclSuccess);
   CHECK(zd_stream_blocking(sim) == 1 && zd_stream_blocking(host) == 0);
@@ -1167,20 +1180,20 @@ static void test_stream_mode(void) {
   zd_sim_stream_destroy(s);
   zd_dev_destroy(host);
   zd_dev_destroy(sim);
-  setenv("ZCCL_STREAM_MODE", "async", 1);
+  env_set("ZCCL_STREAM_MODE", "async", 1);
   CHECK_RES(zd_dev_create(ZD_SIM, &sim), zcclSuccess);
   CHECK(zd_stream_blocking(sim) == 0);
   zd_dev_destroy(sim);
-  setenv("ZCCL_STREAM_MODE", "sometimes", 1);
+  env_set("ZCCL_STREAM_MODE", "sometimes", 1);
   sim = NULL;
   CHECK_RES(zd_dev_create(ZD_SIM, &sim), zcclInvalidArgument);
   CHECK(sim == NULL && strstr(zcclGetLastError(NULL), "ZCCL_STREAM_MODE") != NULL);
-  unsetenv("ZCCL_STREAM_MODE");
+  env_unset("ZCCL_STREAM_MODE");
 }
 
 int main(void) {
   /* The sweep's largest counts then take the thread-pool split for every dtype. */
-  setenv("ZCCL_REDUCE_SPLIT_BYTES", "64K", 0);
+  env_set("ZCCL_REDUCE_SPLIT_BYTES", "64K", 0);
   test_kinds();
   /* cuda where a GPU is: the same checks (its codec and progress hook are
    * not the host's; the GPU test covers what only it has). */

@@ -8,6 +8,7 @@
 #include "test_util.h"
 #include "zd_host_codec.h"
 #include "zd_pool.h"
+#include "zu_param.h"
 
 static atomic_int calls;
 static atomic_long sum;
@@ -24,6 +25,7 @@ static void test_pool(void) {
   const char* spins[] = {"0", "100"};
   for (int sp = 0; sp < 2; sp++) {
     setenv("ZCCL_POOL_SPIN_US", spins[sp], 1);
+    zu_param_reload(); /* pools made without a communicator */
     for (int size = 1; size <= 5; size++) {
       zd_pool_t* pool = NULL;
       CHECK_RES(zd_pool_create(size, &pool), zcclSuccess);
@@ -44,9 +46,11 @@ static void test_pool(void) {
   }
   zd_pool_t* bad = NULL;
   setenv("ZCCL_POOL_SPIN_US", "-1", 1);
+  zu_param_reload();
   CHECK_RES(zd_pool_create(2, &bad), zcclInvalidArgument);
   CHECK(bad == NULL);
   unsetenv("ZCCL_POOL_SPIN_US");
+  zu_param_reload();
   zd_pool_t* all = NULL;
   CHECK_RES(zd_pool_create(0, &all), zcclSuccess); /* hwloc's core count */
   CHECK(zd_pool_size(all) >= 1);
