@@ -1,7 +1,7 @@
 /* Device objects: argument checks and dispatch through the per-kind ops
- * table, the host kind (runs everything at once), and the buffer pool. */
+ * table, and the host kind (runs everything at once). The buffer pool is
+ * zd_alloc.c's, staging zd_staging.c's. */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -77,8 +77,6 @@ zcclResult_t zd_kind_from_env(zd_kind_t* kind) {
   return zcclSuccess;
 }
 
-static zcclResult_t zd_bufpool_make(zd_dev_t* dev, zd_bufpool_t* p, int staging);
-
 zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
   ZU_RETURN_ERR_IF(out == NULL, zcclInvalidArgument, "zd_dev_create: NULL dev");
   *out = NULL;
@@ -118,15 +116,15 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
   dev->nthreads = (int)threads;
   dev->nlanes = (int)lanes;
   dev->split_bytes = (size_t)split;
-  pthread_mutex_init(&dev->bufs.lock, NULL);
-  pthread_mutex_init(&dev->stage.lock, NULL);
+  zd_alloc_init(&dev->bufs);
+  zd_alloc_init(&dev->stage);
   pthread_mutex_init(&dev->late_lock, NULL);
   pthread_mutex_init(&dev->run_lock, NULL);
   zcclResult_t res = dev->ops->init(dev);
   if (res != zcclSuccess) {
     pthread_mutex_destroy(&dev->run_lock);
-    pthread_mutex_destroy(&dev->bufs.lock);
-    pthread_mutex_destroy(&dev->stage.lock);
+    zd_alloc_fini(&dev->bufs);
+    zd_alloc_fini(&dev->stage);
     pthread_mutex_destroy(&dev->late_lock);
     free(dev);
     return res;
@@ -150,31 +148,11 @@ zcclResult_t zd_dev_create(zd_kind_t kind, zd_dev_t** out) {
 void zd_dev_destroy(zd_dev_t* dev) {
   if (dev == NULL) return;
   dev->ops->fini(dev);
-  for (int i = 0; i < dev->nlate; i++) zd_stage_put(dev, dev->late[i].buf); /* nothing runs any more */
-  dev->nlate = 0;
+  zd_stage_drop_late(dev); /* nothing runs any more */
   zd_pool_destroy(dev->pool);
   zd_scratch_free(&dev->hop_aside);
-  int outstanding = 0;
-  for (int i = 0; i < dev->bufs.nsegs; i++) outstanding += dev->bufs.segs[i].used;
-  if (outstanding)
-    ZU_WARN("zd_dev_destroy: %d buffer pool piece(s) still out; freeing the pool anyway", outstanding);
-  if (dev->bufs.base != NULL) {
-    if (dev->ops->pool_free)
-      dev->ops->pool_free(dev, dev->bufs.base);
-    else
-      free(dev->bufs.base);
-  }
-  free(dev->bufs.segs);
-  if (dev->stage.base != NULL) {
-    if (dev->ops->host_free)
-      dev->ops->host_free(dev, dev->stage.base);
-    else
-      free(dev->stage.base);
-  }
-  free(dev->stage.segs);
+  zd_bufpools_free(dev);
   pthread_mutex_destroy(&dev->run_lock);
-  pthread_mutex_destroy(&dev->bufs.lock);
-  pthread_mutex_destroy(&dev->stage.lock);
   pthread_mutex_destroy(&dev->late_lock);
   free(dev);
 }
@@ -185,280 +163,6 @@ void zd_set_node_ranks(zd_dev_t* dev, int n) {
   pthread_mutex_lock(&dev->run_lock); /* zd_pool_get reads it under the lock */
   dev->node_ranks = n;
   pthread_mutex_unlock(&dev->run_lock);
-}
-
-/* ---- buffer pool ------------------------------------------------------- */
-
-#define ZD_ALIGN 64
-
-/* Called with the lock held. The memory is the kind's (device memory for
- * cuda) or, for the staging pool, host memory the transport can reach
- * (pinned for cuda); the bookkeeping is host memory. */
-static zcclResult_t zd_bufpool_init(zd_dev_t* dev, zd_bufpool_t* p, int staging) {
-  int64_t bytes = 0;
-  ZU_CHECK(zu_param_int(ZU_PARAM_BUFFER_POOL_BYTES, &bytes));
-  size_t size = (size_t)bytes & ~(size_t)(ZD_ALIGN - 1);
-  ZU_RETURN_ERR_IF(bytes < ZD_ALIGN, zcclInvalidArgument, "ZCCL_BUFFER_POOL_BYTES=%lld: at least %d bytes",
-                   (long long)bytes, ZD_ALIGN);
-  p->cap = 64;
-  p->segs = malloc((size_t)p->cap * sizeof *p->segs);
-  ZU_RETURN_ERR_IF(p->segs == NULL, zcclSystemError, "cannot allocate the buffer pool's bookkeeping");
-  void* mem = NULL;
-  zcclResult_t res = zcclSuccess;
-  zcclResult_t (*alloc)(zd_dev_t*, size_t, void**) = staging ? dev->ops->host_alloc : dev->ops->pool_alloc;
-  if (alloc) {
-    res = alloc(dev, size, &mem);
-  } else {
-    mem = aligned_alloc(ZD_ALIGN, size);
-    if (mem == NULL)
-      res = ZU_ERROR(zcclSystemError, "cannot allocate the buffer pool (ZCCL_BUFFER_POOL_BYTES=%zu)", size);
-  }
-  if (res != zcclSuccess) {
-    free(p->segs);
-    p->segs = NULL;
-    return res;
-  }
-  p->base = mem;
-  p->size = size;
-  p->segs[0] = (zd_seg_t){0, size, 0};
-  p->nsegs = 1;
-  ZU_INFO(ZU_LOG_DEVICE, "%s of %zu bytes", staging ? "staging pool" : "buffer pool", size);
-  return zcclSuccess;
-}
-
-static size_t zd_bufpool_largest(const zd_bufpool_t* p) {
-  size_t best = 0;
-  for (int i = 0; i < p->nsegs; i++)
-    if (!p->segs[i].used && p->segs[i].len > best) best = p->segs[i].len;
-  return best;
-}
-
-/* p's memory now, unless it has it (zd_dev_create, for a kind with its own
- * allocator). */
-static zcclResult_t zd_bufpool_make(zd_dev_t* dev, zd_bufpool_t* p, int staging) {
-  pthread_mutex_lock(&p->lock);
-  zcclResult_t res = p->base == NULL ? zd_bufpool_init(dev, p, staging) : zcclSuccess;
-  pthread_mutex_unlock(&p->lock);
-  return res;
-}
-
-/* First fit in p. *buf NULL without an error when there is no room and
- * quiet is set (the staging pool then allocates apart). */
-static zcclResult_t zd_bufpool_get(zd_dev_t* dev, zd_bufpool_t* p, int staging, int quiet, size_t bytes,
-                                   void** buf) {
-  *buf = NULL;
-  zcclResult_t res = zcclSuccess;
-  pthread_mutex_lock(&p->lock);
-  if (p->base == NULL) ZU_CHECK_GOTO(zd_bufpool_init(dev, p, staging), res, unlock);
-  size_t need = bytes == 0 ? ZD_ALIGN : (bytes + ZD_ALIGN - 1) & ~(size_t)(ZD_ALIGN - 1);
-  if (need < bytes) need = SIZE_MAX; /* rounding overflowed: too large for any pool */
-  int i = 0;
-  while (i < p->nsegs && (p->segs[i].used || p->segs[i].len < need)) i++;
-  if (i == p->nsegs && quiet) goto unlock;
-  if (i == p->nsegs) {
-    res = ZU_ERROR(zcclInvalidUsage,
-                   "zd_buf_get: %zu bytes requested, the largest free piece is %zu of ZCCL_BUFFER_POOL_BYTES=%zu; "
-                   "split the work or raise ZCCL_BUFFER_POOL_BYTES",
-                   bytes, zd_bufpool_largest(p), p->size);
-    goto unlock;
-  }
-  if (p->segs[i].len > need) {
-    /* Split: the rest stays free right after. The segment array grows only
-     * when more pieces are out than ever before. */
-    if (p->nsegs == p->cap) {
-      zd_seg_t* grown = realloc(p->segs, (size_t)p->cap * 2 * sizeof *grown);
-      if (grown == NULL) {
-        res = ZU_ERROR(zcclSystemError, "zd_buf_get: out of memory for pool bookkeeping");
-        goto unlock;
-      }
-      p->segs = grown;
-      p->cap *= 2;
-    }
-    memmove(&p->segs[i + 2], &p->segs[i + 1], (size_t)(p->nsegs - i - 1) * sizeof *p->segs);
-    p->segs[i + 1] = (zd_seg_t){p->segs[i].off + need, p->segs[i].len - need, 0};
-    p->segs[i].len = need;
-    p->nsegs++;
-  }
-  p->segs[i].used = 1;
-  *buf = p->base + p->segs[i].off;
-unlock:
-  pthread_mutex_unlock(&p->lock);
-  return res;
-}
-
-zcclResult_t zd_buf_get(zd_dev_t* dev, size_t bytes, void** buf) {
-  ZU_RETURN_ERR_IF(dev == NULL || buf == NULL, zcclInvalidArgument, "zd_buf_get: NULL argument");
-  return zd_bufpool_get(dev, &dev->bufs, 0, 0, bytes, buf);
-}
-
-/* Returns buf's piece to p; 0 when buf is not a piece of p that is out. */
-static int zd_bufpool_put(zd_bufpool_t* p, void* buf) {
-  pthread_mutex_lock(&p->lock);
-  /* Binary search by offset. Compare addresses as integers: buf may not
-   * point into the pool at all. */
-  uintptr_t at = (uintptr_t)buf, base = (uintptr_t)p->base;
-  int lo = 0, hi = p->nsegs - 1, i = -1;
-  if (p->base != NULL && at >= base && at < base + p->size) {
-    size_t off = at - base;
-    while (lo <= hi) {
-      int mid = (lo + hi) / 2;
-      if (p->segs[mid].off == off) {
-        i = mid;
-        break;
-      }
-      if (p->segs[mid].off < off)
-        lo = mid + 1;
-      else
-        hi = mid - 1;
-    }
-  }
-  if (i < 0 || !p->segs[i].used) {
-    pthread_mutex_unlock(&p->lock);
-    return 0;
-  }
-  p->segs[i].used = 0;
-  /* Merge with free neighbours so first fit sees whole holes. */
-  if (i + 1 < p->nsegs && !p->segs[i + 1].used) {
-    p->segs[i].len += p->segs[i + 1].len;
-    memmove(&p->segs[i + 1], &p->segs[i + 2], (size_t)(p->nsegs - i - 2) * sizeof *p->segs);
-    p->nsegs--;
-  }
-  if (i > 0 && !p->segs[i - 1].used) {
-    p->segs[i - 1].len += p->segs[i].len;
-    memmove(&p->segs[i], &p->segs[i + 1], (size_t)(p->nsegs - i - 1) * sizeof *p->segs);
-    p->nsegs--;
-  }
-  pthread_mutex_unlock(&p->lock);
-  return 1;
-}
-
-void zd_buf_put(zd_dev_t* dev, void* buf) {
-  if (dev == NULL || buf == NULL) return;
-  if (!zd_bufpool_put(&dev->bufs, buf))
-    ZU_ERROR(zcclInvalidUsage, "zd_buf_put: %p is not a piece of this device's buffer pool that is out", buf);
-}
-
-/* ---- staging --------------------------------------------------------------- */
-int zd_stage_needed(const zd_dev_t* dev) {
-  if (dev == NULL) return 0;
-  if (dev->kind == ZD_CUDA) return 1;
-  int64_t v = 0;
-  return dev->kind == ZD_SIM && zu_param_int(ZU_PARAM_SIM_STAGE, &v) == zcclSuccess && v != 0;
-}
-
-/* Takes back the late staging buffers whose events have passed; with wait,
- * waits for the oldest first (one at least, if any). Returns how many. */
-static int zd_stage_reclaim(zd_dev_t* dev, int wait) {
-  int back = 0;
-  for (;;) {
-    pthread_mutex_lock(&dev->late_lock);
-    int i = 0;
-    while (i < dev->nlate && !zd_event_done(dev, dev->late[i].ev)) i++;
-    if (i == dev->nlate && wait && back == 0 && dev->nlate > 0) i = 0; /* none passed: the oldest */
-    if (i == dev->nlate) {
-      pthread_mutex_unlock(&dev->late_lock);
-      return back;
-    }
-    void* buf = dev->late[i].buf;
-    zd_event_t ev = dev->late[i].ev;
-    memmove(&dev->late[i], &dev->late[i + 1], (size_t)(dev->nlate - i - 1) * sizeof dev->late[0]);
-    dev->nlate--;
-    pthread_mutex_unlock(&dev->late_lock);
-    /* The wait reports (and clears) the lane's first error since its last
-     * report, which belongs to the algorithm's next wait on that lane: kept
-     * for it (zd_late_err_take). The copy is over either way. */
-    if (!zd_event_done(dev, ev)) {
-      zcclResult_t r = dev->ops->wait(dev, ev);
-      int l = zd_ev_lane(ev);
-      pthread_mutex_lock(&dev->late_lock);
-      if (r != zcclSuccess && dev->late_err[l] == zcclSuccess) {
-        dev->late_err[l] = r;
-        snprintf(dev->late_msg[l], sizeof dev->late_msg[l], "%s", zu_error_last());
-      }
-      pthread_mutex_unlock(&dev->late_lock);
-    }
-    zd_stage_put(dev, buf);
-    back++;
-  }
-}
-
-/* res of a wait on lane l, unless a wait for a late staging buffer took an
- * earlier error of that lane: that one, reported now. */
-static zcclResult_t zd_late_err_take(zd_dev_t* dev, int l, zcclResult_t res) {
-  pthread_mutex_lock(&dev->late_lock);
-  zcclResult_t e = dev->late_err[l];
-  char msg[sizeof dev->late_msg[0]];
-  memcpy(msg, dev->late_msg[l], sizeof msg);
-  dev->late_err[l] = zcclSuccess;
-  pthread_mutex_unlock(&dev->late_lock);
-  return e != zcclSuccess ? ZU_ERROR(e, "%s", msg) : res;
-}
-
-void zd_stage_put_after(zd_dev_t* dev, void* buf, zd_event_t ev) {
-  if (dev == NULL || buf == NULL) return;
-  if (zd_event_done(dev, ev)) {
-    zd_stage_put(dev, buf);
-    return;
-  }
-  for (;;) { /* full: the oldest goes back first (another thread may fill it again meanwhile) */
-    pthread_mutex_lock(&dev->late_lock);
-    if (dev->nlate < ZD_STAGE_LATE) {
-      dev->late[dev->nlate].buf = buf;
-      dev->late[dev->nlate].ev = ev;
-      dev->nlate++;
-      pthread_mutex_unlock(&dev->late_lock);
-      return;
-    }
-    pthread_mutex_unlock(&dev->late_lock);
-    zd_stage_reclaim(dev, 1);
-  }
-}
-
-zcclResult_t zd_stage_try(zd_dev_t* dev, size_t bytes, void** buf) {
-  ZU_RETURN_ERR_IF(dev == NULL || buf == NULL, zcclInvalidArgument, "zd_stage_try: NULL argument");
-  zd_stage_reclaim(dev, 0);
-  ZU_CHECK(zd_bufpool_get(dev, &dev->stage, 1, 1, bytes, buf));
-  while (*buf == NULL && zd_stage_reclaim(dev, 1) > 0) ZU_CHECK(zd_bufpool_get(dev, &dev->stage, 1, 1, bytes, buf));
-  return zcclSuccess;
-}
-
-zcclResult_t zd_stage_get(zd_dev_t* dev, size_t bytes, void** buf) {
-  ZU_RETURN_ERR_IF(dev == NULL || buf == NULL, zcclInvalidArgument, "zd_stage_get: NULL argument");
-  ZU_CHECK(zd_stage_try(dev, bytes, buf));
-  if (*buf) return zcclSuccess;
-  /* A message larger than the free staging memory: memory of its own, for
-   * this message only, plain pageable memory (slow: raise
-   * ZCCL_BUFFER_POOL_BYTES): pinning and unpinning it may wait for the
-   * whole GPU, from the progress thread, while the call's hold waits for
-   * that thread. */
-  static atomic_int said;
-  if (!atomic_exchange(&said, 1))
-    ZU_INFO(ZU_LOG_DEVICE, "a %zu-byte message does not fit the %zu-byte staging pool: it gets memory of its own "
-            "(raise ZCCL_BUFFER_POOL_BYTES to avoid the allocation)", bytes, dev->stage.size);
-  *buf = aligned_alloc(ZD_ALIGN, (bytes + ZD_ALIGN - 1) / ZD_ALIGN * ZD_ALIGN + ZD_ALIGN);
-  ZU_RETURN_ERR_IF(*buf == NULL, zcclSystemError, "zd_stage_get: out of memory for %zu bytes", bytes);
-  return zcclSuccess;
-}
-
-void zd_stage_put(zd_dev_t* dev, void* buf) {
-  if (dev == NULL || buf == NULL || zd_bufpool_put(&dev->stage, buf)) return;
-  free(buf);
-}
-
-size_t zd_buf_largest(zd_dev_t* dev) {
-  if (dev == NULL) return 0;
-  zd_bufpool_t* p = &dev->bufs;
-  size_t largest = 0;
-  pthread_mutex_lock(&p->lock);
-  if (p->base != NULL) {
-    largest = zd_bufpool_largest(p);
-  } else {
-    int64_t bytes = 0;
-    if (zu_param_int(ZU_PARAM_BUFFER_POOL_BYTES, &bytes) == zcclSuccess && bytes >= ZD_ALIGN)
-      largest = (size_t)bytes & ~(size_t)(ZD_ALIGN - 1);
-  }
-  pthread_mutex_unlock(&p->lock);
-  return largest;
 }
 
 /* ---- queued operations: checked here, run by the kind ------------------ */

@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "zc_szp.h"
+#include "zd_alloc.h"
 #include "zd_device.h"
 #include "zd_host_codec.h"
 #include "zd_pool.h"
@@ -87,21 +88,6 @@ typedef struct {
   void (*host_free)(zd_dev_t* dev, void* mem);
 } zd_ops_t;
 
-typedef struct {
-  size_t off, len;
-  int used;
-} zd_seg_t;
-
-/* First-fit pool; segments sorted by offset, metadata kept outside the
- * memory (a CUDA pool's memory is not host-addressable). */
-typedef struct {
-  pthread_mutex_t lock;
-  char* base;
-  size_t size;
-  zd_seg_t* segs;
-  int nsegs, cap;
-} zd_bufpool_t;
-
 typedef struct zd_sim zd_sim_t;
 typedef struct zd_cuda zd_cuda_t;
 
@@ -111,8 +97,8 @@ typedef struct zd_cuda zd_cuda_t;
 struct zd_dev {
   zd_kind_t kind;
   const zd_ops_t* ops;
-  zd_bufpool_t bufs;
-  zd_bufpool_t stage; /* host memory for messages the transport cannot send from bufs */
+  zd_alloc_t bufs;  /* the buffer pool (zd_alloc.c) */
+  zd_alloc_t stage; /* host memory for messages the transport cannot send from bufs (zd_staging.c) */
   pthread_mutex_t late_lock;
   struct {
     void* buf;
@@ -144,6 +130,21 @@ struct zd_dev {
  * ZCCL_SIM_FAIL_RANGE check). */
 zcclResult_t zd_value_range_host(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
                                  double fill, double* min, double* max, size_t* valid);
+
+/* zd_alloc.c: gives a pool of dev's (dev->bufs; dev->stage with staging)
+ * its memory unless it has it; frees both pools at zd_dev_destroy. */
+zcclResult_t zd_bufpool_make(zd_dev_t* dev, zd_alloc_t* a, int staging);
+void zd_bufpools_free(zd_dev_t* dev);
+
+/* zd_staging.c: takes back the late staging buffers whose events have
+ * passed; with wait, waits for the oldest first (one at least, if any).
+ * Returns how many. */
+int zd_stage_reclaim(zd_dev_t* dev, int wait);
+/* res of a wait on lane l, unless a wait for a late staging buffer took an
+ * earlier error of that lane: that one, reported now. */
+zcclResult_t zd_late_err_take(zd_dev_t* dev, int l, zcclResult_t res);
+/* Every late buffer back at once, at zd_dev_destroy (nothing runs). */
+void zd_stage_drop_late(zd_dev_t* dev);
 
 extern const zd_ops_t zd_sim_ops;
 /* Waits for the work queued now on every live sim user stream, held calls

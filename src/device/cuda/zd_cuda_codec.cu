@@ -91,6 +91,7 @@
 
 #include "zd_cuda_codec_blocks.h"
 #include "zd_cuda_kernels.h"
+#include "zd_cuda_queue.h"
 #include "zd_cuda_util.h"
 #include "zu_error.h"
 
@@ -585,23 +586,7 @@ __device__ static void zd_finish(uint64_t* out_size, int* status, unsigned long 
   if (!ok) zd_fail(status);
 }
 
-/* ---- compression -------------------------------------------------------- */
-
-typedef struct {
-  const uint8_t* in;
-  uint64_t count;
-  uint8_t* out;
-  uint64_t cap;
-  uint64_t* out_size;
-  int* status;
-  uint8_t* scratch;
-  unsigned long long epoch;
-  double eb, fill;
-  int has_fill, f64;
-  int checksum; /* write chunk checksums */
-  unsigned lg;
-  uint32_t nchunks;
-} zd_cargs_t;
+/* ---- compression (arguments: zd_cargs_t, zd_cuda_queue.h) ------------------ */
 
 /* Shared memory of a compression or hop: a chunk's result bytes, staged
  * until its place in the output is known (ZD_OBUF: a float32 chunk of 4096
@@ -876,15 +861,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_compress_kernel(zd_cargs_t A) 
   zd_compress_body<F64>(A, blockIdx.x, &((zd_ctl_t*)A.scratch)->ticket, &s_cm);
 }
 
-/* ---- decompression ------------------------------------------------------- */
-
-typedef struct {
-  const uint8_t* s;
-  const uint64_t* size;
-  uint8_t* out;
-  uint64_t count;
-  int* status;
-} zd_dargs_t;
+/* ---- decompression (arguments: zd_dargs_t, zd_cuda_queue.h) ---------------- */
 
 /* Decompression's shared memory. */
 typedef struct __align__(16) {
@@ -1025,23 +1002,7 @@ __global__ static void __launch_bounds__(ZD_T) zd_decompress_kernel(zd_dargs_t A
   zd_decompress_body(A, blockIdx.x, gridDim.x, &s_dm);
 }
 
-/* ---- homomorphic operations --------------------------------------------- */
-
-typedef struct {
-  zcclRedOp_t op;
-  const uint8_t* a;
-  const uint64_t* a_size;
-  const uint8_t* b;
-  const uint64_t* b_size;
-  uint8_t* out;
-  uint64_t cap;
-  uint64_t* out_size;
-  int* status;
-  uint8_t* scratch;
-  uint64_t scratch_bytes;
-  unsigned long long epoch;
-  int inplace; /* out == a or out == b: zd_hop_stage_kernel runs first */
-} zd_hargs_t;
+/* ---- homomorphic operations (arguments: zd_hargs_t, zd_cuda_queue.h) ------- */
 
 /* One input chunk as a round reads it. */
 typedef struct {
@@ -1532,47 +1493,9 @@ __global__ static void __launch_bounds__(ZD_T) zd_hop_kernel(zd_hargs_t A) {
  *   the engine dead, then looks at the tail once more; the host, after
  *   publishing, looks at the mark (both with full fences, so one of them
  *   sees the other) and launches the kernel again when it is set. A launch
- *   queued behind a kernel that is still leaving simply starts after it. */
-#define ZD_PQ 256 /* items in the queue */
-enum { ZD_P_COMPRESS = 1, ZD_P_DECOMPRESS, ZD_P_HOP_STAGE, ZD_P_HOP };
-
-typedef struct {
-  uint32_t kind;
-  uint32_t gate_val;
-  const uint32_t* gate; /* device word: the item waits until (int32_t)(*gate - gate_val) >= 0; NULL: no wait */
-  union {
-    zd_cargs_t c;
-    zd_dargs_t d;
-    zd_hargs_t h;
-  } a;
-} zd_pitem_t;
-
-/* Pinned and mapped: the host writes items, tail and quit; the kernel
- * writes dead and done. */
-typedef struct {
-  uint64_t tail;  /* items published */
-  uint64_t done;  /* items completed */
-  uint32_t dead;  /* no CTA of the engine runs (or the last is leaving) */
-  uint32_t quit;  /* the engine is being destroyed: CTAs leave */
-  zd_pitem_t item[ZD_PQ];
-} zd_pq_t;
-
-/* Device memory, zeroed once. */
-typedef struct {
-  unsigned long long vticket; /* virtual CTAs taken, over all items */
-  unsigned long long chunk;   /* the current item's chunk ticket */
-  unsigned long long vdone;   /* the current item's virtual CTAs finished */
-  unsigned long long done;    /* items completed */
-  unsigned alive;             /* CTAs running */
-  uint32_t done32;            /* done's low 32 bits, for cuStreamWaitValue32 */
-} zd_pctl_t;
-
-typedef struct {
-  zd_pq_t* q; /* device address */
-  zd_pctl_t* ctl;
-  unsigned vg;
-  unsigned long long idle_ns;
-} zd_pargs_t;
+ *   queued behind a kernel that is still leaving simply starts after it.
+ * The queue's layout is zd_cuda_queue.h's; its host side (pushing items,
+ * relaunching the kernel) is zd_cuda_queue.cu. */
 
 __device__ static unsigned long long zd_now_ns(void) {
 #ifdef ZD_EMULATED
@@ -1731,10 +1654,6 @@ __global__ static void __launch_bounds__(ZD_T) zd_persist_kernel(zd_pargs_t P) {
 #define ZD_LAUNCH(kernel, grid, stream, args) (kernel<<<(grid), ZD_T, 0, (stream)>>>(args), cudaGetLastError())
 #endif
 
-static zcclResult_t zd_cuda_fail(cudaError_t e, const char* what) {
-  return ZU_ERROR(zcclUnhandledCudaError, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
-}
-
 #define ZD_TRY(call)                                 \
   do {                                               \
     cudaError_t e_ = (call);                         \
@@ -1814,9 +1733,9 @@ extern "C" size_t zd_cuda_hop_scratch_bytes(size_t cap) {
 }
 
 /* The launchers' checks and arguments, shared by both modes. */
-static zcclResult_t zd_compress_args(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
-                                     uint64_t* out_size, void* scratch, size_t scratch_bytes, int* status,
-                                     zd_cargs_t* args) {
+zcclResult_t zd_compress_args(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
+                              uint64_t* out_size, void* scratch, size_t scratch_bytes, int* status,
+                              zd_cargs_t* args) {
   ZU_RETURN_ERR_IF(p == NULL || out == NULL || out_size == NULL || status == NULL || scratch == NULL ||
                        (in == NULL && count > 0),
                    zcclInvalidArgument, "zd_cuda_compress: NULL argument");
@@ -1873,8 +1792,8 @@ extern "C" zcclResult_t zd_cuda_compress(const zc_params_t* p, const void* in, s
   return zcclSuccess;
 }
 
-static zcclResult_t zd_decompress_args(const void* stream_bytes, const uint64_t* size, void* out, size_t count,
-                                       int* status, zd_dargs_t* args) {
+zcclResult_t zd_decompress_args(const void* stream_bytes, const uint64_t* size, void* out, size_t count,
+                                int* status, zd_dargs_t* args) {
   ZU_RETURN_ERR_IF(stream_bytes == NULL || size == NULL || status == NULL || (out == NULL && count > 0),
                    zcclInvalidArgument, "zd_cuda_decompress: NULL argument");
   ZU_RETURN_ERR_IF(((uintptr_t)out & 3) != 0, zcclInvalidArgument,
@@ -1901,9 +1820,9 @@ extern "C" zcclResult_t zd_cuda_decompress(const void* stream_bytes, const uint6
   return zcclSuccess;
 }
 
-static zcclResult_t zd_hop_args(zcclRedOp_t op, const void* a, const uint64_t* a_size, const void* b,
-                                const uint64_t* b_size, void* out, size_t cap, uint64_t* out_size, void* scratch,
-                                size_t scratch_bytes, int* status, zd_hargs_t* args) {
+zcclResult_t zd_hop_args(zcclRedOp_t op, const void* a, const uint64_t* a_size, const void* b,
+                         const uint64_t* b_size, void* out, size_t cap, uint64_t* out_size, void* scratch,
+                         size_t scratch_bytes, int* status, zd_hargs_t* args) {
   ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
                    "zd_cuda_hop: op %d is not sum, max or min", (int)op);
   ZU_RETURN_ERR_IF(a == NULL || a_size == NULL || b == NULL || b_size == NULL || out == NULL || out_size == NULL ||
@@ -1951,214 +1870,18 @@ extern "C" zcclResult_t zd_cuda_hop(zcclRedOp_t op, const void* a, const uint64_
   return zcclSuccess;
 }
 
-/* ---- persistent mode: the host side ------------------------------------------- */
+/* ---- persistent mode: what the queue (zd_cuda_queue.cu) asks of the kernel -- */
 
 #ifndef ZD_LAUNCH_PERSIST
 #define ZD_LAUNCH_PERSIST ZD_LAUNCH
 #endif
 
-struct zd_cuda_persist {
-  zd_pq_t* q;     /* host address */
-  zd_pq_t* q_d;   /* device address */
-  zd_pctl_t* ctl; /* device memory */
-  cudaStream_t stream;
-  int grid;
-  unsigned long long idle_ns;
-  unsigned long long launches;
-  cudaError_t broken; /* a launch failed: every later push fails with it */
-  pthread_mutex_t lock; /* pushers */
-};
-
-extern "C" zcclResult_t zd_cuda_persist_create(unsigned long long idle_us, int ctas, zd_cuda_persist_t** out) {
-  ZU_RETURN_ERR_IF(out == NULL, zcclInvalidArgument, "zd_cuda_persist_create: NULL argument");
-  *out = NULL;
-  zd_cuda_persist_t* p = (zd_cuda_persist_t*)calloc(1, sizeof *p);
-  ZU_RETURN_ERR_IF(p == NULL, zcclSystemError, "zd_cuda_persist_create: out of memory");
-  pthread_mutex_init(&p->lock, NULL);
-  p->idle_ns = idle_us * 1000ull;
-  int dev = 0, sms = 0, per = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  const char* what = "cudaGetDevice";
-  if (e == cudaSuccess) {
-    what = "cudaDeviceGetAttribute";
-    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  }
-  if (e == cudaSuccess) {
-    what = "cudaOccupancyMaxActiveBlocksPerMultiprocessor";
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, (const void*)zd_persist_kernel, ZD_T, 0);
-  }
-  if (e == cudaSuccess) {
-    what = "cudaStreamCreateWithFlags";
-    e = cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking);
-  }
-  if (e == cudaSuccess) {
-    what = "cudaHostAlloc (mapped)";
-    e = cudaHostAlloc((void**)&p->q, sizeof *p->q, cudaHostAllocMapped);
-  }
-  if (e == cudaSuccess) {
-    memset(p->q, 0, sizeof *p->q); /* also before a failure below: destroy reads it */
-    p->q->dead = 1;                /* launched at the first item */
-    what = "cudaHostGetDevicePointer";
-    e = cudaHostGetDevicePointer((void**)&p->q_d, p->q, 0);
-  }
-  if (e == cudaSuccess) {
-    what = "cudaMalloc";
-    e = cudaMalloc((void**)&p->ctl, sizeof *p->ctl);
-  }
-  if (e == cudaSuccess) {
-    what = "cudaMemset";
-    e = cudaMemset(p->ctl, 0, sizeof *p->ctl);
-  }
-  if (e != cudaSuccess || per < 1) {
-    zcclResult_t res = e != cudaSuccess ? zd_cuda_fail(e, what)
-                                        : ZU_ERROR(zcclInternalError, "persistent kernel: no CTA fits on an SM");
-    zd_cuda_persist_destroy(p);
-    return res;
-  }
-  /* At most one CTA per SM, and by default half of them: a CTA takes an
-   * SM's registers, and an item's gate may wait for a launched kernel
-   * (value range, reduction, the user's) that needs a free SM; with every
-   * SM held, that kernel could start only once idle CTAs left. */
-  p->grid = ctas > 0 ? (ctas < sms ? ctas : sms) : (sms > 1 ? sms / 2 : 1);
-  *out = p;
-  return zcclSuccess;
+cudaError_t zd_cuda_pq_occupancy(int* per_sm) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, (const void*)zd_persist_kernel, ZD_T, 0);
 }
 
-/* Lock held: waits until done >= seq, polling; fails only when the
- * engine's stream has failed. */
-static zcclResult_t zd_persist_wait_locked(zd_cuda_persist_t* p, uint64_t seq) {
-  for (unsigned long round = 0; __atomic_load_n(&p->q->done, __ATOMIC_ACQUIRE) < seq; round++) {
-    if (round < 64) {
-      sched_yield();
-      continue;
-    }
-    if (round % 512 == 0) {
-      cudaError_t e = cudaStreamQuery(p->stream);
-      if (e != cudaSuccess && e != cudaErrorNotReady) return zd_cuda_fail(e, "persistent kernel");
-    }
-    struct timespec nap = {0, 20000};
-    nanosleep(&nap, NULL);
-  }
-  return zcclSuccess;
-}
-
-extern "C" zcclResult_t zd_cuda_persist_wait(zd_cuda_persist_t* p, uint64_t seq) {
-  pthread_mutex_lock(&p->lock);
-  zcclResult_t res = zd_persist_wait_locked(p, seq);
-  pthread_mutex_unlock(&p->lock);
-  return res;
-}
-
-/* Publishes the items, waking the kernel when it has left. */
-static zcclResult_t zd_persist_push_locked(zd_cuda_persist_t* p, const zd_pitem_t* items, int n, uint64_t* seq) {
-  zd_pq_t* q = p->q;
-  if (p->broken != cudaSuccess) return zd_cuda_fail(p->broken, "persistent kernel (an earlier launch failed)");
-  for (int i = 0; i < n; i++) {
-    const uint64_t k = __atomic_load_n(&q->tail, __ATOMIC_RELAXED);
-    if (k >= ZD_PQ) ZU_CHECK(zd_persist_wait_locked(p, k + 1 - ZD_PQ)); /* item k - ZD_PQ's slot */
-    memcpy(&q->item[k % ZD_PQ], &items[i], sizeof items[i]);
-    __atomic_store_n(&q->tail, k + 1, __ATOMIC_RELEASE);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the tail before the look at dead (see above) */
-    if (__atomic_load_n(&q->dead, __ATOMIC_RELAXED)) {
-      __atomic_store_n(&q->dead, 0, __ATOMIC_RELAXED);
-      zd_pargs_t P = {p->q_d, p->ctl, (unsigned)p->grid, p->idle_ns};
-      cudaError_t e = ZD_LAUNCH_PERSIST(zd_persist_kernel, p->grid, p->stream, P);
-      if (e != cudaSuccess) { /* no kernel runs: nothing may wait for one */
-        __atomic_store_n(&q->dead, 1, __ATOMIC_RELAXED);
-        p->broken = e;
-        return zd_cuda_fail(e, "persistent kernel launch");
-      }
-      p->launches++;
-    }
-    *seq = k + 1;
-  }
-  return zcclSuccess;
-}
-
-static zcclResult_t zd_persist_submit(zd_cuda_persist_t* p, const zd_pitem_t* items, int n, uint64_t* seq) {
-  pthread_mutex_lock(&p->lock);
-  zcclResult_t res = zd_persist_push_locked(p, items, n, seq);
-  pthread_mutex_unlock(&p->lock);
-  return res;
-}
-
-static void zd_pitem_init(zd_pitem_t* it, uint32_t kind, const uint32_t* gate, uint32_t gate_val) {
-  memset(it, 0, sizeof *it);
-  it->kind = kind;
-  it->gate = gate;
-  it->gate_val = gate_val;
-}
-
-extern "C" zcclResult_t zd_cuda_persist_compress(zd_cuda_persist_t* p, const zc_params_t* prm, const void* in,
-                                                 size_t count, void* out, size_t cap, uint64_t* out_size,
-                                                 void* scratch, size_t scratch_bytes, int* status,
-                                                 const uint32_t* gate, uint32_t gate_val, uint64_t* seq) {
-  ZU_RETURN_ERR_IF(p == NULL || seq == NULL, zcclInvalidArgument, "zd_cuda_persist_compress: NULL argument");
-  zd_pitem_t it;
-  zd_pitem_init(&it, ZD_P_COMPRESS, gate, gate_val);
-  ZU_CHECK(zd_compress_args(prm, in, count, out, cap, out_size, scratch, scratch_bytes, status, &it.a.c));
-  return zd_persist_submit(p, &it, 1, seq);
-}
-
-extern "C" zcclResult_t zd_cuda_persist_decompress(zd_cuda_persist_t* p, const void* stream_bytes,
-                                                   const uint64_t* size, void* out, size_t count, int* status,
-                                                   const uint32_t* gate, uint32_t gate_val, uint64_t* seq) {
-  ZU_RETURN_ERR_IF(p == NULL || seq == NULL, zcclInvalidArgument, "zd_cuda_persist_decompress: NULL argument");
-  zd_pitem_t it;
-  zd_pitem_init(&it, ZD_P_DECOMPRESS, gate, gate_val);
-  ZU_CHECK(zd_decompress_args(stream_bytes, size, out, count, status, &it.a.d));
-  return zd_persist_submit(p, &it, 1, seq);
-}
-
-/* In place, a staging item first (what the staging kernel does per launch):
- * items run in order, so every copy is made before the hop writes. */
-extern "C" zcclResult_t zd_cuda_persist_hop(zd_cuda_persist_t* p, zcclRedOp_t op, const void* a,
-                                            const uint64_t* a_size, const void* b, const uint64_t* b_size, void* out,
-                                            size_t cap, uint64_t* out_size, void* scratch, size_t scratch_bytes,
-                                            int* status, const uint32_t* gate, uint32_t gate_val, uint64_t* seq) {
-  ZU_RETURN_ERR_IF(p == NULL || seq == NULL, zcclInvalidArgument, "zd_cuda_persist_hop: NULL argument");
-  zd_pitem_t it[2];
-  zd_pitem_init(&it[0], ZD_P_HOP_STAGE, gate, gate_val);
-  ZU_CHECK(zd_hop_args(op, a, a_size, b, b_size, out, cap, out_size, scratch, scratch_bytes, status, &it[0].a.h));
-  if (!it[0].a.h.inplace) {
-    it[0].kind = ZD_P_HOP;
-    return zd_persist_submit(p, it, 1, seq);
-  }
-  zd_pitem_init(&it[1], ZD_P_HOP, NULL, 0);
-  it[1].a.h = it[0].a.h;
-  return zd_persist_submit(p, it, 2, seq);
-}
-
-extern "C" const uint32_t* zd_cuda_persist_done_word(const zd_cuda_persist_t* p) { return &p->ctl->done32; }
-
-extern "C" unsigned long long zd_cuda_persist_launches(zd_cuda_persist_t* p) {
-  pthread_mutex_lock(&p->lock);
-  unsigned long long n = p->launches;
-  pthread_mutex_unlock(&p->lock);
-  return n;
-}
-
-extern "C" int zd_cuda_persist_ctas(const zd_cuda_persist_t* p) { return p->grid; }
-
-extern "C" void zd_cuda_persist_destroy(zd_cuda_persist_t* p) {
-  if (p == NULL) return;
-  if (p->q) {
-    pthread_mutex_lock(&p->lock);
-    zcclResult_t res = zd_persist_wait_locked(p, __atomic_load_n(&p->q->tail, __ATOMIC_RELAXED));
-    pthread_mutex_unlock(&p->lock);
-    if (res != zcclSuccess) ZU_WARN("persistent kernel destroyed with items not done: %s", zu_error_last());
-    __atomic_store_n(&p->q->quit, 1, __ATOMIC_RELEASE);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  }
-  if (p->stream) {
-    cudaStreamSynchronize(p->stream);
-    cudaStreamDestroy(p->stream);
-  }
-  if (p->ctl) cudaFree(p->ctl);
-  if (p->q) cudaFreeHost(p->q);
-  cudaGetLastError();
-  pthread_mutex_destroy(&p->lock);
-  free(p);
+cudaError_t zd_cuda_pq_launch(zd_pargs_t args, int grid, cudaStream_t stream) {
+  return ZD_LAUNCH_PERSIST(zd_persist_kernel, grid, stream, args);
 }
 
 /* The three kernels, and the grid each gets on this GPU (zd_cuda_kernels.h). */
@@ -2174,3 +1897,9 @@ extern "C" zcclResult_t zd_cuda_codec_load(void) {
   for (int kind = 0; kind < ZD_K_NUM; kind++) ZU_CHECK(zd_grid(kind, &grid));
   return zcclSuccess;
 }
+
+/* The host emulation (test/unit/cuda_emu) compiles the codec as one file,
+ * which its tests include: the queue comes with it. */
+#ifdef ZD_EMULATED
+#include "zd_cuda_queue.cu"
+#endif
