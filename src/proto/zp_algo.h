@@ -3,6 +3,7 @@
 #define ZP_ALGO_H_
 
 #include "zp_coll.h"
+#include "zp_tag.h"
 #include "zu_dtype.h"
 #include "zu_error.h"
 
@@ -108,7 +109,8 @@ size_t zp_slice_elems(const zp_ctx_t* ctx, size_t count, size_t esize, int nbloc
 
 /* Ring allgather in place over buf: block b is boff[b]/blen[b] elements of
  * es bytes; this rank holds block `me` (its rank, or its rank relative to
- * a root: the ring's neighbours are the same). */
+ * a root: the ring's neighbours are the same). tagbase: a zp_sub whose
+ * part and chunk its messages keep; the ring numbers the steps. */
 zcclResult_t zp_ring_allgather_blocks(const zp_ctx_t* ctx, uint8_t* buf, size_t es, const size_t* boff,
                                       const size_t* blen, int me, uint32_t tagbase);
 
@@ -121,11 +123,14 @@ size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes);
 int zp_ring_block_pieces(const zp_ctx_t* ctx, size_t block_elems, size_t es);
 
 /* Calls shared between families. */
+/* An allreduce on one rank: the input, AVG divided by 1 (ring, direct). */
+zcclResult_t zp_allreduce_alone(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 /* Whether count gives every rank an element (ring, direct, Rabenseifner). */
 int zp_allreduce_blocks_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t room);
 /* Binomial broadcast of bytes at buf from root, its messages tagged sub. */
 zcclResult_t zp_tree_broadcast_sub(const zp_ctx_t* ctx, void* buf, size_t bytes, int root, uint32_t sub);
-/* Recursive-doubling allreduce with its tags' sub numbers starting at sub0. */
+/* Recursive-doubling allreduce whose messages keep sub0's part and chunk:
+ * step 0 the fold-in, 1 + i round i, ZP_TAG_STEP_LAST the fold-out. */
 zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0);
 
 /* ---- algorithms as descriptors ----------------------------------------------
@@ -199,9 +204,8 @@ double zp_sparse_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 /* The compressed rings (zp_chunk_ring.c): a block of maxb values goes in about 4
  * chunks of zp_doc_chunk_values values (when the pool has room): enough to
  * overlap the codec work on one with the transfer of the others, few
- * enough that per-message costs stay small (4 netlab hosts at 1 Gbit/s,
- * 4 MiB allreduce: chunks of 16 Ki values, 16 a block, took 151 ms; one
- * chunk a block 24 ms). The cost model uses the same. */
+ * enough that per-message costs stay small (docs/measurements/compressed.md,
+ * "Chunk sizes"). The cost model uses the same. */
 static inline size_t zp_doc_chunk_values(size_t maxb) {
   size_t c = (maxb + 3) / 4, lo = 16384, hi = 262144;
   c = c < lo ? lo : c > hi ? hi : c;
@@ -211,11 +215,8 @@ static inline size_t zp_doc_chunk_values(size_t maxb) {
  * rank's codec work overlaps its transfers. With more ranks than cores
  * (cpu_share > 1) a rank's wait is another rank's compute time anyway, and
  * every chunk costs messages and wake-ups: one chunk a block, up to
- * ZP_RING_CHUNK_MAX values (the pool may make it smaller). Measured on 4
- * netlab hosts on 2 cores at 1 Gbit/s, hz allreduce: 4 / 8 / 16 MiB 23-31 /
- * 40-45 / 75-84 ms with one chunk a block, 42-48 / 60-77 / 96-98 with
- * four; 128 MiB 544-588 with chunks of up to 512 Ki values, 580-671 with
- * 256 Ki. */
+ * ZP_RING_CHUNK_MAX values (the pool may make it smaller; figures in
+ * docs/measurements/compressed.md, "Chunk sizes"). */
 #define ZP_RING_CHUNK_MAX ((size_t)1 << 20)
 static inline size_t zp_ring_chunk_values(const zp_ctx_t* ctx, size_t maxb) {
   /* A GPU (and sim, standing in for one) computes off the host's cores:

@@ -15,8 +15,8 @@ size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes) {
   double hops = ctx->nranks > 3 ? ctx->nranks - 2 : 1;
   double k = sqrt(hops * (double)bytes / (alpha * B));
   double piece = k > 1 ? (double)bytes / k : (double)bytes;
-  /* Within what goes eagerly: on 4 hosts at 1 Gbit/s a latency read high
-   * (100-850 us there) gave 1-1.5 MiB pieces at 64 MiB. */
+  /* Within what goes eagerly: a latency read high gave pieces above 1 MiB,
+   * which went by rendezvous (docs/measurements/collectives.md). */
   size_t cap = zp_eager_cap(ctx, 4 << 20);
   size_t p = piece < (64 << 10) ? (64 << 10) : piece > (double)cap ? cap : (size_t)piece;
   return (p + 4095) & ~(size_t)4095; /* <= cap, a multiple of 4 KiB */
@@ -43,14 +43,14 @@ static zcclResult_t zp_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t
   zcclResult_t res = zcclSuccess;
 #define ZP_PIECE(k) (buf + (k) * P), ((k) * P + P < bytes ? P : bytes - (k) * P)
   for (size_t k = 0; k < 2 && k < npieces && prev >= 0; k++) {
-    zp_recv_at(ctx, &rx[k], prev, (uint32_t)k, ZP_PIECE(k));
+    zp_recv_at(ctx, &rx[k], prev, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)k), ZP_PIECE(k));
     ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[k], 1), res, fail);
   }
   for (size_t k = 0; k < npieces; k++) {
     if (prev >= 0) {
       ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain broadcast", &rx[k % 2], 1), res, fail);
       if (k + 2 < npieces) {
-        zp_recv_at(ctx, &rx[k % 2], prev, (uint32_t)(k + 2), ZP_PIECE(k + 2));
+        zp_recv_at(ctx, &rx[k % 2], prev, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)(k + 2)), ZP_PIECE(k + 2));
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[k % 2], 1), res, fail);
       }
     }
@@ -59,7 +59,7 @@ static zcclResult_t zp_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t
       ZU_CHECK_GOTO(zp_xfers_wait(ctx, "chain broadcast", send, 1), res, fail);
     }
     if (next >= 0) {
-      zp_send_at(ctx, send, next, (uint32_t)k, ZP_PIECE(k));
+      zp_send_at(ctx, send, next, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)k), ZP_PIECE(k));
       sending = 1;
       ZU_CHECK_GOTO(zp_xfers_post(ctx, send, 1), res, fail);
     }
@@ -101,7 +101,7 @@ static zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a
   size_t lo, m;
   for (size_t k = 0; k < 2 && k < npieces && from >= 0; k++) {
     m = zp_piece(n, piece, k, &lo);
-    zp_recv_at(ctx, &rx[k], from, (uint32_t)k, t[k], m * es);
+    zp_recv_at(ctx, &rx[k], from, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)k), t[k], m * es);
     ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[k], 1), res, out);
   }
   for (size_t k = 0; k < npieces; k++) {
@@ -125,13 +125,13 @@ static zcclResult_t zp_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
       if (from >= 0 && k + 2 < npieces) {
         size_t o2, m2 = zp_piece(n, piece, k + 2, &o2);
-        zp_recv_at(ctx, &rx[j], from, (uint32_t)(k + 2), t[j], m2 * es);
+        zp_recv_at(ctx, &rx[j], from, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)(k + 2)), t[j], m2 * es);
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &rx[j], 1), res, out);
       }
       partial = dst;
     }
     if (to >= 0) {
-      zp_send_at(ctx, &sx[j], to, (uint32_t)k, partial, m * es);
+      zp_send_at(ctx, &sx[j], to, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)k), partial, m * es);
       sposted[j] = 1;
       ZU_CHECK_GOTO(zp_xfers_post(ctx, &sx[j], 1), res, out);
     }

@@ -162,7 +162,7 @@ static zcclResult_t zp_doc_chunk(zp_doc_t* d, int how, int rb, int k, uint8_t* s
  * on; a set's chunk is received into again (posted one step ahead) only
  * once its send is done and the device has finished reading it. */
 static int zp_ring_set(int t) { return (t % 3 + 3) % 3; }
-static uint32_t zp_ring_tag(int t, int k) { return 0x8000u | (uint32_t)(t & 0x7f) << 8 | (uint32_t)(k & 0xff); }
+static uint32_t zp_ring_tag(int t, int k) { return zp_sub(ZP_TAG_ALGO, (uint32_t)t, (uint32_t)k); }
 
 /* Posts the receive of chunk k for step t, once its set is free. */
 static zcclResult_t zp_ring_post_recv(zp_doc_t* d, int t, int k) {
@@ -409,9 +409,8 @@ static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, size_t c0, int sets, i
     c = (c + 1) / 2;
   }
   d->c = c;
-  /* Chunks in flight: the more the better (4 netlab hosts on 2 cores, 1
-   * Gbit/s, 128 MiB hz allreduce: 4 MiB of values in flight 528-584 ms,
-   * 16 MiB 418-477 with a 256M pool); an eighth of the pool left to others. */
+  /* Chunks in flight: the more the better (docs/measurements/compressed.md,
+   * "Chunk sizes"); an eighth of the pool left to others. */
   size_t use = room - room / 8;
   size_t per = S * d->capr + (d->ahead ? tb : 0), fixed = d->ahead ? 0 : tb;
   size_t k = use > fixed ? (use - fixed) / per : 1, need = (maxb + c - 1) / c;
@@ -538,7 +537,7 @@ static zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_
     res = zcclSuccess;
     if (from >= 0) {
       for (int k = 0; k < K; k++) {
-        zp_recv_at(ctx, &rx[k], from, 0x8000u | (uint32_t)k, st + (size_t)k * d->capr, d->cap);
+        zp_recv_at(ctx, &rx[k], from, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)k), st + (size_t)k * d->capr, d->cap);
         rx[k].var = 1;
       }
       res = zp_xfers_post(ctx, rx, K);
@@ -556,7 +555,8 @@ static zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_
       }
       if (res == zcclSuccess && to >= 0) { /* on as soon as it is done: its size is known then */
         res = zd_event_wait(ctx->dev, zd_event_record(ctx->dev));
-        if (res == zcclSuccess) zp_send_at(ctx, &sx[k], to, 0x8000u | (uint32_t)k, st + (size_t)k * d->capr, sz[k]);
+        if (res == zcclSuccess)
+          zp_send_at(ctx, &sx[k], to, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)k), st + (size_t)k * d->capr, sz[k]);
         if (res == zcclSuccess) res = zp_xfers_post(ctx, &sx[k], 1);
         if (res == zcclSuccess) sent++;
       }

@@ -59,7 +59,7 @@ static zcclResult_t zp_agreed_zeros(const zp_ctx_t* ctx, const zp_coll_args_t* a
   double z = 0;
   ZU_CHECK(zd_zero_fraction(ctx->dev, a->sendbuff, a->count, a->datatype, ZP_AUTO_SPARSE_SAMPLES, &z));
   z = -z; /* the max of -z: minus the min */
-  ZU_CHECK(zp_agree(ctx, &z, 1, -1, 0x7300));
+  ZU_CHECK(zp_agree(ctx, &z, 1, -1, zp_sub(ZP_TAG_AUTO_ZEROS, 0, 0)));
   *zeros = -z;
   return zcclSuccess;
 }

@@ -204,7 +204,8 @@ zcclResult_t zp_xfers_run(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, i
  * this once over all its messages. */
 void zp_xfers_cancel(const zp_ctx_t* ctx, zp_xfer_t* x, int n);
 void zp_xfers_cancel_what(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n);
-/* A collective's message: tag (collective, sender, ctx->seq, sub). */
+/* A collective's message: tag (collective, sender, ctx->seq, sub), sub
+ * made by zp_sub (zp_tag.h). */
 void zp_send_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, const void* buf, size_t bytes);
 void zp_recv_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, void* buf, size_t bytes);
 /* Send to dst and receive from src together (either may be -1: none). */

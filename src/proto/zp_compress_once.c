@@ -53,7 +53,9 @@ static zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args
     hs[r] = own;
     ZU_CHECK_GOTO(zd_copy(ctx->dev, sz + r, hs + r, sizeof *hs), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-    ZU_CHECK_GOTO(zp_ring_allgather_blocks(ctx, (uint8_t*)sz, sizeof(uint64_t), boff, blen, r, 0xf000), res, out);
+    ZU_CHECK_GOTO(zp_ring_allgather_blocks(ctx, (uint8_t*)sz, sizeof(uint64_t), boff, blen, r,
+                                           zp_sub(ZP_TAG_STREAM_SIZES, 0, 0)),
+                  res, out);
     ZU_CHECK_GOTO(zd_copy(ctx->dev, hs, sz, (size_t)N * sizeof *hs), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     /* Each size on its own first: a bad one must not wrap the sum. */
@@ -78,7 +80,8 @@ static zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args
       if (sbytes > avail) sbytes = avail;
       size_t rcap = lin - got < piece ? lin - got : piece, rbytes = 0;
       ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, sent < lout ? right : -1, z.s + sent, sbytes, 0,
-                                       got < lin ? left : -1, z.s + own + got, rcap, &rbytes, j & 0x7fff),
+                                       got < lin ? left : -1, z.s + own + got, rcap, &rbytes,
+                                       zp_sub(ZP_TAG_ALGO, j, 0)),
                     res, out);
       sent += sent < lout ? sbytes : 0;
       got += rbytes;
@@ -126,7 +129,7 @@ static zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a
       if (mine == zcclSuccess) mine = zd_sync(ctx->dev);
       if (mine == zcclSuccess) size = (double)bytes;
     }
-    ZU_CHECK_GOTO(zp_agree(ctx, &size, 1, root, 0xfff0), res, out);
+    ZU_CHECK_GOTO(zp_agree(ctx, &size, 1, root, zp_sub(ZP_TAG_BCAST_SIZE, 0, 0)), res, out);
     if (size < 0) {
       res = me ? mine
                : ZU_ERROR(zcclRemoteError, "compressed broadcast: the root (rank %d) failed to compress its data",
@@ -169,7 +172,7 @@ static void zp_hz_scatter_failed(const zp_ctx_t* ctx, const char* what) {
   zp_xfer_t x[N];
   static const char none = 0;
   for (int b = 0; b < N; b++)
-    if (b != ctx->rank) zp_send_at(ctx, &x[nx++], b, 0, &none, 0);
+    if (b != ctx->rank) zp_send_at(ctx, &x[nx++], b, ZP_SUB_ALGO, &none, 0);
   (void)zp_xfers_run(ctx, what, x, nx);
 }
 
@@ -189,7 +192,7 @@ static zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
   }
   for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
     if (r != root) {
-      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, -1, NULL, 0, 0, root, z.s, z.cap, &sizes[0], 0), res, out);
+      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, -1, NULL, 0, 0, root, z.s, z.cap, &sizes[0], ZP_SUB_ALGO), res, out);
       if (sizes[0] == 0 && m > 0) { /* no stream of m > 0 values is empty */
         res = ZU_ERROR(zcclRemoteError, "%s: the root (rank %d) failed to compress its data", what, root);
         goto out;
@@ -206,7 +209,7 @@ static zcclResult_t zp_hz_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
       }
       int nx = 0;
       for (int b = 0; b < N; b++)
-        if (b != r) zp_send_at(ctx, &x[nx++], b, 0, zp_stream(&z, b), sizes[b]);
+        if (b != r) zp_send_at(ctx, &x[nx++], b, ZP_SUB_ALGO, zp_stream(&z, b), sizes[b]);
       /* The root's own block decompresses while the others travel. */
       res = zp_xfers_post(ctx, x, nx);
       if (res == zcclSuccess)
@@ -239,12 +242,13 @@ static zcclResult_t zp_hz_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
     ZU_CHECK_GOTO(zp_encode(ctx, &z, zp_at(a->sendbuff, lo, es), m, own, z.cap, &sizes[r]), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     if (r != root) {
-      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, root, own, sizes[r], m * es, -1, NULL, 0, NULL, 0), res, out);
+      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, root, own, sizes[r], m * es, -1, NULL, 0, NULL, ZP_SUB_ALGO), res,
+                    out);
     } else {
       int nx = 0;
       for (int b = 0; b < N; b++)
         if (b != r) {
-          zp_recv_at(ctx, &x[nx], b, 0, zp_stream(&z, b), z.cap);
+          zp_recv_at(ctx, &x[nx], b, ZP_SUB_ALGO, zp_stream(&z, b), z.cap);
           x[nx++].var = 1;
         }
       ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nx), res, out);
@@ -285,7 +289,7 @@ static zcclResult_t zp_hz_alltoall(const zp_ctx_t* ctx, const zp_coll_args_t* a)
     for (int s = 1; s < N; s++) {
       int to = (r + s) % N, from = (r + N - s) % N;
       ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, to, zp_stream(&z, to), sizes[to], m * es, from, z.spare, z.cap,
-                                       &rsize, (uint32_t)s),
+                                       &rsize, zp_sub(ZP_TAG_ALGO, (uint32_t)s, 0)),
                     res, out);
       ZU_CHECK_GOTO(zp_decode(ctx, &z, z.spare, &rsize, zp_at(a->recvbuff, (size_t)from * n + lo, es), m), res,
                     out);

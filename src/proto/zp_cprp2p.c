@@ -80,7 +80,7 @@ static zcclResult_t zp_cpr_finish(const zp_ctx_t* ctx, const zp_coll_args_t* a, 
                                   zcclResult_t bad) {
   if (!c->zfp) return bad;
   double who = bad != zcclSuccess ? ctx->rank + 1 : 0;
-  ZU_CHECK(zp_agree(ctx, &who, 1, -1, 0x7200));
+  ZU_CHECK(zp_agree(ctx, &who, 1, -1, zp_sub(ZP_TAG_CPR_WHO, 0, 0)));
   if (bad != zcclSuccess) return bad;
   ZU_RETURN_ERR_IF(who > 0, zcclInvalidArgument,
                    "%s: codec=zfp could not compress on rank %d during the collective (ZFP cannot carry the NaN "
@@ -151,7 +151,7 @@ static zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* 
       int sb = zp_mod(r - s - 1, N), rb = zp_mod(r - s - 2, N);
       zp_cpr_outgoing(ctx, what, &c, zp_at(buf, soff[sb], es), slen[sb], st[0], &sz[0], &bad);
       ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[0], sz[0], slen[sb] * es, st[1], c.cap, &sz[1],
-                                   (k << 8) | (uint32_t)s),
+                                   zp_sub(ZP_TAG_ALGO, (uint32_t)s, k)),
                     res, out);
       if (!zp_cpr_incoming(what, left, sz[1], &bad)) continue;
       ZU_CHECK_GOTO(zp_decode(ctx, &c, st[1], &sz[1], raw, slen[rb]), res, out);
@@ -171,7 +171,7 @@ static zcclResult_t zp_cpr_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* 
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* st[cur^1] was being decompressed */
       if (bad != zcclSuccess) sz[cur] = 0; /* forwards only what it could read */
       ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[cur], sz[cur], slen[sb] * es, st[cur ^ 1], c.cap, &sz[cur ^ 1],
-                                   (k << 8) | 0x80 | (uint32_t)s),
+                                   zp_sub(ZP_TAG_ALGO_PHASE2, (uint32_t)s, k)),
                     res, out);
       if (!zp_cpr_incoming(what, left, sz[cur ^ 1], &bad)) continue;
       ZU_CHECK_GOTO(zp_decode(ctx, &c, st[cur ^ 1], &sz[cur ^ 1], zp_at(buf, soff[rb], es), slen[rb]), res,
@@ -213,7 +213,8 @@ static zcclResult_t zp_cpr_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* 
       /* (its sync also ends st[1]'s last decompression) */
       zp_cpr_outgoing(ctx, what, &c, zp_at(buf, (size_t)sb * n + lo, es), m, st[0], &sz[0], &bad);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[0], sz[0], m * es, st[1], c.cap, &sz[1], (k << 8) | (uint32_t)s),
+      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[0], sz[0], m * es, st[1], c.cap, &sz[1],
+                                   zp_sub(ZP_TAG_ALGO, (uint32_t)s, k)),
                     res, out);
       if (!zp_cpr_incoming(what, left, sz[1], &bad)) continue;
       ZU_CHECK_GOTO(zp_decode(ctx, &c, st[1], &sz[1], zp_at(buf, (size_t)rb * n + lo, es), m), res, out);
@@ -249,13 +250,14 @@ static zcclResult_t zp_cpr_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* 
   for (size_t lo = 0; zp_slice(n, c.slice, lo, &m); lo += c.slice, k++) {
     uint8_t* dst = zp_at(a->recvbuff, lo, es);
     if (v) {
-      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, -1, NULL, 0, 0, parent, st, c.cap, &sz, k), res, out);
+      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, -1, NULL, 0, 0, parent, st, c.cap, &sz, zp_sub(ZP_TAG_ALGO, 0, k)),
+                    res, out);
       if (zp_cpr_incoming(what, parent, sz, &bad))
         ZU_CHECK_GOTO(zp_decode(ctx, &c, st, &sz, dst, m), res, out);
     }
     if (nc) {
       zp_cpr_outgoing(ctx, what, &c, dst, m, st, &sz, &bad);
-      for (int i = 0; i < nc; i++) zp_send_at(ctx, &x[i], child[i], k, st, sz);
+      for (int i = 0; i < nc; i++) zp_send_at(ctx, &x[i], child[i], zp_sub(ZP_TAG_ALGO, 0, k), st, sz);
       ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nc), res, out);
       for (int i = 0; i < nc; i++) zp_count(ctx, m * es, sz);
     }
@@ -295,7 +297,8 @@ static zcclResult_t zp_cpr_reduce_scatter(const zp_ctx_t* ctx, const zp_coll_arg
       /* (its sync ends the last step's reduction into acc) */
       zp_cpr_outgoing(ctx, what, &c, s == 0 ? zp_at(a->sendbuff, (size_t)sb * n + lo, es) : acc, m, st[0], &sz[0],
                       &bad);
-      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[0], sz[0], m * es, st[1], c.cap, &sz[1], (k << 8) | (uint32_t)s),
+      ZU_CHECK_GOTO(zp_stream_xchg(ctx, what, st[0], sz[0], m * es, st[1], c.cap, &sz[1],
+                                   zp_sub(ZP_TAG_ALGO, (uint32_t)s, k)),
                     res, out);
       if (!zp_cpr_incoming(what, left, sz[1], &bad)) continue;
       /* In place, recvbuff is block r of sendbuff: only the last step,
@@ -348,7 +351,7 @@ static zcclResult_t zp_cpr_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
     const uint8_t* own = zp_at(a->sendbuff, lo, es);
     uint8_t* acc = v ? tmp : zp_at(a->recvbuff, lo, es); /* the root sums in recvbuff (in place: own) */
     for (int i = 0; i < nc; i++) {
-      zp_recv_at(ctx, &x[i], (child[i] + a->root) % N, k, st[i + 1], c.cap);
+      zp_recv_at(ctx, &x[i], (child[i] + a->root) % N, zp_sub(ZP_TAG_ALGO, 0, k), st[i + 1], c.cap);
       x[i].var = 1;
     }
     ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nc), res, out);
@@ -364,7 +367,9 @@ static zcclResult_t zp_cpr_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
     }
     if (v) { /* a leaf sends its own values */
       zp_cpr_outgoing(ctx, what, &c, summed ? acc : own, m, st[0], &sz[0], &bad);
-      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, parent, st[0], sz[0], m * es, -1, NULL, 0, NULL, k), res, out);
+      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, parent, st[0], sz[0], m * es, -1, NULL, 0, NULL,
+                                       zp_sub(ZP_TAG_ALGO, 0, k)),
+                    res, out);
     } else {
       if (!summed && acc != own) ZU_CHECK_GOTO(zd_copy(ctx->dev, acc, own, m * es), res, out);
       if (bad == zcclSuccess) ZU_CHECK_GOTO(zp_avg_divide(ctx, a, acc, m), res, out);

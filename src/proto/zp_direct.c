@@ -11,10 +11,11 @@
 static zcclResult_t zp_direct_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank;
   size_t bytes = a->count * zu_dtype_size(a->datatype);
-  if (r != a->root) return zp_sendrecv(ctx, "direct broadcast", -1, NULL, 0, a->root, a->recvbuff, bytes, 0);
+  if (r != a->root)
+    return zp_sendrecv(ctx, "direct broadcast", -1, NULL, 0, a->root, a->recvbuff, bytes, ZP_SUB_ALGO);
   zp_xfer_t x[N];
   int nx = 0;
-  for (int s = 1; s < N; s++) zp_send_at(ctx, &x[nx++], (r + s) % N, 0, a->sendbuff, bytes);
+  for (int s = 1; s < N; s++) zp_send_at(ctx, &x[nx++], (r + s) % N, ZP_SUB_ALGO, a->sendbuff, bytes);
   zcclResult_t res = zp_xfers_post(ctx, x, nx);
   if (res == zcclSuccess && a->sendbuff != a->recvbuff) res = zd_copy(ctx->dev, a->recvbuff, a->sendbuff, bytes);
   if (res == zcclSuccess) res = zd_sync(ctx->dev);
@@ -36,8 +37,8 @@ static zcclResult_t zp_direct_allgather(const zp_ctx_t* ctx, const zp_coll_args_
   int nx = 0;
   for (int s = 1; s < N; s++) {
     int to = (r + s) % N, from = (r + N - s) % N;
-    zp_recv_at(ctx, &x[nx++], from, 0, zp_at(a->recvbuff, (size_t)from * n, es), bytes);
-    zp_send_at(ctx, &x[nx++], to, 0, own, bytes);
+    zp_recv_at(ctx, &x[nx++], from, ZP_SUB_ALGO, zp_at(a->recvbuff, (size_t)from * n, es), bytes);
+    zp_send_at(ctx, &x[nx++], to, ZP_SUB_ALGO, own, bytes);
   }
   return zp_xfers_run(ctx, "direct allgather", x, nx);
 }
@@ -53,11 +54,7 @@ static zcclResult_t zp_direct_allreduce(const zp_ctx_t* ctx, const zp_coll_args_
   zcclRedOp_t op = zp_reduce_op(a->op);
   uint8_t* buf = a->recvbuff;
   const uint8_t* in = a->sendbuff; /* read in place: no copy to buf first */
-  if (N == 1) {
-    if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, n * es));
-    if (a->op == zcclAvg) ZU_CHECK(zd_divide(ctx->dev, buf, n, a->datatype, 1));
-    return zd_sync(ctx->dev);
-  }
+  if (N == 1) return zp_allreduce_alone(ctx, a);
   size_t boff[N], blen[N];
   zp_split_blocks(n, N, boff, blen);
   size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
@@ -78,8 +75,8 @@ static zcclResult_t zp_direct_allreduce(const zp_ctx_t* ctx, const zp_coll_args_
     int nx = 0;
     for (int s = 1; s < N; s++) {
       int to = (r + s) % N, from = (r + N - s) % N;
-      zp_recv_at(ctx, &x[nx++], from, 2 * k, zp_at(tmp, (size_t)(s - 1) * slice, es), slen[r] * es);
-      zp_send_at(ctx, &x[nx++], to, 2 * k, in + soff[to] * es, slen[to] * es);
+      zp_recv_at(ctx, &x[nx++], from, zp_sub(ZP_TAG_ALGO, 0, k), zp_at(tmp, (size_t)(s - 1) * slice, es), slen[r] * es);
+      zp_send_at(ctx, &x[nx++], to, zp_sub(ZP_TAG_ALGO, 0, k), in + soff[to] * es, slen[to] * es);
     }
     ZU_CHECK_GOTO(zp_xfers_run(ctx, "direct allreduce", x, nx), res, out);
     const uint8_t* acc = in + soff[r] * es; /* own first, then the others in rank order */
@@ -95,8 +92,8 @@ static zcclResult_t zp_direct_allreduce(const zp_ctx_t* ctx, const zp_coll_args_
     nx = 0;
     for (int s = 1; s < N; s++) {
       int to = (r + s) % N, from = (r + N - s) % N;
-      zp_recv_at(ctx, &x[nx++], from, 2 * k + 1, buf + soff[from] * es, slen[from] * es);
-      zp_send_at(ctx, &x[nx++], to, 2 * k + 1, mine, slen[r] * es);
+      zp_recv_at(ctx, &x[nx++], from, zp_sub(ZP_TAG_ALGO_PHASE2, 0, k), buf + soff[from] * es, slen[from] * es);
+      zp_send_at(ctx, &x[nx++], to, zp_sub(ZP_TAG_ALGO_PHASE2, 0, k), mine, slen[r] * es);
     }
     ZU_CHECK_GOTO(zp_xfers_run(ctx, "direct allreduce", x, nx), res, out);
   }

@@ -18,12 +18,10 @@
  * eb. Fill values and non-finite values travel exactly. */
 #include "zp_stream.h"
 
-/* Sub tags: 0x8000 | slice << 5 | step, step 0 the fold-in, 1 + i round i,
- * 31 the fold-out; above the REL bound's allreduce (0x7000..0x70ff). Slice
- * numbers wrap at 1024: a pair's earlier message with the same tag was sent
- * first, and messages from one sender with one tag match in order. */
-#define ZP_HZ_RD_SUB(k, step) (0x8000u | (((k) & 0x3ffu) << 5) | (uint32_t)(step))
-#define ZP_HZ_RD_FOLD_OUT 31
+/* Tags: the slice is the chunk; step 0 the fold-in, 1 + i round i,
+ * ZP_TAG_STEP_LAST the fold-out (as zp_rd_allreduce_sub). */
+#define ZP_HZ_RD_SUB(k, step) zp_sub(ZP_TAG_ALGO, (uint32_t)(step), (k))
+#define ZP_HZ_RD_FOLD_OUT ZP_TAG_STEP_LAST
 
 static zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank, p = zp_pow2_below(N), rem = N - p;

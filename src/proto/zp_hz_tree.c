@@ -21,7 +21,7 @@ static zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t*
     ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, zp_stream(&z, 0), z.cap, &sizes[0]), res,
                   out);
     for (int i = 0; i < nc; i++) {
-      zp_recv_at(ctx, &x[i], (child[i] + a->root) % N, 0, zp_stream(&z, i + 1), z.cap);
+      zp_recv_at(ctx, &x[i], (child[i] + a->root) % N, ZP_SUB_ALGO, zp_stream(&z, i + 1), z.cap);
       x[i].var = 1;
     }
     ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nc), res, out);
@@ -34,7 +34,8 @@ static zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t*
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     if (v) {
       int parent = (v - zp_tree_span(v, N) + a->root) % N;
-      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, parent, zp_stream(&z, 0), sizes[0], m * es, -1, NULL, 0, NULL, 0),
+      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, parent, zp_stream(&z, 0), sizes[0], m * es, -1, NULL, 0, NULL,
+                                       ZP_SUB_ALGO),
                     res, out);
     } else {
       uint8_t* dst = zp_at(a->recvbuff, lo, es);

@@ -10,16 +10,16 @@ static zcclResult_t zp_linear(const zp_ctx_t* ctx, const zp_coll_args_t* a, int 
   size_t es = zu_dtype_size(a->datatype), bytes = a->count * es;
   const char* what = gather ? "gather" : "scatter";
   if (r != a->root)
-    return gather ? zp_sendrecv(ctx, what, a->root, a->sendbuff, bytes, -1, NULL, 0, 0)
-                  : zp_sendrecv(ctx, what, -1, NULL, 0, a->root, a->recvbuff, bytes, 0);
+    return gather ? zp_sendrecv(ctx, what, a->root, a->sendbuff, bytes, -1, NULL, 0, ZP_SUB_ALGO)
+                  : zp_sendrecv(ctx, what, -1, NULL, 0, a->root, a->recvbuff, bytes, ZP_SUB_ALGO);
   zp_xfer_t x[N];
   int nx = 0;
   for (int p = 0; p < N; p++) {
     if (p == r) continue;
     if (gather)
-      zp_recv_at(ctx, &x[nx++], p, 0, zp_at(a->recvbuff, (size_t)p * a->count, es), bytes);
+      zp_recv_at(ctx, &x[nx++], p, ZP_SUB_ALGO, zp_at(a->recvbuff, (size_t)p * a->count, es), bytes);
     else
-      zp_send_at(ctx, &x[nx++], p, 0, zp_at(a->sendbuff, (size_t)p * a->count, es), bytes);
+      zp_send_at(ctx, &x[nx++], p, ZP_SUB_ALGO, zp_at(a->sendbuff, (size_t)p * a->count, es), bytes);
   }
   const uint8_t* own_src = gather ? a->sendbuff : zp_at(a->sendbuff, (size_t)r * a->count, es);
   uint8_t* own_dst = gather ? zp_at(a->recvbuff, (size_t)r * a->count, es) : a->recvbuff;
@@ -42,7 +42,7 @@ static zcclResult_t zp_pairwise_alltoall(const zp_ctx_t* ctx, const zp_coll_args
   for (int s = 1; s < N; s++) {
     int to = (r + s) % N, from = (r + N - s) % N;
     ZU_CHECK(zp_sendrecv(ctx, "pairwise alltoall", to, zp_at(a->sendbuff, (size_t)to * a->count, es), bytes, from,
-                         zp_at(a->recvbuff, (size_t)from * a->count, es), bytes, (uint32_t)s));
+                         zp_at(a->recvbuff, (size_t)from * a->count, es), bytes, zp_sub(ZP_TAG_ALGO, (uint32_t)s, 0)));
   }
   return zcclSuccess;
 }

@@ -11,6 +11,7 @@
 
 #include "zp_algo.h"
 #include "zp_coll.h"
+#include "zp_tag.h"
 #include "zu_dtype.h"
 #include "zu_error.h"
 #include "zu_time.h"
@@ -182,18 +183,10 @@ zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
 }
 
 /* ---- failures told to every peer ------------------------------------------------ */
-/* Internal tags: sub 0 is zcclCommSplit's exchange, 1 the call signatures
- * (sequence: the collective's), ZP_NOTICE_SUB the notices. */
-#define ZP_NOTICE_SEQ 0xffffffu
-#define ZP_NOTICE_SUB 0xffffu
-#define ZP_SIG_SUB 1u
-
 zcclResult_t zp_notice_listen(zt_worker_t* w, zp_notice_t* n) {
   if (n->listening) return zcclSuccess;
-  /* From any sender: the source bits are left out of the match. */
-  uint64_t mask = ZT_TAG_MASK_ALL & ~zt_tag((zt_tag_kind_t)0, 0xfffff, 0, 0);
-  ZU_CHECK(zt_irecv(w, 0, zt_tag(ZT_TAG_INTERNAL, 0, ZP_NOTICE_SEQ, ZP_NOTICE_SUB), mask, &n->in, sizeof n->in, NULL,
-                    &n->rx));
+  /* From any sender (zp_notice_mask). */
+  ZU_CHECK(zt_irecv(w, 0, zp_notice_tag(0), zp_notice_mask(), &n->in, sizeof n->in, NULL, &n->rx));
   n->listening = 1;
   return zcclSuccess;
 }
@@ -209,8 +202,7 @@ void zp_notice_send(zt_worker_t* w, zp_notice_t* n, int rank, int nranks, zcclRe
   for (int p = 0; p < nranks; p++) {
     n->tx[p].done = 1; /* this rank, and peers whose send cannot start */
     if (p != rank)
-      (void)zt_isend(w, p, zt_tag(ZT_TAG_INTERNAL, rank, ZP_NOTICE_SEQ, ZP_NOTICE_SUB), &n->out, sizeof n->out, NULL,
-                     &n->tx[p]);
+      (void)zt_isend(w, p, zp_notice_tag(rank), &n->out, sizeof n->out, NULL, &n->tx[p]);
   }
 }
 
@@ -265,9 +257,9 @@ zcclResult_t zp_sig_post(const zp_ctx_t* ctx, const zp_sig_t* mine, zp_sig_t* le
   int N = ctx->nranks, right = (ctx->rank + 1) % N, from = (ctx->rank + N - 1) % N;
   memset(x, 0, 2 * sizeof *x);
   x[0] = (zp_xfer_t){.is_send = 1, .peer = right, .buf = (void*)mine, .bytes = sizeof *mine, .count = sizeof *mine,
-                     .dtype = zcclUint8, .coll = 1, .tag = zt_tag(ZT_TAG_INTERNAL, ctx->rank, ctx->seq, ZP_SIG_SUB)};
+                     .dtype = zcclUint8, .coll = 1, .tag = zp_sig_tag(ctx->rank, ctx->seq)};
   x[1] = (zp_xfer_t){.peer = from, .buf = left, .bytes = sizeof *left, .count = sizeof *left, .dtype = zcclUint8,
-                     .coll = 1, .tag = zt_tag(ZT_TAG_INTERNAL, from, ctx->seq, ZP_SIG_SUB)};
+                     .coll = 1, .tag = zp_sig_tag(from, ctx->seq)};
   /* Tiny host messages: never staged, whatever the device. */
   for (int i = 0; i < 2; i++) {
     zcclResult_t r = x[i].is_send ? zt_isend(ctx->w, x[i].peer, x[i].tag, x[i].buf, x[i].bytes, NULL, &x[i].req)
@@ -431,7 +423,7 @@ void zp_send_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, const
   x->bytes = x->count = bytes;
   x->dtype = zcclUint8;
   x->coll = 1;
-  x->tag = zt_tag(ZT_TAG_COLL, ctx->rank, ctx->seq, sub);
+  x->tag = zp_tag(ctx->rank, ctx->seq, sub);
 }
 
 void zp_recv_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, void* buf, size_t bytes) {
@@ -441,7 +433,7 @@ void zp_recv_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, void*
   x->bytes = x->count = bytes;
   x->dtype = zcclUint8;
   x->coll = 1;
-  x->tag = zt_tag(ZT_TAG_COLL, peer, ctx->seq, sub);
+  x->tag = zp_tag(peer, ctx->seq, sub);
 }
 
 zcclResult_t zp_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const void* sbuf, size_t sbytes, int src,
@@ -469,7 +461,7 @@ static int zp_cmp_double(const void* a, const void* b) {
 }
 #define ZP_CAL_SMALL 12 /* latency samples */
 #define ZP_CAL_LARGE 3  /* samples of each large size */
-#define ZP_CAL_FAN (ZP_CAL_SMALL + 2 * ZP_CAL_LARGE) /* sub-tags of the fan-out rounds, their readies, two direct rounds */
+#define ZP_CAL_FAN (ZP_CAL_SMALL + 2 * ZP_CAL_LARGE) /* steps of the fan-out rounds, their readies, two direct rounds */
 #define ZP_CAL_FAN_ROUNDS 4 /* the first untimed */
 #define ZP_CAL_DIRECT (ZP_CAL_FAN + 2 * ZP_CAL_FAN_ROUNDS)
 zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
@@ -490,7 +482,8 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
     int large = k >= ZP_CAL_SMALL, is_big = large && (k - ZP_CAL_SMALL) % 2;
     size_t bytes = !large ? 8 : is_big ? big : mid;
     double t0 = zu_now();
-    ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", right, sb, bytes, left, rb, bytes, k), res, out);
+    ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", right, sb, bytes, left, rb, bytes, zp_sub(ZP_TAG_ALGO, k, 0)), res,
+                  out);
     double t = zu_now() - t0, *best = is_big ? &t_big : &t_mid;
     if (!large) t_smalls[k] = t;
     else if (t < *best) *best = t;
@@ -520,7 +513,7 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   if (N > 2) {
     double t_fan = 1e9;
     for (uint32_t k = ZP_CAL_FAN; k < ZP_CAL_FAN + ZP_CAL_FAN_ROUNDS; k++) {
-      uint32_t ready = k + ZP_CAL_FAN_ROUNDS;
+      uint32_t sub = zp_sub(ZP_TAG_ALGO, k, 0), ready = zp_sub(ZP_TAG_ALGO, k + ZP_CAL_FAN_ROUNDS, 0);
       double t0 = 0;
       if (ctx->rank == 0) {
         /* Rank p's 8-byte answers land in slot p of rb (slots repeat past
@@ -531,17 +524,17 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
         ZU_CHECK_GOTO(zp_xfers_run(ctx, "calibration", x, N - 1), res, out);
         t0 = zu_now();
         for (int p = 1; p < N; p++) {
-          zp_send_at(ctx, &x[2 * (p - 1)], p, k, sb, mid);
-          zp_recv_at(ctx, &x[2 * (p - 1) + 1], p, k, ZP_CAL_SLOT(p), 8);
+          zp_send_at(ctx, &x[2 * (p - 1)], p, sub, sb, mid);
+          zp_recv_at(ctx, &x[2 * (p - 1) + 1], p, sub, ZP_CAL_SLOT(p), 8);
         }
         ZU_CHECK_GOTO(zp_xfers_run(ctx, "calibration", x, 2 * (N - 1)), res, out);
 #undef ZP_CAL_SLOT
       } else {
         zp_xfer_t x[2];
-        zp_recv_at(ctx, &x[0], 0, k, rb, mid);
+        zp_recv_at(ctx, &x[0], 0, sub, rb, mid);
         zp_send_at(ctx, &x[1], 0, ready, sb, 8);
         ZU_CHECK_GOTO(zp_xfers_run(ctx, "calibration", x, 2), res, out);
-        ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", 0, sb, 8, -1, NULL, 0, k), res, out);
+        ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", 0, sb, 8, -1, NULL, 0, sub), res, out);
       }
       double t = zu_now() - t0;
       if (k > ZP_CAL_FAN && t < t_fan) t_fan = t;
@@ -562,9 +555,10 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
     for (uint32_t k = ZP_CAL_DIRECT; k < ZP_CAL_DIRECT + 2; k++) {
       zp_xfer_t x[2 * N];
       int nx = 0;
+      uint32_t sub = zp_sub(ZP_TAG_ALGO, k, 0);
       for (int s = 1; s < N; s++) {
-        zp_recv_at(ctx, &x[nx++], (ctx->rank + N - s) % N, k, (uint8_t*)rb + (size_t)(s - 1) * per, per);
-        zp_send_at(ctx, &x[nx++], (ctx->rank + s) % N, k, sb, per);
+        zp_recv_at(ctx, &x[nx++], (ctx->rank + N - s) % N, sub, (uint8_t*)rb + (size_t)(s - 1) * per, per);
+        zp_send_at(ctx, &x[nx++], (ctx->rank + s) % N, sub, sb, per);
       }
       double t0 = zu_now();
       ZU_CHECK_GOTO(zp_xfers_run(ctx, "calibration", x, nx), res, out);
@@ -581,8 +575,8 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 5,
                       .datatype = zcclFloat64, .op = zcclMax, .rank = ctx->rank, .nranks = N};
   zp_ctx_t c2 = *ctx;
-  c2.seq = ctx->seq; /* same operation: sub-tags above the exchanges' */
-  ZU_CHECK_GOTO(zp_rd_allreduce_sub(&c2, &a, 0x100), res, out);
+  c2.seq = ctx->seq; /* same operation: its own part of the tags */
+  ZU_CHECK_GOTO(zp_rd_allreduce_sub(&c2, &a, zp_sub(ZP_TAG_NESTED_RD, 0, 0)), res, out);
   ZU_CHECK_GOTO(zd_copy(ctx->dev, all, rb, sizeof all), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   link->alpha = all[0] > 1e-7 ? all[0] : 1e-7;

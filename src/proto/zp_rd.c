@@ -30,7 +30,9 @@ static zcclResult_t zp_fold_out(const zp_ctx_t* ctx, uint8_t* buf, size_t bytes,
   return zp_sendrecv(ctx, what, r - 1, buf, bytes, -1, NULL, 0, sub);
 }
 
-static zcclResult_t zp_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) { return zp_rd_allreduce_sub(ctx, a, 0); }
+static zcclResult_t zp_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  return zp_rd_allreduce_sub(ctx, a, zp_sub(ZP_TAG_ALGO, 0, 0));
+}
 
 zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0) {
   int N = ctx->nranks, r = ctx->rank;
@@ -43,12 +45,13 @@ zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, u
   zcclResult_t res;
   ZU_CHECK(zp_tmp_get(ctx, bytes, &tmp));
   int p = zp_pow2_below(N), rem = N - p, newr;
-  ZU_CHECK_GOTO(zp_fold_in(ctx, a, buf, buf, tmp, p, sub0, "recursive doubling", &newr), res, out);
+  ZU_CHECK_GOTO(zp_fold_in(ctx, a, buf, buf, tmp, p, zp_sub_step(sub0, 0), "recursive doubling", &newr), res, out);
   if (newr >= 0) {
-    uint32_t step = sub0 + 1;
+    uint32_t step = 1;
     for (int mask = 1; mask < p; mask <<= 1, step++) {
       int peer = zp_rd_rank(newr ^ mask, rem);
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", peer, buf, bytes, peer, tmp, bytes, step), res, out);
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", peer, buf, bytes, peer, tmp, bytes, zp_sub_step(sub0, step)),
+                    res, out);
       if (peer < r)
         ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf, tmp, buf, n, a->datatype, op), res, out);
       else
@@ -56,7 +59,7 @@ zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, u
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     }
   }
-  ZU_CHECK_GOTO(zp_fold_out(ctx, buf, bytes, p, sub0 + 0xff, "recursive doubling"), res, out);
+  ZU_CHECK_GOTO(zp_fold_out(ctx, buf, bytes, p, zp_sub_step(sub0, ZP_TAG_STEP_LAST), "recursive doubling"), res, out);
   if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, buf, n, a->datatype, N), res, out);
   res = zd_sync(ctx->dev);
 out:
@@ -81,7 +84,7 @@ static zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll
   void* tmp = NULL;
   zcclResult_t res;
   ZU_CHECK(zp_tmp_get(ctx, (r < 2 * rem ? bytes : (bytes + 1) / 2 + es * (size_t)p), &tmp));
-  ZU_CHECK_GOTO(zp_fold_in(ctx, a, cur, buf, tmp, p, 0, "rabenseifner", &newr), res, out);
+  ZU_CHECK_GOTO(zp_fold_in(ctx, a, cur, buf, tmp, p, zp_sub(ZP_TAG_ALGO, 0, 0), "rabenseifner", &newr), res, out);
   if (r < 2 * rem) cur = buf; /* the folding rank's sum (or, sitting out, the result to come) */
   if (newr >= 0) {
     int blo = 0, bhi = p; /* blocks this rank still reduces: [blo, bhi) of p */
@@ -91,7 +94,9 @@ static zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll
       int keep_lo = (newr & mask) == 0;
       int klo = keep_lo ? blo : mid, khi = keep_lo ? mid : bhi, slo = keep_lo ? mid : blo, shi = keep_lo ? bhi : mid;
       size_t ko = zp_off(n, p, klo), kn = zp_off(n, p, khi) - ko, so = zp_off(n, p, slo), sn = zp_off(n, p, shi) - so;
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", peer, cur + so * es, sn * es, peer, tmp, kn * es, step), res, out);
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", peer, cur + so * es, sn * es, peer, tmp, kn * es,
+                                zp_sub(ZP_TAG_ALGO, step, 0)),
+                    res, out);
       ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf + ko * es, cur + ko * es, tmp, kn, a->datatype, op), res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
       cur = buf;
@@ -111,11 +116,12 @@ static zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll
       int mlo = newr & ~(mask - 1), plo = (newr ^ mask) & ~(mask - 1);
       size_t mo = zp_off(n, p, mlo), mn = zp_off(n, p, mlo + mask) - mo;
       size_t po = zp_off(n, p, plo), pn = zp_off(n, p, plo + mask) - po;
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", peer, buf + mo * es, mn * es, peer, buf + po * es, pn * es, step),
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "rabenseifner", peer, buf + mo * es, mn * es, peer, buf + po * es, pn * es,
+                                zp_sub(ZP_TAG_ALGO, step, 0)),
                     res, out);
     }
   }
-  ZU_CHECK_GOTO(zp_fold_out(ctx, buf, bytes, p, 0xff, "rabenseifner"), res, out);
+  ZU_CHECK_GOTO(zp_fold_out(ctx, buf, bytes, p, zp_sub(ZP_TAG_ALGO, ZP_TAG_STEP_LAST, 0), "rabenseifner"), res, out);
   res = zd_sync(ctx->dev);
 out:
   zp_tmp_put(ctx, tmp);
@@ -139,7 +145,7 @@ static zcclResult_t zp_bruck_allgather(const zp_ctx_t* ctx, const zp_coll_args_t
   for (uint32_t k = 0; have < N; k++) {
     int d = 1 << k, m = have < N - have ? have : N - have;
     ZU_CHECK_GOTO(zp_sendrecv(ctx, "bruck allgather", (r - d + N) % N, t, (size_t)m * bb, (r + d) % N,
-                              t + (size_t)have * bb, (size_t)m * bb, k),
+                              t + (size_t)have * bb, (size_t)m * bb, zp_sub(ZP_TAG_ALGO, k, 0)),
                   res, out);
     have += m;
   }

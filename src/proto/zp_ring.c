@@ -71,7 +71,7 @@ static zcclResult_t zp_ring_rs_slice(const zp_ctx_t* ctx, const zp_coll_args_t* 
   for (int s = 0; s < N - 1 && res == zcclSuccess; s++) {
     int sb = zp_mod(r - s - 1, N), rb = zp_mod(r - s - 2, N);
     size_t sn = ZP_LEN(sb), rn = ZP_LEN(rb);
-    uint32_t tag = (slice << 8) | (uint32_t)s;
+    uint32_t tag = zp_sub(ZP_TAG_ALGO, (uint32_t)s, slice);
     int kr = zp_ring_npieces(rn, C), ks = zp_ring_npieces(sn, C);
     for (int c = 0; c < kr; c++) {
       size_t o, m = zp_piece(rn, C, c, &o);
@@ -97,7 +97,7 @@ static zcclResult_t zp_ring_rs_slice(const zp_ctx_t* ctx, const zp_coll_args_t* 
       if (!last) {
         /* The partial leaves now: it must be complete (sim, GPU). */
         ZU_CHECK_GOTO(zd_sync(ctx->dev), res, fail);
-        zp_send_at(ctx, &sends[(s + 1) % 2][c], right, (slice << 8) | (uint32_t)(s + 1), dst, m * es);
+        zp_send_at(ctx, &sends[(s + 1) % 2][c], right, zp_sub(ZP_TAG_ALGO, (uint32_t)(s + 1), slice), dst, m * es);
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[(s + 1) % 2][c], 1), res, fail);
       }
     }
@@ -195,14 +195,15 @@ static zcclResult_t zp_ring_allgather_window(const zp_ctx_t* ctx, uint8_t* buf, 
       int tb = zp_mod(me - t - 1, N), kt = zp_ring_npieces(blen[tb], C);
       for (int c = 0; c < kt; c++) {
         size_t o, m = zp_piece(blen[tb], C, c, &o);
-        zp_recv_at(ctx, &recvs[t % 2][c], left, tagbase + (uint32_t)t, buf + (boff[tb] + o) * es, m * es);
+        zp_recv_at(ctx, &recvs[t % 2][c], left, zp_sub_step(tagbase, (uint32_t)t), buf + (boff[tb] + o) * es,
+                   m * es);
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &recvs[t % 2][c], 1), res, fail);
       }
     }
     if (s == 0) { /* this rank's own block is there at once */
       for (int c = 0; c < ks; c++) {
         size_t o, m = zp_piece(sn, C, c, &o);
-        zp_send_at(ctx, &sends[0][c], right, tagbase, buf + (boff[sb] + o) * es, m * es);
+        zp_send_at(ctx, &sends[0][c], right, zp_sub_step(tagbase, 0), buf + (boff[sb] + o) * es, m * es);
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[0][c], 1), res, fail);
       }
     }
@@ -210,8 +211,8 @@ static zcclResult_t zp_ring_allgather_window(const zp_ctx_t* ctx, uint8_t* buf, 
       ZU_CHECK_GOTO(zp_xfers_wait(ctx, "ring allgather", &recvs[s % 2][c], 1), res, fail);
       if (s < N - 2) { /* on to the right at once: step s+1 sends block rb */
         size_t o, m = zp_piece(rn, C, c, &o);
-        zp_send_at(ctx, &sends[(s + 1) % 2][c], right, tagbase + (uint32_t)(s + 1), buf + (boff[rb] + o) * es,
-                   m * es);
+        zp_send_at(ctx, &sends[(s + 1) % 2][c], right, zp_sub_step(tagbase, (uint32_t)(s + 1)),
+                   buf + (boff[rb] + o) * es, m * es);
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &sends[(s + 1) % 2][c], 1), res, fail);
       }
     }
@@ -251,18 +252,14 @@ static zcclResult_t zp_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args_t*
   ZU_CHECK(zd_sync(ctx->dev));
   size_t boff[N], blen[N];
   zp_whole_blocks(n, N, boff, blen);
-  return zp_ring_allgather_blocks(ctx, a->recvbuff, es, boff, blen, r, 0);
+  return zp_ring_allgather_blocks(ctx, a->recvbuff, es, boff, blen, r, zp_sub(ZP_TAG_ALGO, 0, 0));
 }
 
 static zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks;
   size_t es = zu_dtype_size(a->datatype), n = a->count;
   uint8_t* buf = a->recvbuff;
-  if (N == 1) {
-    if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, n * es));
-    if (a->op == zcclAvg) ZU_CHECK(zd_divide(ctx->dev, buf, n, a->datatype, 1));
-    return zd_sync(ctx->dev);
-  }
+  if (N == 1) return zp_allreduce_alone(ctx, a);
   size_t boff[N], blen[N];
   zp_split_blocks(n, N, boff, blen);
   size_t maxb = blen[N - 1] > blen[0] ? blen[N - 1] : blen[0];
@@ -275,8 +272,7 @@ static zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t*
     size_t hi = lo + slice < maxb ? lo + slice : maxb;
     /* Reduce-scatter from sendbuff: this rank's block slice of buf gets the
      * sum. Out of place, the input is not copied to buf first: that copy
-     * was a pass over memory the ranks share (2 ranks, shared memory, 16
-     * MiB: 6.3-7.0 ms with it, 4.4-5.6 without). */
+     * was a pass over memory the ranks share (docs/measurements/collectives.md). */
     int r = ctx->rank;
     size_t ol = blen[r] < hi ? blen[r] : hi;
     uint8_t* mine = buf + (boff[r] + (lo < ol ? lo : ol)) * es;
@@ -286,13 +282,20 @@ static zcclResult_t zp_ring_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t*
     /* Allgather the slice's columns. */
     size_t soff[N], slen[N];
     zp_ring_columns(N, boff, blen, lo, hi, soff, slen);
-    ZU_CHECK_GOTO(zp_ring_allgather_blocks(ctx, buf, es, soff, slen, r, (k << 8) | 0x80), res, out);
+    ZU_CHECK_GOTO(zp_ring_allgather_blocks(ctx, buf, es, soff, slen, r, zp_sub(ZP_TAG_NESTED_RING, 0, k)), res, out);
   }
   res = zcclSuccess;
 out:
   zp_tmp_put(ctx, acc);
   zp_tmp_put(ctx, rtmp);
   return res;
+}
+
+zcclResult_t zp_allreduce_alone(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  size_t bytes = a->count * zu_dtype_size(a->datatype);
+  if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, a->recvbuff, a->sendbuff, bytes));
+  if (a->op == zcclAvg) ZU_CHECK(zd_divide(ctx->dev, a->recvbuff, a->count, a->datatype, 1));
+  return zd_sync(ctx->dev);
 }
 
 /* Ring, direct and Rabenseifner allreduce need an element per rank. */

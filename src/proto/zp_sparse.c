@@ -64,7 +64,7 @@ static zcclResult_t zp_sparse_chain(const zp_ctx_t* ctx, const zp_coll_args_t* a
     ZU_CHECK_GOTO(zp_tmp_get(ctx, cap, (void**)&os[i]), res, out);
   }
   if (from >= 0 && npieces > 0) {
-    zp_recv_at(ctx, &x[0], from, 0, rs[0], cap);
+    zp_recv_at(ctx, &x[0], from, zp_sub(ZP_TAG_ALGO, 0, 0), rs[0], cap);
     x[0].var = 1;
     ZU_CHECK_GOTO(zp_xfers_post(ctx, &x[0], 1), res, fail);
   }
@@ -82,7 +82,7 @@ static zcclResult_t zp_sparse_chain(const zp_ctx_t* ctx, const zp_coll_args_t* a
       rsz[b] = x[b].req.length;
       memset(&x[b], 0, sizeof x[b]);
       if (k + 1 < npieces) { /* rs[b^1] was last merged at piece k-1, synced since */
-        zp_recv_at(ctx, &x[b ^ 1], from, (uint32_t)(k + 1) & 0x7fff, rs[b ^ 1], cap);
+        zp_recv_at(ctx, &x[b ^ 1], from, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)(k + 1)), rs[b ^ 1], cap);
         x[b ^ 1].var = 1;
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &x[b ^ 1], 1), res, fail);
       }
@@ -90,7 +90,7 @@ static zcclResult_t zp_sparse_chain(const zp_ctx_t* ctx, const zp_coll_args_t* a
     }
     if (to >= 0) {
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, fail); /* the stream and its size, before it leaves */
-      zp_send_at(ctx, &x[2 + b], to, (uint32_t)k & 0x7fff, os[b], osz[b]);
+      zp_send_at(ctx, &x[2 + b], to, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)k), os[b], osz[b]);
       ZU_CHECK_GOTO(zp_xfers_post(ctx, &x[2 + b], 1), res, fail);
       zp_count(ctx, m * es, osz[b]);
     } else {
@@ -135,7 +135,7 @@ static zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_
   ZU_CHECK_GOTO(zp_tmp_get(ctx, cap, (void**)&st[0]), res, out);
   ZU_CHECK_GOTO(zp_tmp_get(ctx, cap, (void**)&st[1]), res, out);
   if (from >= 0 && npieces > 0) {
-    zp_recv_at(ctx, &x[0], from, 0x8000, st[0], cap);
+    zp_recv_at(ctx, &x[0], from, zp_sub(ZP_TAG_ALGO_PHASE2, 0, 0), st[0], cap);
     x[0].var = 1;
     ZU_CHECK_GOTO(zp_xfers_post(ctx, &x[0], 1), res, fail);
   }
@@ -154,7 +154,7 @@ static zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_
       memset(&x[b], 0, sizeof x[b]);
     }
     if (to >= 0) {
-      zp_send_at(ctx, &x[2 + b], to, 0x8000 | ((uint32_t)k & 0x7fff), st[b], sz[b]);
+      zp_send_at(ctx, &x[2 + b], to, zp_sub(ZP_TAG_ALGO_PHASE2, 0, (uint32_t)k), st[b], sz[b]);
       ZU_CHECK_GOTO(zp_xfers_post(ctx, &x[2 + b], 1), res, fail);
       zp_count(ctx, m * es, sz[b]);
     }
@@ -163,7 +163,7 @@ static zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, fail); /* st[b^1]: decoded at piece k-1, receives piece k+1 */
       if (k + 1 < npieces) {
         ZU_CHECK_GOTO(zp_sparse_settle(ctx, what, &x[3 - b]), res, fail); /* and sent at piece k-1 */
-        zp_recv_at(ctx, &x[b ^ 1], from, 0x8000 | ((uint32_t)(k + 1) & 0x7fff), st[b ^ 1], cap);
+        zp_recv_at(ctx, &x[b ^ 1], from, zp_sub(ZP_TAG_ALGO_PHASE2, 0, (uint32_t)(k + 1)), st[b ^ 1], cap);
         x[b ^ 1].var = 1;
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &x[b ^ 1], 1), res, fail);
       }

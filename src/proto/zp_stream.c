@@ -32,7 +32,7 @@ zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void*
      * the others fail now rather than at ZCCL_TIMEOUT. */
     double v[3] = {-INFINITY, -INFINITY, res != zcclSuccess ? ctx->rank + 1 : 0};
     if (res == zcclSuccess && valid) v[0] = -mn, v[1] = mx;
-    if (global) ZU_CHECK(zp_agree(ctx, v, 3, -1, 0x7000)); /* the max over ranks */
+    if (global) ZU_CHECK(zp_agree(ctx, v, 3, -1, zp_sub(ZP_TAG_EB_AGREE, 0, 0))); /* the max over ranks */
     if (res != zcclSuccess) return res;
     ZU_RETURN_ERR_IF(v[2] > 0, zcclRemoteError, "%s: rank %d failed to find its input's value range (error mode rel)",
                      zp_coll_name(a->coll), (int)v[2] - 1);
@@ -76,7 +76,8 @@ zcclResult_t zp_eb_agreed(const zp_ctx_t* ctx, const zp_coll_args_t* a, const vo
     if (res != zcclSuccess) v[2] = ctx->rank + 1;
   }
   /* Global: the bound already is agreed; only the flags need it. */
-  if (root >= 0 || zfp) ZU_CHECK(zp_agree(ctx, root < 0 ? &v[1] : v, root < 0 ? 2 : 3, root, 0x7100));
+  if (root >= 0 || zfp)
+    ZU_CHECK(zp_agree(ctx, root < 0 ? &v[1] : v, root < 0 ? 2 : 3, root, zp_sub(ZP_TAG_ROOT_AGREE, 0, 0)));
   if (res != zcclSuccess) return res; /* this rank's own error, after telling the others */
   ZU_RETURN_ERR_IF(v[2] > 0, root >= 0 ? zcclInvalidArgument : zcclRemoteError,
                    "%s: rank %d failed to work out the call's error bound (its own call says why)", fn, (int)v[2] - 1);

@@ -66,7 +66,8 @@ zcclResult_t zp_avg_divide(const zp_ctx_t* ctx, const zp_coll_args_t* a, void* b
 
 /* A small vector of doubles made the same on every rank through a pool
  * temporary: its max over ranks (root < 0) or the root's values. On a
- * GPU's call it runs on ctx->host (host memory, no GPU round trip). */
+ * GPU's call it runs on ctx->host (host memory, no GPU round trip). sub:
+ * zp_sub of the agreement's own part (zp_tag.h). */
 zcclResult_t zp_agree(const zp_ctx_t* ctx, double* v, int nv, int root, uint32_t sub);
 
 /* Elements per block slice so that `streams` compressed slices fit the pool. */

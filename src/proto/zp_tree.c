@@ -37,7 +37,7 @@ static zcclResult_t zp_tree_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t*
     ZU_CHECK(zd_copy(ctx->dev, a->recvbuff, a->sendbuff, bytes));
     ZU_CHECK(zd_sync(ctx->dev));
   }
-  return zp_tree_broadcast_sub(ctx, a->recvbuff, bytes, a->root, 0);
+  return zp_tree_broadcast_sub(ctx, a->recvbuff, bytes, a->root, ZP_SUB_ALGO);
 }
 
 static int zp_tree_size(int v, int N) { /* ranks in v's subtree */
@@ -64,17 +64,17 @@ static zcclResult_t zp_scatter_allgather_broadcast(const zp_ctx_t* ctx, const zp
   if (v) {
     int parent = zp_abs(ctx, a, v - span);
     ZU_CHECK(zp_sendrecv(ctx, "scatter-allgather broadcast", -1, NULL, 0, parent, buf + boff[v],
-                         boff[v + size] - boff[v], 0));
+                         boff[v + size] - boff[v], ZP_SUB_ALGO));
   }
   zp_xfer_t x[32];
   int child[32], end[32], nx = zp_tree_children(v, N, child, end);
   for (int i = 0; i < nx; i++) /* farthest (largest subtree) first */
-    zp_send_at(ctx, &x[i], zp_abs(ctx, a, child[nx - 1 - i]), 0, buf + boff[child[nx - 1 - i]],
+    zp_send_at(ctx, &x[i], zp_abs(ctx, a, child[nx - 1 - i]), ZP_SUB_ALGO, buf + boff[child[nx - 1 - i]],
                boff[end[nx - 1 - i]] - boff[child[nx - 1 - i]]);
   /* The allgather rewrites the children's pieces (same bytes): the sends
    * finish first. */
   ZU_CHECK(zp_xfers_run(ctx, "scatter-allgather broadcast", x, nx));
-  return zp_ring_allgather_blocks(ctx, buf, 1, boff, blen, v, 0x100);
+  return zp_ring_allgather_blocks(ctx, buf, 1, boff, blen, v, zp_sub(ZP_TAG_NESTED_RING, 0, 0));
 }
 
 /* Binomial reduce for small messages: each rank waits for its children's
@@ -91,7 +91,7 @@ static zcclResult_t zp_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a)
   int child[32], end[32], nchild = zp_tree_children(v, N, child, end);
   for (; nc < nchild; nc++) {
     ZU_CHECK_GOTO(zp_tmp_get(ctx, bytes, &tmp[nc]), res, out);
-    zp_recv_at(ctx, &x[nc], zp_abs(ctx, a, child[nc]), 0, tmp[nc], bytes);
+    zp_recv_at(ctx, &x[nc], zp_abs(ctx, a, child[nc]), ZP_SUB_ALGO, tmp[nc], bytes);
   }
   ZU_CHECK_GOTO(zp_xfers_run(ctx, "tree reduce", x, nc), res, out);
   uint8_t* acc = (uint8_t*)a->sendbuff;
@@ -106,7 +106,7 @@ static zcclResult_t zp_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t* a)
     ZU_CHECK_GOTO(zd_reduce(ctx->dev, acc, k ? acc : a->sendbuff, tmp[k], n, a->datatype, op), res, out);
   if (v == 0 && a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, acc, n, a->datatype, N), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-  if (v) res = zp_sendrecv(ctx, "tree reduce", zp_abs(ctx, a, v - span), acc, bytes, -1, NULL, 0, 0);
+  if (v) res = zp_sendrecv(ctx, "tree reduce", zp_abs(ctx, a, v - span), acc, bytes, -1, NULL, 0, ZP_SUB_ALGO);
 out:
   for (int k = 0; k <= nc && k < 32; k++) zp_tmp_put(ctx, tmp[k]);
   return res;
@@ -132,7 +132,7 @@ static zcclResult_t zp_tree_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a)
   size_t blk = a->count * zu_dtype_size(a->datatype);
   int span = zp_tree_span(v, N), size = zp_tree_size(v, N);
   if (size == 1 && v)
-    return zp_sendrecv(ctx, "tree gather", zp_abs(ctx, a, v - span), a->sendbuff, blk, -1, NULL, 0, 0);
+    return zp_sendrecv(ctx, "tree gather", zp_abs(ctx, a, v - span), a->sendbuff, blk, -1, NULL, 0, ZP_SUB_ALGO);
   void* tmp = NULL;
   uint8_t* buf = a->recvbuff;
   if (v || a->root) {
@@ -145,11 +145,12 @@ static zcclResult_t zp_tree_gather(const zp_ctx_t* ctx, const zp_coll_args_t* a)
   zp_xfer_t x[32];
   int child[32], end[32], nx = zp_tree_children(v, N, child, end);
   for (int i = 0; i < nx; i++)
-    zp_recv_at(ctx, &x[i], zp_abs(ctx, a, child[i]), 0, buf + (size_t)(child[i] - v) * blk,
+    zp_recv_at(ctx, &x[i], zp_abs(ctx, a, child[i]), ZP_SUB_ALGO, buf + (size_t)(child[i] - v) * blk,
                (size_t)(end[i] - child[i]) * blk);
   ZU_CHECK_GOTO(zp_xfers_run(ctx, "tree gather", x, nx), res, out);
   if (v)
-    res = zp_sendrecv(ctx, "tree gather", zp_abs(ctx, a, v - span), buf, (size_t)size * blk, -1, NULL, 0, 0);
+    res = zp_sendrecv(ctx, "tree gather", zp_abs(ctx, a, v - span), buf, (size_t)size * blk, -1, NULL, 0,
+                      ZP_SUB_ALGO);
   else if (tmp)
     res = zp_rotate(ctx, a, tmp, a->recvbuff, blk, 1);
 out:
@@ -163,7 +164,7 @@ static zcclResult_t zp_tree_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a
   size_t blk = a->count * zu_dtype_size(a->datatype);
   int span = zp_tree_span(v, N), size = zp_tree_size(v, N);
   if (size == 1 && v)
-    return zp_sendrecv(ctx, "tree scatter", -1, NULL, 0, zp_abs(ctx, a, v - span), a->recvbuff, blk, 0);
+    return zp_sendrecv(ctx, "tree scatter", -1, NULL, 0, zp_abs(ctx, a, v - span), a->recvbuff, blk, ZP_SUB_ALGO);
   void* tmp = NULL;
   uint8_t* buf = (uint8_t*)a->sendbuff;
   if (v || a->root) {
@@ -172,14 +173,15 @@ static zcclResult_t zp_tree_scatter(const zp_ctx_t* ctx, const zp_coll_args_t* a
   }
   zcclResult_t res = zcclSuccess;
   if (v)
-    ZU_CHECK_GOTO(zp_sendrecv(ctx, "tree scatter", -1, NULL, 0, zp_abs(ctx, a, v - span), buf, (size_t)size * blk, 0),
+    ZU_CHECK_GOTO(zp_sendrecv(ctx, "tree scatter", -1, NULL, 0, zp_abs(ctx, a, v - span), buf, (size_t)size * blk,
+                              ZP_SUB_ALGO),
                   res, out);
   else if (tmp)
     ZU_CHECK_GOTO(zp_rotate(ctx, a, tmp, (uint8_t*)a->sendbuff, blk, 0), res, out);
   zp_xfer_t x[32];
   int child[32], end[32], nx = zp_tree_children(v, N, child, end);
   for (int i = 0; i < nx; i++)
-    zp_send_at(ctx, &x[i], zp_abs(ctx, a, child[i]), 0, buf + (size_t)(child[i] - v) * blk,
+    zp_send_at(ctx, &x[i], zp_abs(ctx, a, child[i]), ZP_SUB_ALGO, buf + (size_t)(child[i] - v) * blk,
                (size_t)(end[i] - child[i]) * blk);
   /* The own block is copied while the children's messages travel. */
   res = zp_xfers_post(ctx, x, nx);

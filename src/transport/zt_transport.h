@@ -36,17 +36,23 @@ int zt_cuda_memory(void);
 int zt_verbs_ndevices(void);
 
 /* ---- tags -------------------------------------------------------------------
- * 64 bits: kind (4) | source rank (20) | sequence (24) | sub (16).
+ * 64 bits: kind (4) | source rank (20) | 40 bits the kind lays out.
  * kind separates point-to-point, collectives and the library's own
  * messages; the source rank lets a receive name its peer (UCX matches tags,
- * not senders); the sequence numbers operations (per peer pair for
- * point-to-point, per communicator for collectives) and sub numbers the
- * steps and chunks of one operation. */
+ * not senders). Point-to-point and internal tags (zt_tag) go on with
+ * sequence (24) | sub (16): the sequence numbers operations (per peer pair
+ * for point-to-point, per communicator for the library's own exchanges) and
+ * sub the messages of one. Collectives lay out their 40 bits in proto
+ * (zp_tag.h: a shorter sequence, a wider sub), under zt_tag_head. */
 #define ZT_MAX_RANKS (1 << 20)
 typedef enum { ZT_TAG_P2P = 1, ZT_TAG_COLL = 2, ZT_TAG_INTERNAL = 3 } zt_tag_kind_t;
+#define ZT_TAG_SRC_SHIFT 40
+#define ZT_TAG_SRC_MASK ((uint64_t)0xfffff << ZT_TAG_SRC_SHIFT)
+static inline uint64_t zt_tag_head(zt_tag_kind_t kind, int src) {
+  return ((uint64_t)kind << 60) | ((uint64_t)(src & 0xfffff) << ZT_TAG_SRC_SHIFT);
+}
 static inline uint64_t zt_tag(zt_tag_kind_t kind, int src, uint32_t seq, uint32_t sub) {
-  return ((uint64_t)kind << 60) | ((uint64_t)(src & 0xfffff) << 40) |
-         ((uint64_t)(seq & 0xffffff) << 16) | (uint64_t)(sub & 0xffff);
+  return zt_tag_head(kind, src) | ((uint64_t)(seq & 0xffffff) << 16) | (uint64_t)(sub & 0xffff);
 }
 #define ZT_TAG_MASK_ALL UINT64_MAX
 
