@@ -64,7 +64,7 @@ static int print_algos(const algo_opts_t* o) {
   zp_algo_rules_t rules;
   zp_algo_rules_parse(zu_param_is_set(ZU_PARAM_ALGO) ? zu_param_str(ZU_PARAM_ALGO) : NULL, &rules);
   zp_ctx_t ctx = {.dev = dev, .link = &link, .rank = 0, .nranks = o->nranks};
-  printf("%d ranks, %.0f bytes, link %.3g Gbit/s and %.3g us, %.3g ranks a core%s%s\n", o->nranks, o->bytes, o->gbps,
+  printf("%d ranks, %.0f bytes, link %.3g Gbit/s and %.3g us, cpu share %.3g%s%s\n", o->nranks, o->bytes, o->gbps,
          o->latency_us, o->cpu_share, rules.n ? "; ZCCL_ALGO=" : "", rules.n ? zu_param_str(ZU_PARAM_ALGO) : "");
   printf("%-14s %-18s %-17s %-6s %12s  %s\n", "collective", "algorithm", "needs", "usable", "model us", "what");
   for (size_t i = 0; i < zp_algo_count(); i++) {
