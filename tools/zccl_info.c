@@ -31,20 +31,20 @@ static void usage(FILE* out) {
 }
 
 /* What an algorithm needs of the call's codec, in words. */
-static const char* algo_needs(unsigned codecs) {
-  if (codecs == 0) return "uncompressed";
-  if (codecs == ZP_NEEDS_HOMOMORPHIC) return "homomorphic (hz)";
-  if (codecs == ZP_NEEDS_DOC) return "DOC (szp)";
-  if (codecs == ZP_NEEDS_LOSSY) return "lossy codec";
-  if (codecs == ZP_NEEDS_LOSSLESS) return "lossless (rle)";
-  if (codecs == ZP_NEEDS_ANY) return "any codec";
+static const char* algo_needs(unsigned needs) {
+  if (needs == 0) return "uncompressed";
+  if (needs == ZP_NEEDS_HOMOMORPHIC) return "homomorphic (hz)";
+  if (needs == ZP_NEEDS_DOC) return "DOC (szp)";
+  if (needs == ZP_NEEDS_LOSSY) return "lossy codec";
+  if (needs == ZP_NEEDS_LOSSLESS) return "lossless (rle)";
+  if (needs == ZP_NEEDS_ANY) return "any codec";
   return "some codecs";
 }
 
 /* The codec a compressed algorithm is priced with: the first it takes. */
-static int algo_codec(unsigned codecs) {
+static int algo_codec(unsigned needs) {
   for (int c = 1; c < zcclNumCodecs; c++)
-    if (codecs & ZP_CODEC(c)) return c;
+    if (needs & zc_codec_info(c)->caps) return c;
   return zcclCodecNone;
 }
 
@@ -71,13 +71,13 @@ static int print_algos(const algo_opts_t* o) {
     const zp_algo_t* al = zp_algo_at(i);
     zp_coll_args_t a = {.coll = al->coll, .count = (size_t)(o->bytes / 4), .datatype = zcclFloat32, .op = zcclSum,
                         .nranks = o->nranks};
-    a.compression.codec = algo_codec(al->codecs);
+    a.compression.codec = algo_codec(al->needs);
     int usable = !al->usable || al->usable(&ctx, &a, zd_buf_largest(dev));
     double t = 0, tr = 0;
     const zp_algo_t* pick = zp_algo_select(&ctx, &a, NULL, &t, NULL);
     const zp_algo_t* ruled = rules.n ? zp_algo_select(&ctx, &a, &rules, &tr, NULL) : NULL;
     printf("%-14s %c%c%-16s %-17s %-6s %12.1f  %s\n", zp_algo_coll_name(al->coll), pick == al ? '*' : ' ',
-           ruled == al ? '>' : ' ', al->name, algo_needs(al->codecs), usable ? "yes" : "no", al->cost(&ctx, &a) * 1e6,
+           ruled == al ? '>' : ' ', al->name, algo_needs(al->needs), usable ? "yes" : "no", al->cost(&ctx, &a) * 1e6,
            al->desc);
   }
   zd_dev_destroy(dev);

@@ -7,12 +7,16 @@
  * collective uses it is the collectives' business; until they do, they
  * report that they are not built rather than sending plain data. */
 static const zc_codec_info_t zc_codecs[zcclNumCodecs] = {
-    {zcclCodecNone, "none", "no compression: the lossless path", 1},
-    {zcclCodecAuto, "auto", "hz where the cost model says compression pays for the link, else none", 1},
-    {zcclCodecSzp, "szp", "error-bounded block codec; reductions decompress, reduce, recompress", 1},
-    {zcclCodecHz, "hz", "szp's stream format with reductions on compressed data (homomorphic)", 1},
-    {zcclCodecRle, "rle", "lossless run-length coding of zero runs, reduced while encoded", 1},
-    {zcclCodecZfp, "zfp", "libzfp fixed-accuracy (baseline)", 1},
+    {zcclCodecNone, "none", "no compression: the lossless path", 1, 0},
+    {zcclCodecAuto, "auto", "hz where the cost model says compression pays for the link, else none", 1,
+     ZC_CAP_LOSSY | ZC_CAP_STREAM | ZC_CAP_HOMOMORPHIC},
+    {zcclCodecSzp, "szp", "error-bounded block codec; reductions decompress, reduce, recompress", 1,
+     ZC_CAP_LOSSY | ZC_CAP_STREAM | ZC_CAP_DOC},
+    {zcclCodecHz, "hz", "szp's stream format with reductions on compressed data (homomorphic)", 1,
+     ZC_CAP_LOSSY | ZC_CAP_STREAM | ZC_CAP_HOMOMORPHIC},
+    {zcclCodecRle, "rle", "lossless run-length coding of zero runs, reduced while encoded", 1,
+     ZC_CAP_LOSSLESS | ZC_CAP_HOST_ONLY},
+    {zcclCodecZfp, "zfp", "libzfp fixed-accuracy (baseline)", 1, ZC_CAP_LOSSY | ZC_CAP_HOST_ONLY},
 };
 
 const zc_codec_info_t* zc_codec_info(int id) {

@@ -2,6 +2,7 @@
 #ifndef ZP_ALGO_H_
 #define ZP_ALGO_H_
 
+#include "zc_codec.h"
 #include "zp_coll.h"
 #include "zp_tag.h"
 #include "zu_dtype.h"
@@ -138,22 +139,22 @@ zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, u
  * its cost beside its code; zp_algos.c lists them all (ZP_ALGO_LIST), and
  * choosing one is a loop over that list (zp_algo_select). */
 
-/* What an algorithm needs of the call's codec: a set of codecs, one bit per
- * zcclCodec_t; 0: it moves the data uncompressed. */
-#define ZP_CODEC(c) (1u << (c))
-#define ZP_NEEDS_HOMOMORPHIC (ZP_CODEC(zcclCodecHz) | ZP_CODEC(zcclCodecAuto)) /* adds streams as they are */
-#define ZP_NEEDS_DOC ZP_CODEC(zcclCodecSzp) /* decompress, operate, compress at every hop */
-#define ZP_NEEDS_STREAM (ZP_NEEDS_HOMOMORPHIC | ZP_NEEDS_DOC) /* an error-bounded stream codec */
-#define ZP_NEEDS_LOSSY (ZP_NEEDS_STREAM | ZP_CODEC(zcclCodecZfp))
-#define ZP_NEEDS_LOSSLESS ZP_CODEC(zcclCodecRle)
-#define ZP_NEEDS_ANY (ZP_NEEDS_LOSSY | ZP_NEEDS_LOSSLESS) /* compress once, move streams */
+/* What an algorithm needs of the call's codec: any one of these
+ * capabilities (the codec table's, zc_codec.h); 0: it moves the data
+ * uncompressed. */
+#define ZP_NEEDS_HOMOMORPHIC ZC_CAP_HOMOMORPHIC /* adds streams as they are */
+#define ZP_NEEDS_DOC ZC_CAP_DOC                 /* decompress, operate, compress at every hop */
+#define ZP_NEEDS_STREAM ZC_CAP_STREAM           /* zccl's own stream format */
+#define ZP_NEEDS_LOSSY ZC_CAP_LOSSY
+#define ZP_NEEDS_LOSSLESS ZC_CAP_LOSSLESS
+#define ZP_NEEDS_ANY (ZC_CAP_LOSSY | ZC_CAP_LOSSLESS) /* compress once, move streams */
 
 typedef struct zp_algo {
   const char* name;     /* as ZCCL_ALGO names it; one name may serve several collectives */
   const char* desc;     /* one line, for the log and zccl-info --algos */
   zp_coll_id_t coll;
-  unsigned codecs;      /* the codecs it runs with (ZP_NEEDS_*); 0: uncompressed */
-  unsigned forced_only; /* of those, the ones it runs with only when ZCCL_ALGO names it */
+  unsigned needs;       /* a codec with any of these capabilities (ZP_NEEDS_*); 0: uncompressed */
+  unsigned forced_only; /* codecs with any of these it runs with only when ZCCL_ALGO names it */
   /* Whether it can run the call with `room` bytes of the pool free (NULL:
    * always); every rank answers the same. */
   int (*usable)(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t room);

@@ -41,9 +41,15 @@ size_t zp_algo_count(void) { return ZP_NUM_ALGOS; }
 const zp_algo_t* zp_algo_at(size_t i) { return i < ZP_NUM_ALGOS ? zp_algo_table[i] : NULL; }
 
 /* ---- choosing -------------------------------------------------------------------- */
+/* The codec's capabilities (0: none, or not a codec). */
+static unsigned zp_codec_caps(int codec) {
+  const zc_codec_info_t* ci = zc_codec_info(codec);
+  return ci ? ci->caps : 0;
+}
+
 static int zp_algo_fits(const zp_algo_t* al, zp_coll_id_t coll, int codec) {
   if (al->coll != coll) return 0;
-  return codec == zcclCodecNone ? al->codecs == 0 : (al->codecs & ZP_CODEC(codec)) != 0;
+  return codec == zcclCodecNone ? al->needs == 0 : (al->needs & zp_codec_caps(codec)) != 0;
 }
 
 /* The first algorithm a rule names for this call, NULL: none. */
@@ -69,9 +75,9 @@ const zp_algo_t* zp_algo_select(const zp_ctx_t* ctx, const zp_coll_args_t* a, co
                                 double* t, int* by_rule) {
   int codec = a->compression.codec;
   if (by_rule) *by_rule = 0;
-  if (codec < 0 || codec >= 32) return NULL;
-  /* RLE and ZFP run on the host's codec: a cuda device has neither. */
-  if ((codec == zcclCodecRle || codec == zcclCodecZfp) && !zd_has_host_codecs(ctx->dev)) return NULL;
+  unsigned caps = zp_codec_caps(codec);
+  if (codec != zcclCodecNone && caps == 0) return NULL;
+  if ((caps & ZC_CAP_HOST_ONLY) && !zd_has_host_codecs(ctx->dev)) return NULL; /* a cuda device has none */
   size_t room = codec == zcclCodecNone ? zd_buf_largest(ctx->dev) : 0;
   const zp_algo_t* best = zp_algo_ruled(ctx, a, rules, room);
   if (best) {
@@ -81,7 +87,7 @@ const zp_algo_t* zp_algo_select(const zp_ctx_t* ctx, const zp_coll_args_t* a, co
   }
   for (size_t k = 0; k < ZP_NUM_ALGOS; k++) {
     const zp_algo_t* al = zp_algo_table[k];
-    if (!zp_algo_fits(al, a->coll, codec) || (al->forced_only & ZP_CODEC(codec))) continue;
+    if (!zp_algo_fits(al, a->coll, codec) || (al->forced_only & caps)) continue;
     if (codec == zcclCodecNone && al->usable && !al->usable(ctx, a, room)) continue;
     double ti = al->cost(ctx, a);
     if (best == NULL || ti < *t) best = al, *t = ti;

@@ -98,10 +98,17 @@ static void check_table(void) {
   for (size_t i = 0; i < zp_algo_count(); i++) {
     const zp_algo_t* al = zp_algo_at(i);
     CHECK(al->name && al->desc && al->cost && al->run && strlen(al->desc) > 5);
-    CHECK((al->forced_only & ~al->codecs) == 0);
+    for (int c = 1; c < zcclNumCodecs; c++) { /* forced only where it runs at all */
+      unsigned caps = zc_codec_info(c)->caps;
+      CHECK(!(al->forced_only & caps) || (al->needs & caps));
+    }
     for (size_t j = 0; j < i; j++) {
       const zp_algo_t* b = zp_algo_at(j);
-      int same_kind = al->codecs == 0 ? b->codecs == 0 : (al->codecs & b->codecs) != 0;
+      int same_kind = 0;
+      for (int c = 0; c < zcclNumCodecs; c++) { /* some codec (or none) both run with */
+        unsigned caps = zc_codec_info(c)->caps;
+        same_kind |= c == zcclCodecNone ? al->needs == 0 && b->needs == 0 : (al->needs & caps) && (b->needs & caps);
+      }
       CHECK(!(b->coll == al->coll && same_kind && strcmp(b->name, al->name) == 0));
     }
   }
