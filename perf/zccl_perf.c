@@ -93,6 +93,7 @@ typedef struct {
   const char* algo;      /* the zccl rows' algo column */
   char algo_note[256];   /* how it was chosen, for the header */
   const zcclCompression_t* comp; /* the row being timed is compressed with this (else NULL) */
+  const char* forced;    /* ZCCL_ALGO of the communicator being timed (NULL: unset) */
 } ctx_t;
 
 typedef struct {
@@ -550,7 +551,7 @@ static double compressed_bound(const ctx_t* c, size_t count, double* eb_abs) {
    * reduce SUM N-1, MAX/MIN floor(log2 N) (AVG of both: (N-1)/N);
    * allgather N-1; broadcast ceil(log2 N). Target modes divide by it
    * (not AVG's). */
-  const char* forced = getenv("ZCCL_ALGO"); /* this method's, while it runs */
+  const char* forced = c->forced;
   int N = c->nranks, avg = c->o->op == zcclAvg, cpr = 0;
   if (forced && strcmp(forced, "cprp2p") == 0)
     cpr = is_reduction(coll) || coll == COLL_ALLGATHER || coll == COLL_BROADCAST;
@@ -843,7 +844,10 @@ int main(int argc, char** argv) {
    * set before it exists, so before any thread of the library could read
    * the environment. */
   if (o.algo) setenv("ZCCL_ALGO", o.algo, 1);
+  static char forced_main[64]; /* the main communicator's, kept: methods' own set ZCCL_ALGO for a while */
   const char* forced = getenv("ZCCL_ALGO");
+  if (forced) forced = strncpy(forced_main, forced, sizeof forced_main - 1);
+  c.forced = forced;
   c.algo = coll_algos[o.coll] ? "auto" : "-";
   if (forced && forced[0] && coll_algos[o.coll]) {
     if (word_in(coll_algos[o.coll], forced)) {
@@ -904,9 +908,6 @@ int main(int argc, char** argv) {
       printf("# zccl-compressed: not run: zccl has no compressed %s for --compression %s yet\n",
              coll_names[o.coll], o.compression[k]);
   }
-  const char* algo_env = getenv("ZCCL_ALGO"); /* restored after each method with its own @ALGO */
-  char algo_keep[64] = "";
-  if (algo_env) snprintf(algo_keep, sizeof algo_keep, "%s", algo_env);
 
   size_t esize = o.is_double ? 8 : 4;
   double mpi_time = NAN;
@@ -940,14 +941,10 @@ int main(int argc, char** argv) {
       row = (row_t){.method = plain_row ? "zccl" : "zccl-compressed", .codec = codec_names[cm->codec],
                     .algo = malgo ? malgo : c.algo};
       c.comp = plain_row ? NULL : cm;
-      /* The method's bound (eb_of) reads ZCCL_ALGO while it runs. */
-      if (malgo) setenv("ZCCL_ALGO", malgo, 1);
+      c.forced = malgo ? malgo : forced; /* the method's bound (eb_of) depends on it */
       int failed = time_method(&c, run_zccl, count, send, recv, &row) != 0;
       c.comm = main_comm;
-      if (malgo) {
-        if (algo_keep[0]) setenv("ZCCL_ALGO", algo_keep, 1);
-        else unsetenv("ZCCL_ALGO");
-      }
+      c.forced = forced;
       if (failed) {
         if (c.rank == 0) printf("# %s: stopped: %s\n", row.method, c.zccl_why);
         if (m == 0) run_zccl_plain = 0;

@@ -188,6 +188,11 @@ static void zu_param_join(const char* const* values, char* buf, size_t len) {
 }
 
 /* Says that value v of the parameter is not used, once per value. */
+/* What is wrong with a number that does not parse, in words. */
+static const char* zu_param_not_number(const zu_param_def_t* p) {
+  return p->type == ZU_PARAM_SIZE ? "is not a size (e.g. 4096, 64K, 1M)" : "is not an integer";
+}
+
 static void zu_param_warn_val(zu_param_id_t id, zu_param_val_t* v, const char* used) {
   const zu_param_def_t* p = &zu_params[id];
   if (atomic_exchange(&v->warned, 1)) return;
@@ -197,10 +202,8 @@ static void zu_param_warn_val(zu_param_id_t id, zu_param_val_t* v, const char* u
     char list[320];
     zu_param_join(e->values, list, sizeof list);
     snprintf(what, sizeof what, "%s %s", e->list ? "names something not among" : "is not one of", list);
-  } else if (p->type == ZU_PARAM_INT) {
-    snprintf(what, sizeof what, "is not an integer");
-  } else if (p->type == ZU_PARAM_SIZE) {
-    snprintf(what, sizeof what, "is not a size (e.g. 4096, 64K, 1M)");
+  } else if (p->type != ZU_PARAM_STR) {
+    snprintf(what, sizeof what, "%s", zu_param_not_number(p));
   }
   char msg[1024];
   snprintf(msg, sizeof msg, "%s='%s' %s: using %s", p->name, v->text, what, used && used[0] ? used : "(none)");
@@ -250,11 +253,7 @@ zcclResult_t zu_param_int(zu_param_id_t id, int64_t* value) {
   const zu_param_def_t* p = zu_param_def(id);
   ZU_RETURN_ERR_IF(p == NULL || value == NULL, zcclInternalError, "bad parameter id %d", (int)id);
   const zu_param_val_t* v = zu_param_get(id);
-  if (!v->num_ok) {
-    ZU_RETURN_ERR_IF(p->type == ZU_PARAM_SIZE, zcclInvalidArgument, "%s='%s' is not a size (e.g. 4096, 64K, 1M)",
-                     p->name, v->text);
-    return ZU_ERROR(zcclInvalidArgument, "%s='%s' is not an integer", p->name, v->text);
-  }
+  ZU_RETURN_ERR_IF(!v->num_ok, zcclInvalidArgument, "%s='%s' %s", p->name, v->text, zu_param_not_number(p));
   *value = v->num;
   return zcclSuccess;
 }
