@@ -101,11 +101,28 @@ static double option_value(int argc, char** argv, int* i, int size) {
   return d;
 }
 
+/* A codec's capabilities, comma-separated ("-" for none). */
+static const char* caps_text(unsigned caps, char* buf, size_t len) {
+  static const struct {
+    unsigned cap;
+    const char* name;
+  } names[] = {{ZC_CAP_LOSSY, "lossy"},     {ZC_CAP_LOSSLESS, "lossless"}, {ZC_CAP_STREAM, "stream"},
+               {ZC_CAP_HOMOMORPHIC, "homomorphic"}, {ZC_CAP_DOC, "doc"}, {ZC_CAP_FINITE, "finite-only"}};
+  size_t at = 0;
+  buf[0] = 0;
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+    if ((caps & names[k].cap) && at < len)
+      at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? "," : "", names[k].name);
+  return at ? buf : "-";
+}
+
 static void print_codecs(void) {
+  char caps[128];
   printf("codecs:\n");
   for (int i = 0; i < zcclNumCodecs; i++) {
     const zc_codec_info_t* c = zc_codec_info(i);
-    printf("  %-5s %-9s %s\n", c->name, c->built ? "built" : "not built", c->desc);
+    printf("  %-5s %-9s %-27s %s\n", c->name, c->built ? "built" : "not built", caps_text(c->caps, caps, sizeof caps),
+           c->desc);
   }
 }
 

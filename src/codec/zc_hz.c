@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zc_codec.h"
 #include "zc_szp_internal.h"
 #include "zu_error.h"
 
@@ -259,3 +260,6 @@ zcclResult_t zc_hop_values(zcclRedOp_t op, const zc_params_t* p, const void* in,
   *size = head + bytes;
   return zcclSuccess;
 }
+
+/* hz in the codec table (zc_codec.h): szp's streams, reduced as they are. */
+const zc_codec_ops_t zc_hz_ops = {zc_szp_bound, zc_szp_encode, zc_szp_decode, zc_hop, 1};

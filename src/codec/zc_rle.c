@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "zc_codec.h"
 #include "zc_ops.h"
 #include "zu_error.h"
 
@@ -316,3 +317,14 @@ double zc_rle_zero_fraction(const void* in, size_t count, zcclDataType_t dtype, 
   }
   return (double)zeros / (double)seen;
 }
+
+/* ---- RLE in the codec table (zc_codec.h) ---------------------------------------- */
+static size_t zc_rle_bound_of(const zc_params_t* p, size_t count) { return zc_rle_bound(count, p->dtype); }
+
+static zcclResult_t zc_rle_encode_of(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
+                                     size_t* size) {
+  return zc_rle_encode(p->dtype, in, count, out, cap, size);
+}
+
+/* The merge writes as it reads: no reduction in place. */
+const zc_codec_ops_t zc_rle_ops = {zc_rle_bound_of, zc_rle_encode_of, zc_rle_decode, zc_rle_reduce_rle, 0};

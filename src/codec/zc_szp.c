@@ -7,6 +7,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "zc_codec.h"
 #include "zc_szp_block.h"
 #include "zc_szp_internal.h"
 #include "zu_error.h"
@@ -651,3 +652,17 @@ zcclResult_t zc_encode_ints(const zc_header_t* h, const int64_t* q, const uint8_
   *size = at;
   return zcclSuccess;
 }
+
+/* ---- szp in the codec table (zc_codec.h) ---------------------------------------- */
+size_t zc_szp_bound(const zc_params_t* p, size_t count) { return zc_compress_bound(count, p->dtype, 0); }
+
+zcclResult_t zc_szp_encode(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap, size_t* size) {
+  return zc_compress(p, in, count, out, cap, size, NULL, NULL);
+}
+
+zcclResult_t zc_szp_decode(const void* stream, size_t size, void* out, size_t cap, size_t* count) {
+  return zc_decompress(stream, size, out, cap, count, NULL, NULL);
+}
+
+/* Reductions decompress, operate and compress again (ZC_CAP_DOC): no reduce. */
+const zc_codec_ops_t zc_szp_ops = {zc_szp_bound, zc_szp_encode, zc_szp_decode, NULL, 0};

@@ -142,4 +142,10 @@ typedef struct {
 
 const zc_kernels_t* zc_kernels(void);
 
+/* The stream format's zc_codec_ops_t entries (zc_szp.c), which hz's
+ * table shares (zc_hz.c). */
+size_t zc_szp_bound(const zc_params_t* p, size_t count);
+zcclResult_t zc_szp_encode(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap, size_t* size);
+zcclResult_t zc_szp_decode(const void* stream, size_t size, void* out, size_t cap, size_t* count);
+
 #endif /* ZC_SZP_INTERNAL_H_ */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <zfp.h>
 
+#include "zc_codec.h"
 #include "zu_error.h"
 
 static const uint8_t zc_zfp_magic[4] = {'Z', 'C', 'Z', 'F'};
@@ -145,3 +146,15 @@ zcclResult_t zc_zfp_decompress(const void* stream, size_t size, void* out, size_
   *count = (size_t)n;
   return zcclSuccess;
 }
+
+/* ---- ZFP in the codec table (zc_codec.h): fixed accuracy, p->eb the tolerance ---- */
+static size_t zc_zfp_bound_of(const zc_params_t* p, size_t count) {
+  return zc_zfp_bound(count, p->dtype, ZC_ZFP_ACCURACY, p->eb);
+}
+
+static zcclResult_t zc_zfp_encode_of(const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
+                                     size_t* size) {
+  return zc_zfp_compress(p->dtype, ZC_ZFP_ACCURACY, p->eb, in, count, out, cap, size);
+}
+
+const zc_codec_ops_t zc_zfp_ops = {zc_zfp_bound_of, zc_zfp_encode_of, zc_zfp_decompress, NULL, 0};

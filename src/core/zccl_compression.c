@@ -10,7 +10,6 @@
 
 #include "zc_codec.h"
 #include "zc_szp.h"
-#include "zc_zfp.h"
 #include "zccl_core.h"
 #include "zp_stream.h"
 #include "zu_dtype.h"
@@ -90,8 +89,9 @@ zcclResult_t zcclCompressionFromString(const char* text, zcclCompression_t* comp
     ZU_RETURN_ERR_IF(val[0] == '\0', zcclInvalidArgument, "%s('%s'): %s has no value", fn, text, key);
     if (strcasecmp(key, "codec") == 0) {
       const zc_codec_info_t* ci = zc_codec_by_name(val);
-      ZU_RETURN_ERR_IF(ci == NULL, zcclInvalidArgument,
-                       "%s('%s'): unknown codec '%s' (none, auto, szp, hz, rle, zfp)", fn, text, val);
+      char names[128];
+      ZU_RETURN_ERR_IF(ci == NULL, zcclInvalidArgument, "%s('%s'): unknown codec '%s' (%s)", fn, text, val,
+                       zc_codec_names(names, sizeof names));
       c.codec = ci->id;
     } else if (strcasecmp(key, "mode") == 0) {
       int m;
@@ -180,23 +180,18 @@ static double zccl_roundtrip_eb(const zcclCompression_t* c, const void* in, size
   return c->eb * (valid ? zp_rel_span(mn, mx) : zp_rel_span(-INFINITY, -INFINITY));
 }
 
-/* Compresses in into a scratch stream and decodes it into out. */
+/* Compresses in into a scratch stream with the codec's table and decodes
+ * it into out. */
 static zcclResult_t zccl_roundtrip_codec(const zcclCompression_t* c, double eb, const void* in, void* out,
                                          size_t count, zcclDataType_t dt) {
-  int zfp = c->codec == zcclCodecZfp;
-  size_t cap = zfp ? zc_zfp_bound(count, dt, ZC_ZFP_ACCURACY, eb) : zc_compress_bound(count, dt, 0);
+  const zc_codec_ops_t* ops = zc_codec_info(c->codec)->ops;
+  zc_params_t p = {.dtype = dt, .eb = eb, .has_fill = c->hasFill, .fill = c->fillValue};
+  size_t cap = ops->bound(&p, count);
   void* stream = malloc(cap ? cap : 1);
   ZU_RETURN_ERR_IF(stream == NULL, zcclSystemError, "zcclCompressRoundtrip: out of memory (%zu bytes)", cap);
   size_t size = 0, got = 0;
-  zcclResult_t res;
-  if (zfp) {
-    res = zc_zfp_compress(dt, ZC_ZFP_ACCURACY, eb, in, count, stream, cap, &size);
-    if (res == zcclSuccess) res = zc_zfp_decompress(stream, size, out, count, &got);
-  } else {
-    zc_params_t p = {.dtype = dt, .eb = eb, .has_fill = c->hasFill, .fill = c->fillValue};
-    res = zc_compress(&p, in, count, stream, cap, &size, NULL, NULL);
-    if (res == zcclSuccess) res = zc_decompress(stream, size, out, count, &got, NULL, NULL);
-  }
+  zcclResult_t res = ops->encode(&p, in, count, stream, cap, &size);
+  if (res == zcclSuccess) res = ops->decode(stream, size, out, count, &got);
   free(stream);
   if (res == zcclSuccess && got != count) res = zcclInternalError;
   return res;
@@ -215,7 +210,7 @@ zcclResult_t zcclCompressRoundtrip(const zcclCompression_t* compression, const v
   ZU_RETURN_ERR_IF(c->mode != zcclErrorAbs && c->mode != zcclErrorRel, zcclInvalidArgument,
                    "%s: mode %s divides the bound among a collective's ranks; give abs or rel", fn,
                    zccl_mode_names[c->mode]);
-  int lossy = c->codec == zcclCodecSzp || c->codec == zcclCodecHz || c->codec == zcclCodecZfp;
+  int lossy = (zc_codec_info(c->codec)->caps & ZC_CAP_LOSSY) != 0;
   ZU_RETURN_ERR_IF(lossy && datatype != zcclFloat32 && datatype != zcclFloat64, zcclInvalidArgument,
                    "%s: codec %s compresses float32 and float64 only, not datatype %d", fn,
                    zc_codec_info(c->codec)->name, (int)datatype);

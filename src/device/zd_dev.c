@@ -7,7 +7,6 @@
 #include <strings.h>
 
 #include "zc_rle.h"
-#include "zc_zfp.h"
 #include "zd_dev_impl.h"
 #include "zd_host_codec.h"
 #include "zu_dtype.h"
@@ -264,8 +263,6 @@ zcclResult_t zd_scale(zd_dev_t* dev, void* dst, const void* src, size_t count, z
   return dev->ops->submit(dev, &o);
 }
 
-size_t zd_compress_bound(size_t count, zcclDataType_t dtype) { return zc_compress_bound(count, dtype, 0); }
-
 zcclResult_t zd_value_range(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
                             double fill, double* min, double* max, size_t* valid) {
   ZU_RETURN_ERR_IF(dev == NULL || (count && in == NULL), zcclInvalidArgument, "zd_value_range: NULL argument");
@@ -283,40 +280,72 @@ zcclResult_t zd_value_range_host(zd_dev_t* dev, const void* in, size_t count, zc
   return zcclSuccess;
 }
 
-zcclResult_t zd_compress(zd_dev_t* dev, const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
-                         size_t* out_size) {
-  ZU_RETURN_ERR_IF(dev == NULL || p == NULL || out_size == NULL, zcclInvalidArgument, "zd_compress: NULL argument");
-  ZU_RETURN_ERR_IF(p->dtype != zcclFloat32 && p->dtype != zcclFloat64, zcclInvalidArgument,
-                   "zd_compress: datatype %d, expected float32 or float64", (int)p->dtype);
-  ZU_RETURN_ERR_IF(out == NULL || (count && in == NULL), zcclInvalidArgument, "zd_compress: NULL buffer");
+/* ---- codecs: the table's operations, queued --------------------------- */
+
+/* The cuda device's kernels are the stream format's. */
+int zd_codec_runs(const zd_dev_t* dev, const zc_codec_info_t* codec) {
+  return dev != NULL && codec != NULL && codec->ops != NULL && (dev->kind != ZD_CUDA || (codec->caps & ZC_CAP_STREAM));
+}
+
+/* What every codec operation needs: a codec this device runs (said
+ * plainly, never queued, for one it does not). */
+static zcclResult_t zd_codec_check(const zd_dev_t* dev, const zc_codec_info_t* codec, const char* what) {
+  ZU_RETURN_ERR_IF(dev == NULL || codec == NULL || codec->ops == NULL, zcclInvalidArgument,
+                   "%s: NULL device or no codec", what);
+  ZU_RETURN_ERR_IF(!zd_codec_runs(dev, codec), zcclInvalidUsage,
+                   "%s: the %s device has no kernels for codec=%s; use codec=hz or szp there", what,
+                   zd_kind_name(dev->kind), codec->name);
+  return zcclSuccess;
+}
+
+static int zd_float_type(zcclDataType_t dtype) { return dtype == zcclFloat32 || dtype == zcclFloat64; }
+
+static int zd_stream_op(zcclRedOp_t op) { return op == zcclSum || op == zcclMax || op == zcclMin; }
+
+zcclResult_t zd_encode(zd_dev_t* dev, const zc_codec_info_t* codec, const zc_params_t* p, const void* in,
+                       size_t count, void* out, size_t cap, size_t* out_size) {
+  ZU_CHECK(zd_codec_check(dev, codec, "zd_encode"));
+  ZU_RETURN_ERR_IF(p == NULL || out_size == NULL || out == NULL || (count && in == NULL), zcclInvalidArgument,
+                   "zd_encode: NULL argument");
+  ZU_RETURN_ERR_IF(!zd_float_type(p->dtype), zcclInvalidArgument,
+                   "zd_encode: datatype %d, expected float32 or float64", (int)p->dtype);
+  ZU_RETURN_ERR_IF((codec->caps & ZC_CAP_FINITE) && (!(p->eb > 0) || p->eb == HUGE_VAL), zcclInvalidArgument,
+                   "zd_encode: codec=%s, tolerance %g", codec->name, p->eb);
   ZU_RETURN_ERR_IF(zd_overlap(in, count * zu_dtype_size(p->dtype), out, cap), zcclInvalidArgument,
-                   "zd_compress: input and output overlap");
-  zd_op_t o = {.kind = ZD_OP_COMPRESS, .dst = out, .a = in, .count = count, .params = *p, .cap = cap,
+                   "zd_encode: input and output overlap");
+  zd_op_t o = {.kind = ZD_OP_ENCODE, .dst = out, .a = in, .count = count, .codec = codec, .params = *p, .cap = cap,
                .out_size = out_size};
   return dev->ops->submit(dev, &o);
 }
 
-zcclResult_t zd_decompress(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count) {
-  ZU_RETURN_ERR_IF(dev == NULL || stream == NULL || size == NULL, zcclInvalidArgument, "zd_decompress: NULL argument");
-  ZU_RETURN_ERR_IF(count && out == NULL, zcclInvalidArgument, "zd_decompress: NULL output");
-  zd_op_t o = {.kind = ZD_OP_DECOMPRESS, .dst = out, .a = stream, .a_size = size, .count = count};
+zcclResult_t zd_decode(zd_dev_t* dev, const zc_codec_info_t* codec, const void* stream, const size_t* size, void* out,
+                       size_t count) {
+  ZU_CHECK(zd_codec_check(dev, codec, "zd_decode"));
+  ZU_RETURN_ERR_IF(stream == NULL || size == NULL || (count && out == NULL), zcclInvalidArgument,
+                   "zd_decode: NULL argument");
+  zd_op_t o = {.kind = ZD_OP_DECODE, .dst = out, .a = stream, .a_size = size, .count = count, .codec = codec};
   return dev->ops->submit(dev, &o);
 }
 
-zcclResult_t zd_hop(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* a_size, const void* b,
-                    const size_t* b_size, void* out, size_t cap, size_t* out_size) {
-  ZU_RETURN_ERR_IF(dev == NULL || a == NULL || b == NULL || a_size == NULL || b_size == NULL || out == NULL ||
-                       out_size == NULL,
-                   zcclInvalidArgument, "zd_hop: NULL argument");
-  ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
-                   "zd_hop: op %d, expected sum, max or min", (int)op);
-  zd_op_t o = {.kind = ZD_OP_HOP, .dst = out, .a = a, .b = b, .a_size = a_size, .b_size = b_size, .op = op,
-               .cap = cap, .out_size = out_size};
+zcclResult_t zd_reduce_encoded(zd_dev_t* dev, const zc_codec_info_t* codec, zcclRedOp_t op, const void* a,
+                               const size_t* a_size, const void* b, const size_t* b_size, void* out, size_t cap,
+                               size_t* out_size) {
+  ZU_CHECK(zd_codec_check(dev, codec, "zd_reduce_encoded"));
+  ZU_RETURN_ERR_IF(codec->ops->reduce == NULL, zcclInvalidUsage,
+                   "zd_reduce_encoded: codec=%s reduces by decoding; it has no reduction of streams", codec->name);
+  ZU_RETURN_ERR_IF(a == NULL || b == NULL || a_size == NULL || b_size == NULL || out == NULL || out_size == NULL,
+                   zcclInvalidArgument, "zd_reduce_encoded: NULL argument");
+  ZU_RETURN_ERR_IF(!zd_stream_op(op), zcclInvalidArgument, "zd_reduce_encoded: op %d, expected sum, max or min",
+                   (int)op);
+  ZU_RETURN_ERR_IF(!codec->ops->reduce_in_place && (out == a || out == b), zcclInvalidArgument,
+                   "zd_reduce_encoded: codec=%s writes as it reads: out may not be an input", codec->name);
+  zd_op_t o = {.kind = ZD_OP_REDUCE_ENCODED, .dst = out, .a = a, .b = b, .a_size = a_size, .b_size = b_size,
+               .op = op, .codec = codec, .cap = cap, .out_size = out_size};
   return dev->ops->submit(dev, &o);
 }
 
 /* Host only: sim stands in for the GPU, which has no fused kernel, so the
- * sim runs test the orchestration the cuda device takes (compress, hop). */
+ * sim runs test the orchestration the cuda device takes (encode, reduce). */
 int zd_has_hop_values(const zd_dev_t* dev) { return dev != NULL && dev->kind == ZD_HOST; }
 
 zcclResult_t zd_hop_values(zd_dev_t* dev, zcclRedOp_t op, const zc_params_t* p, const void* in, size_t count,
@@ -325,11 +354,10 @@ zcclResult_t zd_hop_values(zd_dev_t* dev, zcclRedOp_t op, const zc_params_t* p, 
                        (count && in == NULL),
                    zcclInvalidArgument, "zd_hop_values: NULL argument");
   ZU_RETURN_ERR_IF(!zd_has_hop_values(dev), zcclInvalidUsage,
-                   "zd_hop_values: the %s device has no fused kernel; use zd_compress and zd_hop",
+                   "zd_hop_values: the %s device has no fused kernel; use zd_encode and zd_reduce_encoded",
                    zd_kind_name(dev->kind));
-  ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
-                   "zd_hop_values: op %d, expected sum, max or min", (int)op);
-  ZU_RETURN_ERR_IF(p->dtype != zcclFloat32 && p->dtype != zcclFloat64, zcclInvalidArgument,
+  ZU_RETURN_ERR_IF(!zd_stream_op(op), zcclInvalidArgument, "zd_hop_values: op %d, expected sum, max or min", (int)op);
+  ZU_RETURN_ERR_IF(!zd_float_type(p->dtype), zcclInvalidArgument,
                    "zd_hop_values: datatype %d, expected float32 or float64", (int)p->dtype);
   ZU_RETURN_ERR_IF(zd_overlap(in, count * zu_dtype_size(p->dtype), out, cap), zcclInvalidArgument,
                    "zd_hop_values: values and output overlap");
@@ -338,104 +366,21 @@ zcclResult_t zd_hop_values(zd_dev_t* dev, zcclRedOp_t op, const zc_params_t* p, 
   return dev->ops->submit(dev, &o);
 }
 
-/* ---- RLE and ZFP: host and sim only ------------------------------------ */
-
 void zd_set_progress(zd_dev_t* dev, void (*fn)(void*), void* arg) {
   (void)dev; /* per thread: the codec runs on the caller's thread or a pool thread */
   zd_host_set_progress(fn, arg);
 }
 
-int zd_has_host_codecs(const zd_dev_t* dev) { return dev != NULL && dev->kind != ZD_CUDA; }
-
-/* The cuda device has no RLE or ZFP kernels: said plainly, never queued. */
-static zcclResult_t zd_host_codecs_check(const zd_dev_t* dev, const char* what) {
-  ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "%s: NULL device", what);
-  ZU_RETURN_ERR_IF(!zd_has_host_codecs(dev), zcclInvalidUsage,
-                   "%s: the %s device has no RLE or ZFP kernels; use codec=hz or szp there", what,
-                   zd_kind_name(dev->kind));
-  return zcclSuccess;
-}
-
-static int zd_float_type(zcclDataType_t dtype) { return dtype == zcclFloat32 || dtype == zcclFloat64; }
-
-/* What an RLE or ZFP encoding needs: the host's codecs, float values, its
- * buffers, and an output apart from the input. */
-static zcclResult_t zd_encode_check(const zd_dev_t* dev, const char* what, zcclDataType_t dtype, const void* in,
-                                    size_t count, const void* out, size_t cap, const size_t* out_size) {
-  ZU_CHECK(zd_host_codecs_check(dev, what));
-  ZU_RETURN_ERR_IF(!zd_float_type(dtype), zcclInvalidArgument, "%s: datatype %d, expected float32 or float64", what,
-                   (int)dtype);
-  ZU_RETURN_ERR_IF(out == NULL || out_size == NULL || (count && in == NULL), zcclInvalidArgument,
-                   "%s: NULL argument", what);
-  ZU_RETURN_ERR_IF(zd_overlap(in, count * zu_dtype_size(dtype), out, cap), zcclInvalidArgument,
-                   "%s: input and output overlap", what);
-  return zcclSuccess;
-}
-
-size_t zd_zfp_bound(size_t count, zcclDataType_t dtype, double tol) {
-  return zc_zfp_bound(count, dtype, ZC_ZFP_ACCURACY, tol);
-}
-
-zcclResult_t zd_zfp_compress(zd_dev_t* dev, zcclDataType_t dtype, double tol, const void* in, size_t count,
-                             void* out, size_t cap, size_t* out_size) {
-  ZU_CHECK(zd_encode_check(dev, "zd_zfp_compress", dtype, in, count, out, cap, out_size));
-  ZU_RETURN_ERR_IF(!(tol > 0) || tol == HUGE_VAL, zcclInvalidArgument, "zd_zfp_compress: tolerance %g", tol);
-  zd_op_t o = {.kind = ZD_OP_ZFP_COMPRESS, .dst = out, .a = in, .count = count, .params = {.dtype = dtype, .eb = tol},
-               .cap = cap, .out_size = out_size};
-  return dev->ops->submit(dev, &o);
-}
-
-/* An RLE or ZFP decoding (kind) of the stream (*size bytes) into count values. */
-static zcclResult_t zd_decode_op(zd_dev_t* dev, const char* what, zd_op_kind_t kind, const void* stream, const size_t* size,
-                                 void* out, size_t count) {
-  ZU_CHECK(zd_host_codecs_check(dev, what));
-  ZU_RETURN_ERR_IF(stream == NULL || size == NULL || (count && out == NULL), zcclInvalidArgument,
-                   "%s: NULL argument", what);
-  zd_op_t o = {.kind = kind, .dst = out, .a = stream, .a_size = size, .count = count};
-  return dev->ops->submit(dev, &o);
-}
-
-zcclResult_t zd_zfp_decompress(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count) {
-  return zd_decode_op(dev, "zd_zfp_decompress", ZD_OP_ZFP_DECOMPRESS, stream, size, out, count);
-}
-
-size_t zd_rle_bound(size_t count, zcclDataType_t dtype) { return zc_rle_bound(count, dtype); }
-
 zcclResult_t zd_zero_fraction(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, size_t samples,
                               double* frac) {
-  ZU_CHECK(zd_host_codecs_check(dev, "zd_zero_fraction"));
+  ZU_RETURN_ERR_IF(dev == NULL, zcclInvalidArgument, "zd_zero_fraction: NULL device");
+  ZU_RETURN_ERR_IF(dev->kind == ZD_CUDA, zcclInvalidUsage, "zd_zero_fraction: host and sim memory only");
   ZU_RETURN_ERR_IF(frac == NULL || (count && in == NULL), zcclInvalidArgument, "zd_zero_fraction: NULL argument");
   ZU_RETURN_ERR_IF(!zd_float_type(dtype), zcclInvalidArgument,
                    "zd_zero_fraction: datatype %d, expected float32 or float64", (int)dtype);
   ZU_CHECK(zd_sync(dev)); /* host and sim memory: read once what is queued has run */
   *frac = count ? zc_rle_zero_fraction(in, count, dtype, samples) : 0.0;
   return zcclSuccess;
-}
-
-zcclResult_t zd_rle_encode(zd_dev_t* dev, zcclDataType_t dtype, const void* in, size_t count, void* out, size_t cap,
-                           size_t* out_size) {
-  ZU_CHECK(zd_encode_check(dev, "zd_rle_encode", dtype, in, count, out, cap, out_size));
-  zd_op_t o = {.kind = ZD_OP_RLE_ENCODE, .dst = out, .a = in, .count = count, .params = {.dtype = dtype},
-               .cap = cap, .out_size = out_size};
-  return dev->ops->submit(dev, &o);
-}
-
-zcclResult_t zd_rle_decode(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count) {
-  return zd_decode_op(dev, "zd_rle_decode", ZD_OP_RLE_DECODE, stream, size, out, count);
-}
-
-zcclResult_t zd_rle_reduce(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* a_size, const void* b,
-                           const size_t* b_size, void* out, size_t cap, size_t* out_size) {
-  ZU_CHECK(zd_host_codecs_check(dev, "zd_rle_reduce"));
-  ZU_RETURN_ERR_IF(a == NULL || b == NULL || a_size == NULL || b_size == NULL || out == NULL || out_size == NULL,
-                   zcclInvalidArgument, "zd_rle_reduce: NULL argument");
-  ZU_RETURN_ERR_IF(op != zcclSum && op != zcclMax && op != zcclMin, zcclInvalidArgument,
-                   "zd_rle_reduce: op %d, expected sum, max or min", (int)op);
-  /* The merge writes as it reads: out must be a buffer of its own. */
-  ZU_RETURN_ERR_IF(out == a || out == b, zcclInvalidArgument, "zd_rle_reduce: out may not be an input");
-  zd_op_t o = {.kind = ZD_OP_RLE_REDUCE, .dst = out, .a = a, .b = b, .a_size = a_size, .b_size = b_size, .op = op,
-               .cap = cap, .out_size = out_size};
-  return dev->ops->submit(dev, &o);
 }
 
 zd_event_t zd_event_record(zd_dev_t* dev) { return dev ? dev->ops->record(dev) : 0; }

@@ -15,22 +15,18 @@
 extern "C" {
 #endif
 
-/* Codec operations (ZD_OP_COMPRESS and after) run in zd_codec_exec. */
+/* Codec operations (ZD_OP_ENCODE and after) run in zd_codec_exec, each
+ * for its op's codec. */
 typedef enum {
   ZD_OP_COPY,
   ZD_OP_COPY_SIZED,
   ZD_OP_REDUCE,
   ZD_OP_DIVIDE,
   ZD_OP_SCALE,
-  ZD_OP_COMPRESS,
-  ZD_OP_DECOMPRESS,
-  ZD_OP_HOP,
-  ZD_OP_HOP_VALUES,
-  ZD_OP_ZFP_COMPRESS,
-  ZD_OP_ZFP_DECOMPRESS,
-  ZD_OP_RLE_ENCODE,
-  ZD_OP_RLE_DECODE,
-  ZD_OP_RLE_REDUCE
+  ZD_OP_ENCODE,
+  ZD_OP_DECODE,
+  ZD_OP_REDUCE_ENCODED,
+  ZD_OP_HOP_VALUES
 } zd_op_kind_t;
 
 /* One operation, checked, as queued; copied by value into the sim queue. */
@@ -46,10 +42,11 @@ typedef struct {
   uint64_t scalar; /* scale: the scalar's bytes when b (where it is read) is NULL */
   /* codec: stream sizes are read and written through pointers when the
    * operation runs (a queued device learns them only then) */
-  zc_params_t params;  /* compress; zfp and rle: dtype, zfp: eb is the tolerance */
-  size_t cap;          /* compress, hop, sized copy: room at dst */
+  const zc_codec_info_t* codec; /* codec operations: whose */
+  zc_params_t params;  /* encode, hop values */
+  size_t cap;          /* encode, reductions of streams, sized copy: room at dst */
   const size_t* a_size, *b_size; /* sized copy: a_size is the bytes */
-  size_t* out_size;    /* compress, hop: the stream's bytes */
+  size_t* out_size;    /* encode, reductions of streams: the stream's bytes */
 } zd_op_t;
 
 /* A device's streams ("lanes", zd_device.h): at most ZD_LANES_MAX; an event

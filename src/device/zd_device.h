@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "zc_szp.h"
+#include "zc_codec.h"
 #include "zccl.h"
 
 #ifdef __cplusplus
@@ -168,61 +168,55 @@ zcclResult_t zd_divide_fill(zd_dev_t* dev, void* buf, size_t count, zcclDataType
 zcclResult_t zd_scale(zd_dev_t* dev, void* dst, const void* src, size_t count, zcclDataType_t dtype, const void* at,
                       uint64_t bits);
 
-/* The stream codec (docs/format.md), queued like the rest. Stream sizes
- * travel through pointers read and written when the operation runs: a
- * queued device knows them only then, and the caller reads *out_size after
- * zd_sync / zd_event_wait. Errors (a corrupt stream, too small an output)
- * come back from the wait.
- * - zd_compress: count values of p->dtype at in into a stream at out
- *   (capacity cap; zc_compress_bound gives enough).
- * - zd_decompress: the stream (*size bytes) into out, which has room for
- *   exactly count values; a stream of another count is zcclInvalidUsage.
- * - zd_hop: homomorphic SUM/MAX/MIN of two compatible streams into out
- *   (out may be a or b itself).
- * - zd_hop_values: zd_hop(op, A, b) for A the compression of count values
- *   at in with p, byte for byte, in one pass without A (zc_hop_values; out
- *   may be b itself). Host only (zd_has_hop_values): the cuda device, and
- *   sim in its place, compress and hop. */
-size_t zd_compress_bound(size_t count, zcclDataType_t dtype);
 /* Range of the finite, non-fill values of in (for REL bounds), after
  * everything queued so far; *valid counts them (min/max untouched at 0).
  * Blocks until it is known (cuda: a kernel, then a wait). A zero bound may
  * come back as -0.0 on the host (the first zero seen), +0.0 on cuda. */
 zcclResult_t zd_value_range(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, int has_fill,
                             double fill, double* min, double* max, size_t* valid);
-zcclResult_t zd_compress(zd_dev_t* dev, const zc_params_t* p, const void* in, size_t count, void* out, size_t cap,
-                         size_t* out_size);
-zcclResult_t zd_decompress(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count);
-zcclResult_t zd_hop(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* a_size, const void* b,
-                    const size_t* b_size, void* out, size_t cap, size_t* out_size);
+
+/* Codecs (a row of zc_codec.h's table; docs/format.md), queued like the
+ * rest. The device decides where a codec's work runs, not which codec:
+ * host runs the codec's table on the calling thread, and zccl's stream
+ * format (ZC_CAP_STREAM) over the device's threads; sim the same on its
+ * workers; cuda has kernels for the stream format only (zd_codec_runs;
+ * the algorithm choice never gives it another codec). Stream sizes travel
+ * through pointers read and written when the operation runs: a queued
+ * device knows them only then, and the caller reads *out_size after
+ * zd_sync / zd_event_wait. Errors (a corrupt stream, too small an output)
+ * come back from the wait.
+ * - zd_encode: count values of p->dtype (float32, float64) at in into a
+ *   stream at out (capacity cap; codec->ops->bound gives enough). A
+ *   ZC_CAP_FINITE codec (ZFP) needs a finite tolerance p->eb > 0, and
+ *   refuses non-finite input (zcclInvalidArgument, from the wait).
+ * - zd_decode: the stream (*size bytes) into out, which has room for
+ *   exactly count values; a stream of another count is zcclInvalidUsage.
+ *   RLE gives -0.0 back as +0.0.
+ * - zd_reduce_encoded: SUM, MAX or MIN of two streams of one count,
+ *   without decoding them (a codec with ops->reduce: hz's homomorphic
+ *   operations, RLE's merge, each value op(a's, b's) in the dtype's
+ *   arithmetic), into out, which may be a or b itself only when
+ *   ops->reduce_in_place.
+ * - zd_hop_values: zd_reduce_encoded(op, A, b) of the stream format for A
+ *   the compression of count values at in with p, byte for byte, in one
+ *   pass without A (zc_hop_values; out may be b itself). Host only
+ *   (zd_has_hop_values): the cuda device, and sim in its place, encode and
+ *   reduce. */
+int zd_codec_runs(const zd_dev_t* dev, const zc_codec_info_t* codec);
+zcclResult_t zd_encode(zd_dev_t* dev, const zc_codec_info_t* codec, const zc_params_t* p, const void* in,
+                       size_t count, void* out, size_t cap, size_t* out_size);
+zcclResult_t zd_decode(zd_dev_t* dev, const zc_codec_info_t* codec, const void* stream, const size_t* size, void* out,
+                       size_t count);
+zcclResult_t zd_reduce_encoded(zd_dev_t* dev, const zc_codec_info_t* codec, zcclRedOp_t op, const void* a,
+                               const size_t* a_size, const void* b, const size_t* b_size, void* out, size_t cap,
+                               size_t* out_size);
 zcclResult_t zd_hop_values(zd_dev_t* dev, zcclRedOp_t op, const zc_params_t* p, const void* in, size_t count,
                            const void* b, const size_t* b_size, void* out, size_t cap, size_t* out_size);
 int zd_has_hop_values(const zd_dev_t* dev);
 
-/* The other codecs (docs/format.md, "RLE" and "ZFP"), queued like the
- * stream codec, sizes through pointers likewise. Host and sim only: the
- * cuda device has no kernels for them (zcclInvalidUsage), so the algorithm
- * choice never gives it a call that needs them.
- * - zd_zfp_compress: count finite values of dtype, ZFP fixed accuracy with
- *   absolute tolerance tol (non-finite input: zcclInvalidArgument);
- *   zd_zfp_bound sizes out. zd_zfp_decompress: exactly count values.
- * - zd_rle_encode / zd_rle_decode: lossless (-0.0 comes back +0.0), at most
- *   zd_rle_bound bytes. zd_rle_reduce: op (SUM, MAX, MIN) of two encoded
- *   vectors of one count, encoded into out (which may not be a or b), each
- *   value computed as op(a's, b's) in the dtype's arithmetic. */
-size_t zd_zfp_bound(size_t count, zcclDataType_t dtype, double tol);
-zcclResult_t zd_zfp_compress(zd_dev_t* dev, zcclDataType_t dtype, double tol, const void* in, size_t count,
-                             void* out, size_t cap, size_t* out_size);
-zcclResult_t zd_zfp_decompress(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count);
-size_t zd_rle_bound(size_t count, zcclDataType_t dtype);
-zcclResult_t zd_rle_encode(zd_dev_t* dev, zcclDataType_t dtype, const void* in, size_t count, void* out, size_t cap,
-                           size_t* out_size);
-zcclResult_t zd_rle_decode(zd_dev_t* dev, const void* stream, const size_t* size, void* out, size_t count);
-zcclResult_t zd_rle_reduce(zd_dev_t* dev, zcclRedOp_t op, const void* a, const size_t* a_size, const void* b,
-                           const size_t* b_size, void* out, size_t cap, size_t* out_size);
 /* Fraction of zeros among about `samples` evenly spaced values of in,
- * after everything queued so far (host codecs only): how codec=auto tells
- * sparse data. */
+ * after everything queued so far (host and sim memory only): how
+ * codec=auto tells sparse data. */
 zcclResult_t zd_zero_fraction(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype, size_t samples,
                               double* frac);
 /* fn(arg) is called now and then, on this thread, while a host or sim
@@ -231,8 +225,6 @@ zcclResult_t zd_zero_fraction(zd_dev_t* dev, const void* in, size_t count, zcclD
  * transport's progress). NULL clears it. Pool threads and the sim device's
  * worker never call it. */
 void zd_set_progress(zd_dev_t* dev, void (*fn)(void*), void* arg);
-/* Whether dev has the RLE and ZFP operations above. */
-int zd_has_host_codecs(const zd_dev_t* dev);
 
 /* Ordering and completion. zd_event_record returns a marker after everything
  * queued so far; zd_event_done says whether it has passed (non-blocking);

@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zc_rle.h"
-#include "zc_zfp.h"
 #include "zd_dev_impl.h"
 #include "zd_host_codec.h"
 #include "zd_narrow.h"
@@ -271,72 +269,76 @@ static zcclResult_t zd_pool_get(zd_dev_t* dev, zd_pool_t** pool) {
   return res;
 }
 
-/* The codec's operations, over the device's thread pool (chunks are
+/* A decoding gave `got` values where the caller has room for exactly
+ * op->count: the caller's mismatch (more values as well as fewer), not a
+ * corrupt stream: zcclInvalidUsage. */
+static zcclResult_t zd_decode_count(const zd_op_t* op, size_t got) {
+  ZU_RETURN_ERR_IF(got != op->count, zcclInvalidUsage, "zd_decode: the codec=%s stream holds %zu values, expected %zu",
+                   op->codec->name, got, op->count);
+  return zcclSuccess;
+}
+
+/* zccl's stream format over the device's thread pool (chunks are
  * independent; the bytes do not depend on the thread count). */
+static zcclResult_t zd_stream_exec(zd_dev_t* dev, zd_pool_t* pool, const zd_op_t* op) {
+  switch (op->kind) {
+    case ZD_OP_ENCODE:
+      return zd_host_compress(pool, 0, &op->params, op->a, op->count, op->dst, op->cap, op->out_size);
+    case ZD_OP_DECODE: {
+      zc_header_t h;
+      size_t got = 0;
+      /* Checked before anything is written. */
+      if (zc_header_read(op->a, *op->a_size, &h) == zcclSuccess && h.count != op->count)
+        return zd_decode_count(op, (size_t)h.count);
+      ZU_CHECK(zd_host_decompress(pool, 0, op->a, *op->a_size, op->dst, op->count, &got));
+      return zd_decode_count(op, got);
+    }
+    case ZD_OP_REDUCE_ENCODED:
+      return zd_host_hop(pool, 0, &dev->hop_aside, op->op, op->a, *op->a_size, op->b, *op->b_size, op->dst, op->cap,
+                         op->out_size);
+    case ZD_OP_HOP_VALUES:
+      return zd_host_hop_values(pool, 0, &dev->hop_aside, op->op, &op->params, op->a, op->count, op->b,
+                                *op->b_size, op->dst, op->cap, op->out_size);
+    default:
+      return ZU_ERROR(zcclInternalError, "zd_codec_exec: operation %d is not a codec's", (int)op->kind);
+  }
+}
+
+/* Any other codec: its table's functions on this thread (one stream is one
+ * sequential walk). */
+static zcclResult_t zd_table_exec(const zd_op_t* op) {
+  const zc_codec_ops_t* t = op->codec->ops;
+  switch (op->kind) {
+    case ZD_OP_ENCODE:
+      return t->encode(&op->params, op->a, op->count, op->dst, op->cap, op->out_size);
+    case ZD_OP_DECODE: {
+      size_t got = 0;
+      ZU_CHECK(t->decode(op->a, *op->a_size, op->dst, op->count, &got));
+      return zd_decode_count(op, got);
+    }
+    case ZD_OP_REDUCE_ENCODED:
+      return t->reduce(op->op, op->a, *op->a_size, op->b, *op->b_size, op->dst, op->cap, op->out_size);
+    default:
+      return ZU_ERROR(zcclInternalError, "zd_codec_exec: operation %d is not codec=%s's", (int)op->kind,
+                      op->codec->name);
+  }
+}
+
+/* The codecs' operations. The fused hop has no codec of its own: it is the
+ * stream format's. */
 static zcclResult_t zd_codec_exec(zd_dev_t* dev, const zd_op_t* op) {
   zd_pool_t* pool = NULL;
-  zcclResult_t res = zcclSuccess;
   pthread_mutex_lock(&dev->run_lock);
-  res = zd_pool_get(dev, &pool);
-  if (res == zcclSuccess) switch (op->kind) {
-      case ZD_OP_COMPRESS:
-        res = zd_host_compress(pool, 0, &op->params, op->a, op->count, op->dst, op->cap, op->out_size);
-        break;
-      case ZD_OP_DECOMPRESS: {
-        /* A stream of another count (more values as well as fewer) is the
-         * caller's mismatch, not a corrupt stream: zcclInvalidUsage. */
-        zc_header_t h;
-        size_t got = 0;
-        if (zc_header_read(op->a, *op->a_size, &h) == zcclSuccess && h.count != op->count) {
-          res = ZU_ERROR(zcclInvalidUsage, "zd_decompress: the stream holds %llu values, expected %zu",
-                         (unsigned long long)h.count, op->count);
-          break;
-        }
-        res = zd_host_decompress(pool, 0, op->a, *op->a_size, op->dst, op->count, &got);
-        if (res == zcclSuccess && got != op->count)
-          res = ZU_ERROR(zcclInvalidUsage, "zd_decompress: the stream holds %zu values, expected %zu", got, op->count);
-        break;
-      }
-      case ZD_OP_HOP:
-        res = zd_host_hop(pool, 0, &dev->hop_aside, op->op, op->a, *op->a_size, op->b, *op->b_size, op->dst,
-                          op->cap, op->out_size);
-        break;
-      case ZD_OP_HOP_VALUES:
-        res = zd_host_hop_values(pool, 0, &dev->hop_aside, op->op, &op->params, op->a, op->count, op->b,
-                                 *op->b_size, op->dst, op->cap, op->out_size);
-        break;
-      /* RLE and ZFP: the codec's single-threaded functions (one stream is
-       * one sequential walk). */
-      case ZD_OP_ZFP_COMPRESS:
-        res = zc_zfp_compress(op->params.dtype, ZC_ZFP_ACCURACY, op->params.eb, op->a, op->count, op->dst, op->cap,
-                              op->out_size);
-        break;
-      case ZD_OP_RLE_ENCODE:
-        res = zc_rle_encode(op->params.dtype, op->a, op->count, op->dst, op->cap, op->out_size);
-        break;
-      case ZD_OP_ZFP_DECOMPRESS:
-      case ZD_OP_RLE_DECODE: {
-        size_t got = 0;
-        res = op->kind == ZD_OP_ZFP_DECOMPRESS ? zc_zfp_decompress(op->a, *op->a_size, op->dst, op->count, &got)
-                                               : zc_rle_decode(op->a, *op->a_size, op->dst, op->count, &got);
-        if (res == zcclSuccess && got != op->count)
-          res = ZU_ERROR(zcclInvalidUsage, "%s: the stream holds %zu values, expected %zu",
-                         op->kind == ZD_OP_ZFP_DECOMPRESS ? "zd_zfp_decompress" : "zd_rle_decode", got, op->count);
-        break;
-      }
-      case ZD_OP_RLE_REDUCE:
-        res = zc_rle_reduce_rle(op->op, op->a, *op->a_size, op->b, *op->b_size, op->dst, op->cap, op->out_size);
-        break;
-      default:
-        res = ZU_ERROR(zcclInternalError, "zd_codec_exec: operation %d is not a codec's", (int)op->kind);
-        break;
-    }
+  zcclResult_t res = zd_pool_get(dev, &pool);
+  if (res == zcclSuccess)
+    res = op->kind == ZD_OP_HOP_VALUES || (op->codec->caps & ZC_CAP_STREAM) ? zd_stream_exec(dev, pool, op)
+                                                                            : zd_table_exec(op);
   pthread_mutex_unlock(&dev->run_lock);
   return res;
 }
 
 zcclResult_t zd_op_exec(zd_dev_t* dev, const zd_op_t* op) {
-  if (op->kind >= ZD_OP_COMPRESS) return zd_codec_exec(dev, op);
+  if (op->kind >= ZD_OP_ENCODE) return zd_codec_exec(dev, op);
   if (op->kind == ZD_OP_COPY_SIZED) {
     size_t n = *op->a_size;
     ZU_RETURN_ERR_IF(n > op->cap, zcclInvalidUsage, "zd_copy_sized: %zu bytes, room for %zu", n, op->cap);

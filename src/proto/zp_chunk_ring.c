@@ -10,7 +10,7 @@
  * result is compressed again for the next step. Homomorphic: this rank's
  * piece is compressed (once: each of its N blocks is compressed at exactly
  * one step) and added to the arriving stream in the integer domain
- * (zd_hop_values: both in one pass; zd_compress and zd_hop on a device
+ * (zd_hop_values: both in one pass; zd_encode and zd_reduce_encoded on a device
  * without it); the bounds are zp_compress_once.c's. Blocks travel in chunks (about 4 a
  * block, zp_doc_chunk_values, zp_algo.h) as a wavefront (zp_ring_round):
  * each chunk is handled as soon as it has arrived and sent on at once,
@@ -35,7 +35,7 @@
  *     the maximum of every input quantized once, as in the homomorphic
  *     ring. (Without that, max being 1-Lipschitz would still give N eb.)
  * plus the float roundings of the N-1 additions (and AVG's division). The
- * fill value absorbs (fill in any input: fill out, as zd_hop does; a
+ * fill value absorbs (fill in any input: fill out, as hz's reduction does; a
  * partial result that lands exactly on the fill value reads as fill);
  * NaN and +-Inf follow IEEE arithmetic and travel as raw exceptions. */
 #include <stdlib.h>
@@ -60,6 +60,7 @@ typedef struct {
   const zp_ctx_t* ctx;
   const zp_coll_args_t* a;
   const char* what;
+  const zc_codec_info_t* codec; /* the call's (auto: hz's table) */
   zc_params_t p;
   size_t es, c, cap, capr; /* bytes per value; values per chunk; a chunk stream's room, rounded to 64 */
   size_t lo;               /* this round's first column */
@@ -103,6 +104,11 @@ typedef struct {
   double polled; /* when the codec last drove the transport (zp_doc_poll) */
 } zp_doc_t;
 
+/* Compression and sum in one pass: the host's, for the stream format. */
+static int zp_fused(const zp_doc_t* d) {
+  return zd_has_hop_values(d->ctx->dev) && (d->codec->caps & ZC_CAP_STREAM);
+}
+
 /* The device stream of chunk k's reduce-scatter work (zp_doc_t.pend). */
 static int zp_ring_lane(const zp_doc_t* d, int k) { return d->ahead ? k : 0; }
 
@@ -130,25 +136,25 @@ static zcclResult_t zp_doc_chunk(zp_doc_t* d, int how, int rb, int k, uint8_t* s
      * piece's own stream is never written), else compressed into T and
      * added, queued in order, so T is free again when the next chunk's
      * compression runs. The bytes are the same either way. */
-    if (zd_has_hop_values(dev)) {
+    if (zp_fused(d)) {
       ZU_CHECK(zd_hop_values(dev, op, &d->p, mine, n, s, sz, s, d->cap, sz));
     } else if (d->ahead) { /* compressed already (zp_ring_ahead) */
       uint8_t* tk = (uint8_t*)d->T + (size_t)k * d->capr;
-      ZU_CHECK(zd_hop(dev, op, tk, &d->tszk[k], s, sz, s, d->cap, sz));
+      ZU_CHECK(zd_reduce_encoded(dev, d->codec, op, tk, &d->tszk[k], s, sz, s, d->cap, sz));
     } else {
-      ZU_CHECK(zd_compress(dev, &d->p, mine, n, d->T, d->cap, &d->tsz));
-      ZU_CHECK(zd_hop(dev, op, d->T, &d->tsz, s, sz, s, d->cap, sz));
+      ZU_CHECK(zd_encode(dev, d->codec, &d->p, mine, n, d->T, d->cap, &d->tsz));
+      ZU_CHECK(zd_reduce_encoded(dev, d->codec, op, d->T, &d->tsz, s, sz, s, d->cap, sz));
     }
     if (how == ZP_HZ_REDUCE) return zcclSuccess;
-    return zd_decompress(dev, s, sz, zp_at(a->recvbuff, d->lo + (size_t)k * d->c, d->es), n);
+    return zd_decode(dev, d->codec, s, sz, zp_at(a->recvbuff, d->lo + (size_t)k * d->c, d->es), n);
   }
-  ZU_CHECK(zd_decompress(dev, s, sz, d->T, n));
+  ZU_CHECK(zd_decode(dev, d->codec, s, sz, d->T, n));
   if (how == ZP_DOC_RESULT) /* in place, recvbuff is this very piece of sendbuff: dst == b */
     return zd_reduce_fill(dev, zp_at(a->recvbuff, d->lo + (size_t)k * d->c, d->es), d->T, mine, n, a->datatype, op,
                           hf, f);
   ZU_CHECK(zd_reduce_fill(dev, d->T, d->T, mine, n, a->datatype, op, hf, f));
   /* Queued after the decompression that read s and *sz: it may overwrite them. */
-  return zd_compress(dev, &d->p, d->T, n, s, d->cap, sz);
+  return zd_encode(dev, d->codec, &d->p, d->T, n, s, d->cap, sz);
 }
 
 /* ---- the rings' pipeline ------------------------------------------------------
@@ -263,12 +269,11 @@ static zcclResult_t zp_ring_drain(zp_doc_t* d, zcclResult_t res) {
  * its size) on device stream k; *ev (if given) marks its end. On the host
  * (one stream) it runs now. send_set >= 0: dst is chunk k of that set, to
  * be sent: its staging copy follows on the same stream (zp_ring_prestage). */
-static zcclResult_t zp_ring_compress(zp_doc_t* d, int b, int k, void* dst, size_t* sz, zd_event_t* ev,
-                                     int send_set) {
+static zcclResult_t zp_ring_compress(zp_doc_t* d, int b, int k, void* dst, size_t* sz, zd_event_t* ev, int send_set) {
   zd_dev_t* dev = d->ctx->dev;
   int prev = zd_set_lane(dev, k);
-  zcclResult_t res = zd_compress(dev, &d->p, zp_at(d->a->sendbuff, zp_doc_off(d, b, k), d->es), zp_doc_len(d, b, k),
-                                 dst, d->cap, sz);
+  zcclResult_t res = zd_encode(dev, d->codec, &d->p, zp_at(d->a->sendbuff, zp_doc_off(d, b, k), d->es),
+                               zp_doc_len(d, b, k), dst, d->cap, sz);
   if (res == zcclSuccess && send_set >= 0) res = zp_ring_prestage(d, send_set, k);
   if (ev) *ev = zd_event_record(dev);
   zd_set_lane(dev, prev);
@@ -362,7 +367,7 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
       /* Decompressed while it travels: this rank's finished block (the
        * reduce-scatter's last step), then every block forwarded to it. */
       if (res == zcclSuccess && allreduce && t >= N - 2)
-        res = zd_decompress(dev, s, &d->sz[i][k], zp_at(a->recvbuff, zp_doc_off(d, rb, k), d->es),
+        res = zd_decode(dev, d->codec, s, &d->sz[i][k], zp_at(a->recvbuff, zp_doc_off(d, rb, k), d->es),
                             zp_doc_len(d, rb, k));
       d->ev[i][k] = zd_event_record(dev);
       zd_set_lane(dev, prev);
@@ -397,10 +402,10 @@ static zcclResult_t zp_doc_plan(zp_doc_t* d, size_t maxb, size_t c0, int sets, i
   size_t room = zd_buf_largest(d->ctx->dev), S = (size_t)sets, tb, c = c0;
   /* The homomorphic step needs no T where the device fuses compression
    * and sum (zd_hop_values): its room goes to chunks in flight. */
-  int no_T = hz && zd_has_hop_values(d->ctx->dev);
+  int no_T = hz && zp_fused(d);
   d->ahead = hz && !no_T && zd_lanes(d->ctx->dev) > 1; /* a T per chunk */
   for (;;) {
-    d->cap = zd_compress_bound(c, d->a->datatype);
+    d->cap = d->codec->ops->bound(&d->p, c);
     d->capr = (d->cap + 63) / 64 * 64;
     tb = (c * d->es + 63) / 64 * 64;
     if (hz && tb < d->capr) tb = d->capr; /* T holds this rank's chunk stream (homomorphic) */
@@ -449,6 +454,7 @@ static zcclResult_t zp_doc_open(const zp_ctx_t* ctx, const zp_coll_args_t* a, si
   zp_doc_t* d = calloc(1, sizeof *d);
   ZU_RETURN_ERR_IF(d == NULL, zcclSystemError, "%s: out of memory", what);
   d->ctx = ctx, d->a = a, d->es = zu_dtype_size(a->datatype), d->p = zp_params(ctx, a, eb), d->soff = soff;
+  d->codec = zc_codec_info(a->compression.codec);
   d->slen = slen, d->what = what, d->staged = zp_xfers_staged(ctx);
   zd_set_progress(ctx->dev, zp_doc_poll, d);
   zcclResult_t res = zp_doc_plan(d, maxb, c0, sets, hz, &kmax);
@@ -550,8 +556,8 @@ static zcclResult_t zp_doc_chain_reduce(const zp_ctx_t* ctx, const zp_coll_args_
         sz[k] = rx[k].req.length;
         res = zp_doc_chunk(d, to >= 0 ? ZP_DOC_REDUCE : ZP_DOC_RESULT, 0, k, st + (size_t)k * d->capr, &sz[k]);
       } else {
-        res = zd_compress(ctx->dev, &d->p, zp_at(a->sendbuff, lo + (size_t)k * d->c, d->es), zp_doc_len(d, 0, k),
-                          st + (size_t)k * d->capr, d->cap, &sz[k]);
+        res = zd_encode(ctx->dev, d->codec, &d->p, zp_at(a->sendbuff, lo + (size_t)k * d->c, d->es),
+                        zp_doc_len(d, 0, k), st + (size_t)k * d->capr, d->cap, &sz[k]);
       }
       if (res == zcclSuccess && to >= 0) { /* on as soon as it is done: its size is known then */
         res = zd_event_wait(ctx->dev, zd_event_record(ctx->dev));

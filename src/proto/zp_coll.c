@@ -96,7 +96,7 @@ static zcclResult_t zp_coll_dispatch(const zp_ctx_t* ctx, const zp_coll_args_t* 
       /* Sampled (one small allreduce) only where even all-zero data could
        * make the sparse chain pay: the same answer on every rank. */
       if ((a->coll == ZP_COLL_ALLREDUCE || a->coll == ZP_COLL_REDUCE) && bytes >= ZP_AUTO_SPARSE_MIN_BYTES &&
-          zd_has_host_codecs(ctx->dev) && zp_sparse_auto_cost(ctx, a, 1.0) < tp) {
+          zd_codec_runs(ctx->dev, zc_codec_info(zcclCodecRle)) && zp_sparse_auto_cost(ctx, a, 1.0) < tp) {
         ZU_CHECK(zp_agreed_zeros(ctx, a, &zeros));
         if (zeros >= ZP_AUTO_SPARSE_ZEROS) ts = zp_sparse_auto_cost(ctx, a, zeros);
       }

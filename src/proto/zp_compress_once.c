@@ -1,8 +1,9 @@
 /* ZCCL's data-movement framework: the compress-once broadcast, allgather,
  * gather, scatter and alltoall (each rank's data compressed once, streams
  * moved unchanged). The homomorphic binomial reduce is zp_hz_tree.c, the
- * compressed rings zp_chunk_ring.c, and these bounds hold for all. Streams are the codec's (docs/format.md), made and read
- * through the device (zd_compress/zd_decompress/zd_hop).
+ * compressed rings zp_chunk_ring.c, and these bounds hold for all.
+ * Streams are the codec's (docs/format.md), made and read through the
+ * device (zd_encode, zd_decode, zd_reduce_encoded).
  *
  * Bounds (DESIGN.md, "Compression contract"): every input value is
  * quantized exactly once, with the same absolute step on every rank, and

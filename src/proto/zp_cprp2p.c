@@ -74,18 +74,19 @@ static int zp_cpr_incoming(const char* what, int from, size_t size, zcclResult_t
   return *bad == zcclSuccess;
 }
 
-/* The end of a call: with ZFP, every rank learns whether any had an error
- * (the last rank + 1 that had one travels in a max-allreduce). */
+/* The end of a call: with a finite-only codec (ZFP), every rank learns
+ * whether any had an error (the last rank + 1 that had one travels in a
+ * max-allreduce). */
 static zcclResult_t zp_cpr_finish(const zp_ctx_t* ctx, const zp_coll_args_t* a, const zp_cpr_t* c,
                                   zcclResult_t bad) {
-  if (!c->zfp) return bad;
+  if (!(c->codec->caps & ZC_CAP_FINITE)) return bad;
   double who = bad != zcclSuccess ? ctx->rank + 1 : 0;
   ZU_CHECK(zp_agree(ctx, &who, 1, -1, zp_sub(ZP_TAG_CPR_WHO, 0, 0)));
   if (bad != zcclSuccess) return bad;
   ZU_RETURN_ERR_IF(who > 0, zcclInvalidArgument,
-                   "%s: codec=zfp could not compress on rank %d during the collective (ZFP cannot carry the NaN "
+                   "%s: codec=%s could not compress on rank %d during the collective (it cannot carry the NaN "
                    "or Inf that partial results can reach; see that rank's log)",
-                   zp_coll_name(a->coll), (int)who - 1);
+                   zp_coll_name(a->coll), c->codec->name, (int)who - 1);
   return zcclSuccess;
 }
 
@@ -100,7 +101,7 @@ static zcclResult_t zp_cpr_setup(const zp_ctx_t* ctx, const zp_coll_args_t* a, c
   const zcclCompression_t* cm = &a->compression;
   const char* fn = zp_coll_name(a->coll);
   memset(c, 0, sizeof *c);
-  c->zfp = cm->codec == zcclCodecZfp;
+  c->codec = zc_codec_info(cm->codec);
   /* zp_eb_abs divides an allreduce SUM's target by N; the division here
    * is by this algorithm's path length instead. */
   zp_coll_args_t b = *a;

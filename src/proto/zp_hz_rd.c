@@ -2,8 +2,8 @@
  * for small messages or many ranks): every rank compresses its whole input
  * once, on the grid every rank shares (REL: the global range), and log2(P)
  * exchanges of whole streams, each added to the local one without
- * decompressing (zd_hop), give every rank the compressed total, which it
- * decompresses. P is the largest power of two <= N; of the first 2(N - P)
+ * decompressing (zd_reduce_encoded), give every rank the compressed
+ * total, which it decompresses. P is the largest power of two <= N; of the first 2(N - P)
  * ranks, the even ones hand their stream to the odd neighbour first and get
  * the finished stream back at the end (zp_rd.c's scheme, with streams).
  *
@@ -38,7 +38,7 @@ static zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
   for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice, k++) {
     uint8_t* own = z.s;
     raw = m * es;
-    ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, own, z.cap, &size), res, out);
+    ZU_CHECK_GOTO(zd_encode(ctx->dev, z.codec, &z.p, zp_at(a->sendbuff, lo, es), m, own, z.cap, &size), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     if (v < 0) {
       ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, r + 1, own, size, raw, -1, NULL, 0, NULL, ZP_HZ_RD_SUB(k, 0)), res,
@@ -47,7 +47,8 @@ static zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
       if (r < 2 * rem) { /* the even neighbour's stream, added first (it is the lower rank) */
         ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, -1, NULL, 0, 0, r - 1, z.spare, z.cap, &rsize, ZP_HZ_RD_SUB(k, 0)),
                       res, out);
-        ZU_CHECK_GOTO(zd_hop(ctx->dev, op, z.spare, &rsize, own, &size, own, z.cap, &size), res, out);
+        ZU_CHECK_GOTO(zd_reduce_encoded(ctx->dev, z.codec, op, z.spare, &rsize, own, &size, own, z.cap, &size), res,
+                      out);
         ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
       }
       for (int i = 0, mask = 1; mask < p; mask <<= 1, i++) {
@@ -56,9 +57,11 @@ static zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
                                          ZP_HZ_RD_SUB(k, 1 + i)),
                       res, out);
         if (peer < r)
-          ZU_CHECK_GOTO(zd_hop(ctx->dev, op, z.spare, &rsize, own, &size, own, z.cap, &size), res, out);
+          ZU_CHECK_GOTO(zd_reduce_encoded(ctx->dev, z.codec, op, z.spare, &rsize, own, &size, own, z.cap, &size), res,
+                        out);
         else
-          ZU_CHECK_GOTO(zd_hop(ctx->dev, op, own, &size, z.spare, &rsize, own, z.cap, &size), res, out);
+          ZU_CHECK_GOTO(zd_reduce_encoded(ctx->dev, z.codec, op, own, &size, z.spare, &rsize, own, z.cap, &size), res,
+                        out);
         ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* size and the spare are read next */
       }
     }
@@ -70,7 +73,7 @@ static zcclResult_t zp_hz_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t
         ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, r - 1, own, size, raw, -1, NULL, 0, NULL, sub), res, out);
     }
     uint8_t* dst = zp_at(a->recvbuff, lo, es);
-    ZU_CHECK_GOTO(zd_decompress(ctx->dev, own, &size, dst, m), res, out);
+    ZU_CHECK_GOTO(zd_decode(ctx->dev, z.codec, own, &size, dst, m), res, out);
     ZU_CHECK_GOTO(zp_avg_divide(ctx, a, dst, m), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out); /* own is compressed into next */
   }

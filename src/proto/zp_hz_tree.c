@@ -18,8 +18,8 @@ static zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t*
   zcclResult_t res;
   ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n, n, lg + 2, nc + 1, 0, &z), res, out);
   for (size_t lo = 0; zp_slice(n, z.slice, lo, &m); lo += z.slice) {
-    ZU_CHECK_GOTO(zd_compress(ctx->dev, &z.p, zp_at(a->sendbuff, lo, es), m, zp_stream(&z, 0), z.cap, &sizes[0]), res,
-                  out);
+    ZU_CHECK_GOTO(zd_encode(ctx->dev, z.codec, &z.p, zp_at(a->sendbuff, lo, es), m, zp_stream(&z, 0), z.cap, &sizes[0]),
+                  res, out);
     for (int i = 0; i < nc; i++) {
       zp_recv_at(ctx, &x[i], (child[i] + a->root) % N, ZP_SUB_ALGO, zp_stream(&z, i + 1), z.cap);
       x[i].var = 1;
@@ -27,8 +27,8 @@ static zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t*
     ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nc), res, out);
     for (int i = 0; i < nc; i++) {
       sizes[i + 1] = x[i].req.length;
-      ZU_CHECK_GOTO(zd_hop(ctx->dev, op, zp_stream(&z, 0), &sizes[0], zp_stream(&z, i + 1), &sizes[i + 1],
-                           zp_stream(&z, 0), z.cap, &sizes[0]),
+      ZU_CHECK_GOTO(zd_reduce_encoded(ctx->dev, z.codec, op, zp_stream(&z, 0), &sizes[0], zp_stream(&z, i + 1),
+                                      &sizes[i + 1], zp_stream(&z, 0), z.cap, &sizes[0]),
                     res, out);
     }
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
@@ -39,7 +39,7 @@ static zcclResult_t zp_hz_tree_reduce(const zp_ctx_t* ctx, const zp_coll_args_t*
                     res, out);
     } else {
       uint8_t* dst = zp_at(a->recvbuff, lo, es);
-      ZU_CHECK_GOTO(zd_decompress(ctx->dev, zp_stream(&z, 0), &sizes[0], dst, m), res, out);
+      ZU_CHECK_GOTO(zd_decode(ctx->dev, z.codec, zp_stream(&z, 0), &sizes[0], dst, m), res, out);
       ZU_CHECK_GOTO(zp_avg_divide(ctx, a, dst, m), res, out);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     }

@@ -1,7 +1,7 @@
 /* Sparse reduce after Hofmann & Rünger: a pipelined chain whose data stays
  * run-length encoded (codec=rle, lossless) through the reduction. Each rank
  * encodes its piece, merges it with the encoded partial from the rank after
- * it (zd_rle_reduce: runs of zeros meet without being expanded) and passes
+ * it (zd_reduce_encoded: runs of zeros meet without being expanded) and passes
  * the encoded result on; only the root decodes. A piece's stream is never
  * larger than its values plus the 24-byte header (RLE's bound), so sparse
  * data only gains and dense data loses nothing but the headers.
@@ -21,13 +21,14 @@
 
 /* Elements per piece: the chain's piece (the link model, the same on every
  * rank), no more than `nbuf` streams of it fit the pool. */
-static size_t zp_sparse_piece(const zp_ctx_t* ctx, size_t n, zcclDataType_t dt, int nbuf, size_t* cap) {
-  size_t es = zu_dtype_size(dt), room = zd_buf_largest(ctx->dev) / (size_t)(nbuf + 1);
+static size_t zp_sparse_piece(const zp_ctx_t* ctx, const zc_codec_info_t* rc, const zc_params_t* cp, size_t n,
+                              int nbuf, size_t* cap) {
+  size_t es = zu_dtype_size(cp->dtype), room = zd_buf_largest(ctx->dev) / (size_t)(nbuf + 1);
   size_t p = zp_chain_piece(ctx, n * es) / es;
   if (p > n) p = n;
   if (p < 1) p = 1;
-  while (p > 1 && zd_rle_bound(p, dt) > room) p /= 2;
-  *cap = zd_rle_bound(p, dt);
+  while (p > 1 && rc->ops->bound(cp, p) > room) p /= 2;
+  *cap = rc->ops->bound(cp, p);
   return p;
 }
 
@@ -52,7 +53,9 @@ static zcclResult_t zp_sparse_chain(const zp_ctx_t* ctx, const zp_coll_args_t* a
   zcclRedOp_t op = zp_reduce_op(a->op);
   const char* what = "sparse reduce";
   int from = v < N - 1 ? (ctx->rank + 1) % N : -1, to = v > 0 ? (ctx->rank + N - 1) % N : -1;
-  size_t P = zp_sparse_piece(ctx, n, a->datatype, 5, &cap), npieces = (n + P - 1) / P;
+  const zc_codec_info_t* rc = zc_codec_info(a->compression.codec); /* RLE */
+  zc_params_t cp = {.dtype = a->datatype};
+  size_t P = zp_sparse_piece(ctx, rc, &cp, n, 5, &cap), npieces = (n + P - 1) / P;
   uint8_t *own = NULL, *rs[2] = {NULL, NULL}, *os[2] = {NULL, NULL};
   size_t own_sz = 0, rsz[2] = {0, 0}, osz[2] = {0, 0};
   zp_xfer_t x[4]; /* receives 0, 1; sends 2, 3 */
@@ -75,9 +78,9 @@ static zcclResult_t zp_sparse_chain(const zp_ctx_t* ctx, const zp_coll_args_t* a
     /* The send of piece k-2 read os[b]: it is done before os[b] is rewritten. */
     ZU_CHECK_GOTO(zp_sparse_settle(ctx, what, &x[2 + b]), res, fail);
     if (from < 0) {
-      ZU_CHECK_GOTO(zd_rle_encode(ctx->dev, a->datatype, mine, m, os[b], cap, &osz[b]), res, fail);
+      ZU_CHECK_GOTO(zd_encode(ctx->dev, rc, &cp, mine, m, os[b], cap, &osz[b]), res, fail);
     } else {
-      ZU_CHECK_GOTO(zd_rle_encode(ctx->dev, a->datatype, mine, m, own, cap, &own_sz), res, fail);
+      ZU_CHECK_GOTO(zd_encode(ctx->dev, rc, &cp, mine, m, own, cap, &own_sz), res, fail);
       ZU_CHECK_GOTO(zp_xfers_wait(ctx, what, &x[b], 1), res, fail);
       rsz[b] = x[b].req.length;
       memset(&x[b], 0, sizeof x[b]);
@@ -86,7 +89,7 @@ static zcclResult_t zp_sparse_chain(const zp_ctx_t* ctx, const zp_coll_args_t* a
         x[b ^ 1].var = 1;
         ZU_CHECK_GOTO(zp_xfers_post(ctx, &x[b ^ 1], 1), res, fail);
       }
-      ZU_CHECK_GOTO(zd_rle_reduce(ctx->dev, op, own, &own_sz, rs[b], &rsz[b], os[b], cap, &osz[b]), res, fail);
+      ZU_CHECK_GOTO(zd_reduce_encoded(ctx->dev, rc, op, own, &own_sz, rs[b], &rsz[b], os[b], cap, &osz[b]), res, fail);
     }
     if (to >= 0) {
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, fail); /* the stream and its size, before it leaves */
@@ -95,7 +98,7 @@ static zcclResult_t zp_sparse_chain(const zp_ctx_t* ctx, const zp_coll_args_t* a
       zp_count(ctx, m * es, osz[b]);
     } else {
       uint8_t* dst = zp_at(a->recvbuff, lo, es);
-      ZU_CHECK_GOTO(zd_rle_decode(ctx->dev, os[b], &osz[b], dst, m), res, fail);
+      ZU_CHECK_GOTO(zd_decode(ctx->dev, rc, os[b], &osz[b], dst, m), res, fail);
       if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, dst, m, a->datatype, N), res, fail);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, fail);
     }
@@ -126,7 +129,9 @@ static zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_
   size_t es = zu_dtype_size(a->datatype), n = a->count, cap;
   const char* what = "sparse allreduce";
   int from = r > 0 ? r - 1 : -1, to = r < N - 1 ? r + 1 : -1;
-  size_t P = zp_sparse_piece(ctx, n, a->datatype, 2, &cap), npieces = (n + P - 1) / P;
+  const zc_codec_info_t* rc = zc_codec_info(a->compression.codec); /* RLE */
+  zc_params_t cp = {.dtype = a->datatype};
+  size_t P = zp_sparse_piece(ctx, rc, &cp, n, 2, &cap), npieces = (n + P - 1) / P;
   uint8_t* st[2] = {NULL, NULL};
   size_t sz[2] = {0, 0};
   zp_xfer_t x[4]; /* receives 0, 1; sends 2, 3 */
@@ -146,7 +151,7 @@ static zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_
     /* st[b] was sent (piece k-2) and decoded (synced at piece k-1). */
     ZU_CHECK_GOTO(zp_sparse_settle(ctx, what, &x[2 + b]), res, fail);
     if (from < 0) {
-      ZU_CHECK_GOTO(zd_rle_encode(ctx->dev, a->datatype, dst, m, st[b], cap, &sz[b]), res, fail);
+      ZU_CHECK_GOTO(zd_encode(ctx->dev, rc, &cp, dst, m, st[b], cap, &sz[b]), res, fail);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, fail);
     } else {
       ZU_CHECK_GOTO(zp_xfers_wait(ctx, what, &x[b], 1), res, fail);
@@ -159,7 +164,7 @@ static zcclResult_t zp_sparse_allreduce(const zp_ctx_t* ctx, const zp_coll_args_
       zp_count(ctx, m * es, sz[b]);
     }
     if (from >= 0) {
-      ZU_CHECK_GOTO(zd_rle_decode(ctx->dev, st[b], &sz[b], dst, m), res, fail);
+      ZU_CHECK_GOTO(zd_decode(ctx->dev, rc, st[b], &sz[b], dst, m), res, fail);
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, fail); /* st[b^1]: decoded at piece k-1, receives piece k+1 */
       if (k + 1 < npieces) {
         ZU_CHECK_GOTO(zp_sparse_settle(ctx, what, &x[3 - b]), res, fail); /* and sent at piece k-1 */

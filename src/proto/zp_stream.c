@@ -53,11 +53,12 @@ zcclResult_t zp_eb_agreed(const zp_ctx_t* ctx, const zp_coll_args_t* a, const vo
                           double* eb) {
   const zcclCompression_t* cm = &a->compression;
   const char* fn = zp_coll_name(a->coll);
-  int zfp = cm->codec == zcclCodecZfp;
+  const zc_codec_info_t* ci = zc_codec_info(cm->codec);
+  int finite = ci && (ci->caps & ZC_CAP_FINITE) ? 1 : 0; /* ZFP */
   /* The same setting on every rank: every rank returns here. */
-  ZU_RETURN_ERR_IF(zfp && cm->hasFill, zcclInvalidArgument,
-                   "%s: codec=zfp cannot keep fill values exactly (ZFP has no fill handling); use codec=hz or szp, "
-                   "or drop fill=", fn);
+  ZU_RETURN_ERR_IF(finite && cm->hasFill, zcclInvalidArgument,
+                   "%s: codec=%s cannot keep fill values exactly (it has no fill handling); use codec=hz or szp, "
+                   "or drop fill=", fn, ci->name);
   int mine = root < 0 || ctx->rank == root;
   /* The bound (the root's), the last rank + 1 with non-finite input, the
    * last rank + 1 whose own part failed (it still agrees, so the others
@@ -67,7 +68,7 @@ zcclResult_t zp_eb_agreed(const zp_ctx_t* ctx, const zp_coll_args_t* a, const vo
   if (mine) {
     res = zp_eb_abs(ctx, a, in, in_n, root < 0, &v[0]);
     if (res != zcclSuccess && root < 0) return res; /* agreed: every rank returns here */
-    if (res == zcclSuccess && zfp) {
+    if (res == zcclSuccess && finite) {
       double mn = 0, mx = 0;
       size_t valid = 0;
       res = zd_value_range(ctx->dev, in, in_n, a->datatype, 0, 0.0, &mn, &mx, &valid);
@@ -76,14 +77,14 @@ zcclResult_t zp_eb_agreed(const zp_ctx_t* ctx, const zp_coll_args_t* a, const vo
     if (res != zcclSuccess) v[2] = ctx->rank + 1;
   }
   /* Global: the bound already is agreed; only the flags need it. */
-  if (root >= 0 || zfp)
+  if (root >= 0 || finite)
     ZU_CHECK(zp_agree(ctx, root < 0 ? &v[1] : v, root < 0 ? 2 : 3, root, zp_sub(ZP_TAG_ROOT_AGREE, 0, 0)));
   if (res != zcclSuccess) return res; /* this rank's own error, after telling the others */
   ZU_RETURN_ERR_IF(v[2] > 0, root >= 0 ? zcclInvalidArgument : zcclRemoteError,
                    "%s: rank %d failed to work out the call's error bound (its own call says why)", fn, (int)v[2] - 1);
   ZU_RETURN_ERR_IF(v[1] > 0, zcclInvalidArgument,
-                   "%s: codec=zfp cannot carry NaN or Inf, and rank %d's input has some; use codec=hz or szp", fn,
-                   (int)v[1] - 1);
+                   "%s: codec=%s cannot carry NaN or Inf, and rank %d's input has some; use codec=hz or szp", fn,
+                   ci->name, (int)v[1] - 1);
   *eb = v[0];
   return zcclSuccess;
 }
@@ -104,35 +105,23 @@ void zp_slice_of(int N, const size_t* boff, const size_t* blen, size_t lo, size_
   }
 }
 
-size_t zp_bound(const zp_streams_t* z, size_t n) {
-  if (z->zfp) return zd_zfp_bound(n, z->p.dtype, z->p.eb);
-  return z->rle ? zd_rle_bound(n, z->p.dtype) : zd_compress_bound(n, z->p.dtype);
-}
+size_t zp_bound(const zp_streams_t* z, size_t n) { return z->codec->ops->bound(&z->p, n); }
 
-static size_t zp_slice_for(const zp_ctx_t* ctx, const zp_streams_t* z, size_t block, int streams) {
+size_t zp_stream_slice(const zp_ctx_t* ctx, const zc_codec_info_t* codec, const zc_params_t* p, size_t block,
+                       int streams) {
   size_t room = zd_buf_largest(ctx->dev) / ((size_t)streams + 1), s = block ? block : 1;
-  while (s > 1 && zp_bound(z, s) > room) s /= 2;
+  while (s > 1 && codec->ops->bound(p, s) > room) s /= 2;
   return s;
-}
-
-/* Elements per block slice so that `streams` compressed slices fit the pool. */
-size_t zp_stream_slice(const zp_ctx_t* ctx, size_t block, zcclDataType_t dt, int streams) {
-  zp_streams_t z = {.p = {.dtype = dt}};
-  return zp_slice_for(ctx, &z, block, streams);
 }
 
 zcclResult_t zp_encode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* in, size_t n, void* out, size_t cap,
                        size_t* size) {
-  if (z->zfp) return zd_zfp_compress(ctx->dev, z->p.dtype, z->p.eb, in, n, out, cap, size);
-  if (z->rle) return zd_rle_encode(ctx->dev, z->p.dtype, in, n, out, cap, size);
-  return zd_compress(ctx->dev, &z->p, in, n, out, cap, size);
+  return zd_encode(ctx->dev, z->codec, &z->p, in, n, out, cap, size);
 }
 
 zcclResult_t zp_decode(const zp_ctx_t* ctx, const zp_streams_t* z, const void* stream, const size_t* size, void* out,
                        size_t n) {
-  if (z->zfp) return zd_zfp_decompress(ctx->dev, stream, size, out, n);
-  if (z->rle) return zd_rle_decode(ctx->dev, stream, size, out, n);
-  return zd_decompress(ctx->dev, stream, size, out, n);
+  return zd_decode(ctx->dev, z->codec, stream, size, out, n);
 }
 
 zcclResult_t zp_encode_on(const zp_ctx_t* ctx, int lane, const zp_streams_t* z, const void* in, size_t n, void* out,
@@ -227,18 +216,20 @@ zcclResult_t zp_streams_get(const zp_ctx_t* ctx, const zp_coll_args_t* a, int eb
                                    size_t block, int fit, int nbuf, int spare, zp_streams_t* z) {
   double eb = 1.0;
   memset(z, 0, sizeof *z);
-  z->rle = a->compression.codec == zcclCodecRle; /* lossless: no bound to agree on */
-  z->zfp = a->compression.codec == zcclCodecZfp;
-  /* ZFP refuses NaN, Inf and fill values on every rank before anything
-   * moves; the receive-only ranks learn the root's tolerance with that, so
-   * every rank sizes the same streams. */
-  if (z->zfp)
+  z->codec = zc_codec_info(a->compression.codec);
+  ZU_RETURN_ERR_IF(z->codec == NULL || z->codec->ops == NULL, zcclInternalError, "%s: codec %d has no operations",
+                   zp_coll_name(a->coll), a->compression.codec);
+  /* A finite-only codec (ZFP) refuses NaN, Inf and fill values on every
+   * rank before anything moves; the receive-only ranks learn the root's
+   * tolerance with that, so every rank sizes the same streams. A lossless
+   * one has no bound to agree on. */
+  if (z->codec->caps & ZC_CAP_FINITE)
     ZU_CHECK(zp_eb_agreed(ctx, a, a->sendbuff, eb_from == ZP_EB_NONE ? 0 : in_n,
                           eb_from == ZP_EB_GLOBAL ? -1 : a->root, &eb));
-  else if (eb_from != ZP_EB_NONE && !z->rle)
+  else if (eb_from != ZP_EB_NONE && (z->codec->caps & ZC_CAP_LOSSY))
     ZU_CHECK(zp_eb_abs(ctx, a, a->sendbuff, in_n, eb_from == ZP_EB_GLOBAL, &eb));
   z->p = zp_params(ctx, a, eb);
-  z->slice = zp_slice_for(ctx, z, block, fit);
+  z->slice = zp_stream_slice(ctx, z->codec, &z->p, block, fit);
   z->cap = zp_bound(z, z->slice);
   ZU_CHECK(zp_tmp_get(ctx, (size_t)nbuf * z->cap, (void**)&z->s));
   if (spare) ZU_CHECK(zp_tmp_get(ctx, z->cap, (void**)&z->spare));

@@ -11,8 +11,7 @@ typedef struct {
   size_t slice, cap;
   uint8_t* s;     /* nbuf streams: stream b at s + b * cap */
   uint8_t* spare; /* one more, or NULL */
-  int rle;        /* codec=rle: lossless RLE streams, not the error-bounded codec's */
-  int zfp;        /* codec=zfp: ZFP fixed accuracy, tolerance p.eb */
+  const zc_codec_info_t* codec; /* the call's (auto: hz's table) */
 } zp_streams_t;
 
 /* Where the bound comes from: nowhere (the rank only receives), this
@@ -45,7 +44,7 @@ zcclResult_t zp_streams_get(const zp_ctx_t* ctx, const zp_coll_args_t* a, int eb
 void zp_streams_put(const zp_ctx_t* ctx, zp_streams_t* z);
 static inline uint8_t* zp_stream(const zp_streams_t* z, int b) { return z->s + (size_t)b * z->cap; }
 
-/* A stream of z's codec (the stream codec, RLE or ZFP): n values at in
+/* A stream of z's codec: n values at in
  * into out (room cap; *size, read after zd_sync), and back into exactly n
  * values; zp_bound: the most n values can take. */
 size_t zp_bound(const zp_streams_t* z, size_t n);
@@ -70,8 +69,10 @@ zcclResult_t zp_avg_divide(const zp_ctx_t* ctx, const zp_coll_args_t* a, void* b
  * zp_sub of the agreement's own part (zp_tag.h). */
 zcclResult_t zp_agree(const zp_ctx_t* ctx, double* v, int nv, int root, uint32_t sub);
 
-/* Elements per block slice so that `streams` compressed slices fit the pool. */
-size_t zp_stream_slice(const zp_ctx_t* ctx, size_t block, zcclDataType_t dt, int streams);
+/* Elements per block slice so that `streams` compressed slices of the
+ * codec's (with parameters p) fit the pool. */
+size_t zp_stream_slice(const zp_ctx_t* ctx, const zc_codec_info_t* codec, const zc_params_t* p, size_t block,
+                       int streams);
 
 /* Slice [lo, lo + *m) of n elements, for (lo = 0; zp_slice(...); lo +=
  * slice). n = 0 makes one empty slice: its (empty) streams still travel,

@@ -15,6 +15,13 @@
 #include "zd_dev_impl.h"
 #include "zu_dtype.h"
 
+/* The stream format's codec row (hz: szp's streams, reduced as they are). */
+#define HZ zc_codec_info(zcclCodecHz)
+static size_t hz_bound(size_t n) {
+  zc_params_t p = {.dtype = zcclFloat32};
+  return HZ->ops->bound(&p, n);
+}
+
 static const zcclRedOp_t ops[] = {zcclSum, zcclProd, zcclMax, zcclMin};
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -435,9 +442,12 @@ static void test_errors(zd_dev_t* g) {
   /* Host-only codecs are refused, never queued. */
   size_t sz = 0;
   double frac = 0;
-  CHECK(!zd_has_host_codecs(g));
-  CHECK_RES(zd_rle_encode(g, zcclFloat32, h, 4, back, sizeof back, &sz), zcclInvalidUsage);
-  CHECK_RES(zd_zfp_compress(g, zcclFloat32, 1e-3, h, 4, back, sizeof back, &sz), zcclInvalidUsage);
+  zc_params_t rp = {.dtype = zcclFloat32, .eb = 1e-3};
+  CHECK(zd_codec_runs(g, HZ) && zd_codec_runs(g, zc_codec_info(zcclCodecSzp)));
+  CHECK(!zd_codec_runs(g, zc_codec_info(zcclCodecRle)) && !zd_codec_runs(g, zc_codec_info(zcclCodecZfp)));
+  CHECK_RES(zd_encode(g, zc_codec_info(zcclCodecRle), &rp, h, 4, back, sizeof back, &sz), zcclInvalidUsage);
+  CHECK_RES(zd_encode(g, zc_codec_info(zcclCodecZfp), &rp, h, 4, back, sizeof back, &sz), zcclInvalidUsage);
+  CHECK_LAST_ERROR_HAS("no kernels for codec=zfp");
   CHECK_RES(zd_zero_fraction(g, h, 4, zcclFloat32, 4, &frac), zcclInvalidUsage);
   CHECK_RES(zd_sync(g), zcclSuccess);
 }
@@ -449,12 +459,12 @@ static void test_codec(zd_dev_t* g, zd_dev_t* host) {
   float* x = malloc(n * 4);
   for (size_t i = 0; i < n; i++) x[i] = (float)sin((double)i * 0.001) * 100.0f + (i % 1000 == 7 ? NAN : 0.0f);
   zc_params_t p = {.dtype = zcclFloat32, .eb = 1e-2};
-  size_t cap = zd_compress_bound(n, zcclFloat32);
+  size_t cap = hz_bound(n);
   char *in = piece(g, n * 4), *s1 = piece(g, cap), *s2 = piece(g, cap), *out = piece(g, n * 4);
   if (!in || !s1 || !s2 || !out) return;
   to_gpu(g, in, x, n * 4);
   size_t gsz = 0;
-  zcclResult_t r = zd_compress(g, &p, in, n, s1, cap, &gsz);
+  zcclResult_t r = zd_encode(g, HZ, &p, in, n, s1, cap, &gsz);
   CHECK_RES(r, zcclSuccess);
   /* Compress, then decompress and hop reading the size the compress
    * writes, with no wait between: the size travels in stream order. */
@@ -464,11 +474,11 @@ static void test_codec(zd_dev_t* g, zd_dev_t* host) {
   char* back = malloc(cap);
   float* y = malloc(n * 4);
   float* gy = malloc(n * 4);
-  CHECK_RES(zd_compress(host, &p, x, n, hs, cap, &hsz), zcclSuccess);
-  CHECK_RES(zd_decompress(host, hs, &hsz, y, n), zcclSuccess);
-  CHECK_RES(zd_hop(host, zcclSum, hs, &hsz, hs, &hsz, hhop, cap, &hopsz), zcclSuccess);
-  CHECK_RES(zd_decompress(g, s1, &gsz, out, n), zcclSuccess);
-  CHECK_RES(zd_hop(g, zcclSum, s1, &gsz, s1, &gsz, s2, cap, &ghopsz), zcclSuccess);
+  CHECK_RES(zd_encode(host, HZ, &p, x, n, hs, cap, &hsz), zcclSuccess);
+  CHECK_RES(zd_decode(host, HZ, hs, &hsz, y, n), zcclSuccess);
+  CHECK_RES(zd_reduce_encoded(host, HZ, zcclSum, hs, &hsz, hs, &hsz, hhop, cap, &hopsz), zcclSuccess);
+  CHECK_RES(zd_decode(g, HZ, s1, &gsz, out, n), zcclSuccess);
+  CHECK_RES(zd_reduce_encoded(g, HZ, zcclSum, s1, &gsz, s1, &gsz, s2, cap, &ghopsz), zcclSuccess);
   CHECK_RES(zd_sync(g), zcclSuccess);
   CHECK(gsz == hsz && ghopsz == hopsz);
   if (gsz == hsz) {
@@ -483,10 +493,10 @@ static void test_codec(zd_dev_t* g, zd_dev_t* host) {
   CHECK(first_mismatch(zcclFloat32, gy, y, n) == SIZE_MAX);
   /* Many compressions in flight: the size slots (1024) wrap. */
   size_t sizes[1500];
-  for (int k = 0; k < 1500; k++) CHECK_RES(zd_compress(g, &p, in, 4096, s2, cap, &sizes[k]), zcclSuccess);
+  for (int k = 0; k < 1500; k++) CHECK_RES(zd_encode(g, HZ, &p, in, 4096, s2, cap, &sizes[k]), zcclSuccess);
   CHECK_RES(zd_sync(g), zcclSuccess);
   size_t one = 0;
-  CHECK_RES(zd_compress(host, &p, x, 4096, hs, cap, &one), zcclSuccess);
+  CHECK_RES(zd_encode(host, HZ, &p, x, 4096, hs, cap, &one), zcclSuccess);
   int same = 1;
   for (int k = 0; k < 1500; k++) same &= sizes[k] == one;
   CHECK(same);
@@ -494,14 +504,14 @@ static void test_codec(zd_dev_t* g, zd_dev_t* host) {
   CHECK_RES(zd_copy(g, s2, s1, gsz), zcclSuccess);
   unsigned char junk[8] = {0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef};
   CHECK_RES(zd_copy(g, s2, junk, sizeof junk), zcclSuccess);
-  CHECK_RES(zd_decompress(g, s2, &gsz, out, n), zcclSuccess);
+  CHECK_RES(zd_decode(g, HZ, s2, &gsz, out, n), zcclSuccess);
   /* zcclInvalidUsage by zd_cuda_kernels.h (the host codec says
    * zcclInvalidArgument): an error either way, reported once. */
   zcclResult_t bad = zd_sync(g);
   CHECK(bad == zcclInvalidUsage || bad == zcclInvalidArgument);
   CHECK_RES(zd_sync(g), zcclSuccess);
   /* A stream of another count likewise. */
-  CHECK_RES(zd_decompress(g, s1, &gsz, out, n - 1), zcclSuccess);
+  CHECK_RES(zd_decode(g, HZ, s1, &gsz, out, n - 1), zcclSuccess);
   CHECK_RES(zd_sync(g), zcclInvalidUsage);
   free(hs), free(hhop), free(back), free(y), free(gy);
   zd_buf_put(g, in), zd_buf_put(g, s1), zd_buf_put(g, s2), zd_buf_put(g, out);
@@ -520,9 +530,9 @@ static float* wave(size_t n) {
 /* The host codec's stream of x[0, n) (malloc'd, *hsz bytes), the bytes
  * the GPU's must match. */
 static char* host_stream(zd_dev_t* host, const zc_params_t* p, const float* x, size_t n, size_t* hsz) {
-  size_t cap = zd_compress_bound(n, zcclFloat32);
+  size_t cap = hz_bound(n);
   char* hs = malloc(cap);
-  CHECK_RES(zd_compress(host, p, x, n, hs, cap, hsz), zcclSuccess);
+  CHECK_RES(zd_encode(host, HZ, p, x, n, hs, cap, hsz), zcclSuccess);
   return hs;
 }
 
@@ -536,26 +546,26 @@ static void test_size_chain(zd_dev_t* g, zd_dev_t* host) {
   const size_t n = 5000;
   float* x = wave(n);
   const zc_params_t p = kWaveParams;
-  size_t cap = zd_compress_bound(n, zcclFloat32), hsz = 0;
+  size_t cap = hz_bound(n), hsz = 0;
   char* hs = host_stream(host, &p, x, n, &hsz);
   float* y = malloc(n * 4);
-  CHECK_RES(zd_decompress(host, hs, &hsz, y, n), zcclSuccess);
+  CHECK_RES(zd_decode(host, HZ, hs, &hsz, y, n), zcclSuccess);
   char *in = piece(g, n * 4), *a = piece(g, cap), *b = piece(g, cap), *out = piece(g, n * 4);
   if (!in || !a || !b || !out) return;
   to_gpu(g, in, x, n * 4);
   size_t sa = 0, sb = 0;
-  CHECK_RES(zd_compress(g, &p, in, n, a, cap, &sa), zcclSuccess);
-  CHECK_RES(zd_compress(g, &p, in, n, b, cap, &sb), zcclSuccess);
+  CHECK_RES(zd_encode(g, HZ, &p, in, n, a, cap, &sa), zcclSuccess);
+  CHECK_RES(zd_encode(g, HZ, &p, in, n, b, cap, &sb), zcclSuccess);
   for (int k = 0; k < 700; k++) {
-    CHECK_RES(zd_hop(g, zcclMax, a, &sa, b, &sb, a, cap, &sa), zcclSuccess);
+    CHECK_RES(zd_reduce_encoded(g, HZ, zcclMax, a, &sa, b, &sb, a, cap, &sa), zcclSuccess);
     /* Now and then an operation that takes another number of slots, so
      * the ring's wrap lands on every kind of slot. */
-    if (k % 7 == 3) CHECK_RES(zd_decompress(g, b, &sb, out, n), zcclSuccess);
+    if (k % 7 == 3) CHECK_RES(zd_decode(g, HZ, b, &sb, out, n), zcclSuccess);
   }
   zd_event_t done = zd_event_record(g);
   int prev = zd_set_lane(g, 1);
   CHECK_RES(zd_lane_wait(g, done), zcclSuccess);
-  CHECK_RES(zd_decompress(g, a, &sa, out, n), zcclSuccess);
+  CHECK_RES(zd_decode(g, HZ, a, &sa, out, n), zcclSuccess);
   zd_set_lane(g, prev);
   CHECK_RES(zd_sync(g), zcclSuccess);
   CHECK(sa == hsz && sb == hsz);
@@ -576,7 +586,7 @@ static void test_size_chain(zd_dev_t* g, zd_dev_t* host) {
  * queued without a wait: the host codec's bytes, aligned and not; a size
  * above the room fails the copy at the next wait, copying nothing. */
 static void test_copy_sized(zd_dev_t* g, zd_dev_t* host) {
-  const size_t n = 7000, cap = zd_compress_bound(n, zcclFloat32);
+  const size_t n = 7000, cap = hz_bound(n);
   float* x = wave(n);
   size_t hsz = 0;
   char* hs = host_stream(host, &kWaveParams, x, n, &hsz);
@@ -592,7 +602,7 @@ static void test_copy_sized(zd_dev_t* g, zd_dev_t* host) {
     char* out = st + (l ? 1 : 0); /* the second not 16-byte aligned */
     memset(st, 0x5a, 2 * cap + 1);
     int prev = zd_set_lane(g, l);
-    CHECK_RES(zd_compress(g, &kWaveParams, in, n, s, cap, &sz), zcclSuccess);
+    CHECK_RES(zd_encode(g, HZ, &kWaveParams, in, n, s, cap, &sz), zcclSuccess);
     CHECK_RES(zd_copy_sized(g, out, s, &sz, cap), zcclSuccess);
     zd_set_lane(g, prev);
     CHECK_RES(zd_sync(g), zcclSuccess);
@@ -603,7 +613,7 @@ static void test_copy_sized(zd_dev_t* g, zd_dev_t* host) {
   /* Room smaller than the stream: the wait fails, nothing copied. */
   size_t sz = 0;
   memset(st, 0x5a, cap);
-  CHECK_RES(zd_compress(g, &kWaveParams, in, n, s, cap, &sz), zcclSuccess);
+  CHECK_RES(zd_encode(g, HZ, &kWaveParams, in, n, s, cap, &sz), zcclSuccess);
   CHECK_RES(zd_copy_sized(g, st, s, &sz, hsz - 1), zcclSuccess);
   CHECK_RES(zd_sync(g), zcclInvalidUsage);
   CHECK_LAST_ERROR_HAS("zd_copy_sized");

@@ -33,6 +33,13 @@ static void env_unset(const char* name) {
 static const zd_kind_t kinds[] = {ZD_HOST, ZD_SIM, ZD_CUDA};
 static const zcclRedOp_t ops[] = {zcclSum, zcclProd, zcclMax, zcclMin};
 
+/* The stream format's codec row (hz: szp's streams, reduced as they are). */
+#define HZ zc_codec_info(zcclCodecHz)
+static size_t hz_bound(size_t n) {
+  zc_params_t p = {.dtype = zcclFloat32};
+  return HZ->ops->bound(&p, n);
+}
+
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
 static uint64_t rnd(void) { return test_xorshift(&rng_state); }
 
@@ -299,14 +306,14 @@ static void test_copy_sized(zd_dev_t* dev) {
   float* x = malloc(n * 4);
   for (size_t i = 0; i < n; i++) x[i] = (float)(i % 37) * 0.25f;
   zc_params_t p = {.dtype = zcclFloat32, .eb = 1e-3};
-  size_t cap = zd_compress_bound(n, zcclFloat32), sz = 0, want = 0;
+  size_t cap = hz_bound(n), sz = 0, want = 0;
   char *s = NULL, *d = NULL, *ref = malloc(cap);
   CHECK_RES(zd_buf_get(dev, cap, (void**)&s), zcclSuccess);
   CHECK_RES(zd_buf_get(dev, cap + 1, (void**)&d), zcclSuccess);
   CHECK_RES(zc_compress(&p, x, n, ref, cap, &want, NULL, NULL), zcclSuccess);
   if (s && d) {
     memset(d, 0x5a, cap + 1);
-    CHECK_RES(zd_compress(dev, &p, x, n, s, cap, &sz), zcclSuccess);
+    CHECK_RES(zd_encode(dev, HZ, &p, x, n, s, cap, &sz), zcclSuccess);
     CHECK_RES(zd_copy_sized(dev, d, s, &sz, cap), zcclSuccess);
     CHECK_RES(zd_sync(dev), zcclSuccess);
     CHECK(sz == want && memcmp(d, ref, want) == 0 && (unsigned char)d[want] == 0x5a);
@@ -827,15 +834,15 @@ static void test_progress_hook(zd_dev_t* dev) {
   float* x = malloc(n * sizeof *x);
   float* y = malloc(n * sizeof *y);
   for (size_t i = 0; i < n; i++) x[i] = (float)sin((double)i * 0.01);
-  size_t cap = zd_compress_bound(n, zcclFloat32), sz1 = 0, sz2 = 0;
+  size_t cap = hz_bound(n), sz1 = 0, sz2 = 0;
   uint8_t* s1 = malloc(cap);
   uint8_t* s2 = malloc(cap);
   zc_params_t p = {.dtype = zcclFloat32, .eb = 1e-3};
   hook_calls = 0;
   zd_set_progress(dev, count_hook, &hook_calls);
-  CHECK_RES(zd_compress(dev, &p, x, n, s1, cap, &sz1), zcclSuccess);
+  CHECK_RES(zd_encode(dev, HZ, &p, x, n, s1, cap, &sz1), zcclSuccess);
   CHECK_RES(zd_sync(dev), zcclSuccess);
-  CHECK_RES(zd_decompress(dev, s1, &sz1, y, n), zcclSuccess);
+  CHECK_RES(zd_decode(dev, HZ, s1, &sz1, y, n), zcclSuccess);
   CHECK_RES(zd_sync(dev), zcclSuccess);
   zd_set_progress(dev, NULL, NULL);
   /* host: the calling thread runs the ops (thread 0 of the pool's split);
@@ -843,7 +850,7 @@ static void test_progress_hook(zd_dev_t* dev) {
   if (zd_dev_kind(dev) == ZD_HOST) CHECK(hook_calls > 0);
   else CHECK(hook_calls == 0);
   int after = hook_calls;
-  CHECK_RES(zd_compress(dev, &p, x, n, s2, cap, &sz2), zcclSuccess);
+  CHECK_RES(zd_encode(dev, HZ, &p, x, n, s2, cap, &sz2), zcclSuccess);
   CHECK_RES(zd_sync(dev), zcclSuccess);
   CHECK(hook_calls == after);
   CHECK(sz1 == sz2 && memcmp(s1, s2, sz1) == 0);
@@ -1046,7 +1053,7 @@ static void test_stage_late(void) {
    * by the lane's next wait, once. */
   size_t bad = 64;
   memset(p, 0xff, bad);
-  CHECK_RES(zd_decompress(dev, p, &bad, (char*)p + q / 2, 100), zcclSuccess);
+  CHECK_RES(zd_decode(dev, HZ, p, &bad, (char*)p + q / 2, 100), zcclSuccess);
   for (int i = 0; i < 4; i++) CHECK_RES(zd_stage_get(dev, q, &s[i]), zcclSuccess);
   for (int i = 0; i < 4; i++) {
     CHECK_RES(zd_copy(dev, (char*)p + q / 2 + 4096, s[i], 64), zcclSuccess);
@@ -1133,7 +1140,7 @@ static void test_lanes(zd_kind_t kind) {
     CHECK_RES(zd_copy(dev, copy, got, N * 4), zcclSuccess);
     CHECK_RES(zd_sync(dev), zcclSuccess);
     zd_set_lane(dev, 1);
-    CHECK_RES(zd_decompress(dev, copy, &bad, buf[1], N), zcclSuccess);
+    CHECK_RES(zd_decode(dev, HZ, copy, &bad, buf[1], N), zcclSuccess);
     zd_event_t e1 = zd_event_record(dev);
     zd_set_lane(dev, 0);
     CHECK_RES(zd_copy(dev, buf[0], host, N * 4), zcclSuccess);
@@ -1191,6 +1198,88 @@ static void test_stream_mode(void) {
   env_unset("ZCCL_STREAM_MODE");
 }
 
+/* An operation's result: its error at the call (host runs it there), else
+ * the wait's. */
+static zcclResult_t queued(zd_dev_t* dev, zcclResult_t at_call) {
+  return at_call != zcclSuccess ? at_call : zd_sync(dev);
+}
+
+/* Every codec of the table through the device (host and sim): encode,
+ * decode, and the reduction of streams where the codec has one, give the
+ * codec's own bytes and values; what a codec cannot do is refused before
+ * anything is queued, and a stream of another count is the caller's
+ * mismatch. */
+static void test_codec_table(zd_dev_t* dev) {
+  enum { N = 5000 };
+  float x[N], y[N], got[N + 1];
+  for (int i = 0; i < N; i++) { /* runs of zeros for RLE, values for the lossy codecs */
+    x[i] = i % 100 < 60 ? 0.0f : (float)sin(i * 0.01);
+    y[i] = i % 70 < 30 ? 0.0f : (float)cos(i * 0.003);
+  }
+  int tried = 0;
+  for (int id = 0; id < zcclNumCodecs; id++) {
+    const zc_codec_info_t* c = zc_codec_info(id);
+    if (c->ops == NULL) {
+      CHECK(id == zcclCodecNone && !zd_codec_runs(dev, c));
+      continue;
+    }
+    CHECK(zd_codec_runs(dev, c)); /* host and sim run every codec */
+    tried++;
+    zc_params_t p = {.dtype = zcclFloat32, .eb = 1e-3};
+    size_t cap = c->ops->bound(&p, N), sa = 0, sb = 0, so = 0, want = 0, wn = 0;
+    CHECK(cap > 0);
+    uint8_t *a = malloc(cap), *b = malloc(cap), *o = malloc(cap), *w = malloc(cap);
+    CHECK_RES(zd_encode(dev, c, &p, x, N, a, cap, &sa), zcclSuccess);
+    CHECK_RES(zd_encode(dev, c, &p, y, N, b, cap, &sb), zcclSuccess);
+    CHECK_RES(zd_decode(dev, c, a, &sa, got, N), zcclSuccess);
+    CHECK_RES(zd_sync(dev), zcclSuccess);
+    CHECK_RES(c->ops->encode(&p, x, N, w, cap, &want), zcclSuccess);
+    CHECK(sa == want && memcmp(a, w, sa) == 0);
+    double tol = (c->caps & ZC_CAP_LOSSLESS) ? 0.0 : 1e-3 * 1.0001;
+    long bad = 0;
+    for (int i = 0; i < N; i++) bad += !(fabs((double)got[i] - x[i]) <= tol);
+    CHECK(bad == 0);
+    /* Room for one value more: the caller's mismatch (host: at once;
+     * sim: from the wait). */
+    CHECK(queued(dev, zd_decode(dev, c, a, &sa, got, N + 1)) == zcclInvalidUsage);
+    CHECK_LAST_ERROR_HAS("values, expected");
+    if (c->ops->reduce) {
+      CHECK_RES(zd_reduce_encoded(dev, c, zcclSum, a, &sa, b, &sb, o, cap, &so), zcclSuccess);
+      CHECK_RES(zd_decode(dev, c, o, &so, got, N), zcclSuccess);
+      CHECK_RES(zd_sync(dev), zcclSuccess);
+      CHECK_RES(c->ops->reduce(zcclSum, a, sa, b, sb, w, cap, &wn), zcclSuccess);
+      CHECK(so == wn && memcmp(o, w, so) == 0);
+      bad = 0;
+      for (int i = 0; i < N; i++) bad += !(fabs((double)got[i] - ((double)x[i] + y[i])) <= 2 * tol + 1e-6);
+      CHECK(bad == 0);
+      CHECK_RES(zd_reduce_encoded(dev, c, zcclProd, a, &sa, b, &sb, o, cap, &so), zcclInvalidArgument);
+      if (!c->ops->reduce_in_place) {
+        CHECK_RES(zd_reduce_encoded(dev, c, zcclSum, a, &sa, b, &sb, a, cap, &so), zcclInvalidArgument);
+        CHECK_LAST_ERROR_HAS("may not be an input");
+      }
+    } else {
+      CHECK_RES(zd_reduce_encoded(dev, c, zcclSum, a, &sa, b, &sb, o, cap, &so), zcclInvalidUsage);
+      CHECK_LAST_ERROR_HAS("no reduction of streams");
+    }
+    if (c->caps & ZC_CAP_FINITE) { /* ZFP: a tolerance, and finite values */
+      zc_params_t q = p;
+      q.eb = 0;
+      CHECK_RES(zd_encode(dev, c, &q, x, N, a, cap, &sa), zcclInvalidArgument);
+      float inf[4] = {1, INFINITY, 2, 3};
+      CHECK(queued(dev, zd_encode(dev, c, &p, inf, 4, a, cap, &sa)) == zcclInvalidArgument);
+      CHECK_LAST_ERROR_HAS("not finite");
+    }
+    zc_params_t ints = {.dtype = zcclInt32, .eb = 1e-3};
+    CHECK_RES(zd_encode(dev, c, &ints, x, N, a, cap, &sa), zcclInvalidArgument);
+    CHECK_RES(zd_encode(dev, c, &p, x, N, (uint8_t*)x + 8, cap, &sa), zcclInvalidArgument);
+    CHECK_LAST_ERROR_HAS("overlap");
+    CHECK_RES(zd_sync(dev), zcclSuccess);
+    free(a), free(b), free(o), free(w);
+  }
+  CHECK(tried == zcclNumCodecs - 1);
+  CHECK_RES(zd_encode(dev, NULL, NULL, x, N, got, sizeof got, NULL), zcclInvalidArgument);
+}
+
 int main(void) {
   /* The sweep's largest counts then take the thread-pool split for every dtype. */
   env_set("ZCCL_REDUCE_SPLIT_BYTES", "64K", 0);
@@ -1215,6 +1304,7 @@ int main(void) {
     test_pool(kinds[k]);
     test_copy_sized(devs[k]);
     if (kinds[k] != ZD_CUDA) test_progress_hook(devs[k]);
+    if (kinds[k] != ZD_CUDA) test_codec_table(devs[k]);
   }
   test_sweep(devs, ndevs);
   for (int k = 0; k < ndevs; k++) zd_dev_destroy(devs[k]);

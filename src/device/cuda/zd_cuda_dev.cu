@@ -613,24 +613,26 @@ static void zd_cuda_pool_free(zd_dev_t* dev, void* mem) {
  * (or persistent item), then a mark that collects the status and the size. */
 static zcclResult_t zd_cuda_codec_op(zd_dev_t* dev, zd_cuda_t* c, const zd_op_t* op) {
   uint64_t* in_d[2] = {NULL, NULL};
-  const int has_out = op->kind != ZD_OP_DECOMPRESS;
-  const char* what = op->kind == ZD_OP_COMPRESS ? "zd_compress" : op->kind == ZD_OP_HOP ? "zd_hop" : "zd_decompress";
-  if (op->kind != ZD_OP_COMPRESS && op->kind != ZD_OP_DECOMPRESS && op->kind != ZD_OP_HOP)
-    /* zd_dev.c refuses RLE and ZFP for this kind before queueing. */
-    return ZU_ERROR(zcclInvalidUsage, "the cuda device has no kernels for operation %d (RLE and ZFP are host-only)",
+  const int has_out = op->kind != ZD_OP_DECODE;
+  const char* what = op->kind == ZD_OP_ENCODE ? "zd_encode" : op->kind == ZD_OP_REDUCE_ENCODED ? "zd_reduce_encoded"
+                                                                                                : "zd_decode";
+  if ((op->kind != ZD_OP_ENCODE && op->kind != ZD_OP_DECODE && op->kind != ZD_OP_REDUCE_ENCODED) ||
+      !(op->codec->caps & ZC_CAP_STREAM))
+    /* zd_dev.c refuses other codecs for this kind before queueing. */
+    return ZU_ERROR(zcclInvalidUsage, "the cuda device has kernels for the stream format only (operation %d)",
                     (int)op->kind);
   zcclResult_t res = zcclSuccess;
-  if (op->kind == ZD_OP_COMPRESS) {
+  if (op->kind == ZD_OP_ENCODE) {
     unsigned log2 = op->params.chunk_log2 ? op->params.chunk_log2 : ZC_CHUNK_LOG2_DEFAULT;
     res = zd_scratch(c, zd_cuda_codec_scratch_bytes(op->count, op->params.dtype, log2));
-  } else if (op->kind == ZD_OP_HOP) {
+  } else if (op->kind == ZD_OP_REDUCE_ENCODED) {
     res = zd_scratch(c, zd_cuda_hop_scratch_bytes(op->cap));
   }
   /* Slots: 0 status, 1 the output size (compress, hop), 2 and 3 the inputs'
    * sizes (decompress, hop) when the host has them; all taken at once, so
    * a mark that frees the ring never comes between them (it would free the
    * first before its kernel has read it). */
-  const int nin = op->kind == ZD_OP_HOP ? 2 : op->kind == ZD_OP_DECOMPRESS ? 1 : 0;
+  const int nin = op->kind == ZD_OP_REDUCE_ENCODED ? 2 : op->kind == ZD_OP_DECODE ? 1 : 0;
   uint64_t *hs[4], *ds[4], idx[4];
   if (res == zcclSuccess) res = zd_slots_take(c, 2 + nin, hs, ds, idx);
   const size_t* in_ptr[2] = {op->a_size, op->b_size};
@@ -644,10 +646,10 @@ static zcclResult_t zd_cuda_codec_op(zd_dev_t* dev, zd_cuda_t* c, const zd_op_t*
   *(volatile int*)hs[0] = zcclSuccess;
   auto persist = [&](const uint32_t* gate, uint32_t gv, uint64_t* seq) {
     switch (op->kind) {
-      case ZD_OP_COMPRESS:
+      case ZD_OP_ENCODE:
         return zd_cuda_persist_compress(c->persist, &op->params, op->a, op->count, op->dst, op->cap, ds[1],
                                         c->scratch, c->scratch_bytes, status, gate, gv, seq);
-      case ZD_OP_DECOMPRESS:
+      case ZD_OP_DECODE:
         return zd_cuda_persist_decompress(c->persist, op->a, in_d[0], op->dst, op->count, status, gate, gv, seq);
       default:
         return zd_cuda_persist_hop(c->persist, op->op, op->a, in_d[0], op->b, in_d[1], op->dst, op->cap, ds[1],
@@ -656,10 +658,10 @@ static zcclResult_t zd_cuda_codec_op(zd_dev_t* dev, zd_cuda_t* c, const zd_op_t*
   };
   auto launch = [&] {
     switch (op->kind) {
-      case ZD_OP_COMPRESS:
+      case ZD_OP_ENCODE:
         return zd_cuda_compress(&op->params, op->a, op->count, op->dst, op->cap, ds[1], c->scratch,
                                 c->scratch_bytes, status, c->stream);
-      case ZD_OP_DECOMPRESS:
+      case ZD_OP_DECODE:
         return zd_cuda_decompress(op->a, in_d[0], op->dst, op->count, status, c->stream);
       default:
         return zd_cuda_hop(op->op, op->a, in_d[0], op->b, in_d[1], op->dst, op->cap, ds[1], c->scratch,
