@@ -575,6 +575,17 @@ static double compressed_bound(const ctx_t* c, size_t count, double* eb_abs) {
   return is_reduction(coll) && c->o->op == zcclSum ? e * c->nranks : e;
 }
 
+/* The codec's name as the library writes it (its codec table), into buf. */
+static const char* codec_name(const zcclCompression_t* cm, char* buf) {
+  char text[256];
+  const char* at = zcclCompressionToString(cm, text, sizeof text) == zcclSuccess ? strstr(text, "codec=") : NULL;
+  size_t n = at ? strcspn(at + 6, ",") : 0;
+  if (n == 0 || n > 31) return "?";
+  memcpy(buf, at + 6, n);
+  buf[n] = '\0';
+  return buf;
+}
+
 static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
   int dbl = c->o->is_double;
   double* ref = malloc(count * sizeof(double));
@@ -863,6 +874,7 @@ int main(int argc, char** argv) {
 
   zcclCompression_t plain = ZCCL_COMPRESSION_INITIALIZER, comp[MAX_COMP];
   char comp_algo[MAX_COMP][64];
+  char codec_buf[MAX_COMP + 1][32]; /* each method's codec name (codec_name) */
   for (int k = 0; k < o.ncomp && files_ok; k++) {
     /* SPEC[@ALGO]: the algorithm is the part after the last '@'. */
     char spec[512];
@@ -936,9 +948,8 @@ int main(int argc, char** argv) {
       zcclComm_t main_comm = c.comm;
       if (malgo) c.comm = algo_comm[m - 1];
       zcclCommSetCompression(c.comm, cm);
-      static const char* codec_names[zcclNumCodecs] = {"none", "auto", "szp", "hz", "rle", "zfp"};
       int plain_row = cm->codec == zcclCodecNone;
-      row = (row_t){.method = plain_row ? "zccl" : "zccl-compressed", .codec = codec_names[cm->codec],
+      row = (row_t){.method = plain_row ? "zccl" : "zccl-compressed", .codec = codec_name(cm, codec_buf[m]),
                     .algo = malgo ? malgo : c.algo};
       c.comp = plain_row ? NULL : cm;
       c.forced = malgo ? malgo : forced; /* the method's bound (eb_of) depends on it */
