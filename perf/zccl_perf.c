@@ -35,6 +35,7 @@
 
 #include "zccl.h"
 #include "zccl_data.h"
+#include "zp_algo.h" /* the library's algorithm table and ZCCL_ALGO's rules */
 
 typedef enum {
   COLL_ALLREDUCE,
@@ -52,13 +53,12 @@ typedef enum {
 static const char* coll_names[NUM_COLLS] = {"allreduce", "allgather", "broadcast",
                                             "reducescatter", "reduce", "gather", "scatter", "alltoall",
                                             "sendrecv", "pingpong"};
-/* The ZCCL_ALGO names each collective has (docs/collectives.md, the table
- * in src/proto/zp_coll.c); the point-to-point modes have none. */
-static const char* coll_algos[NUM_COLLS] = {
-    [COLL_ALLREDUCE] = "ring rd rabenseifner direct cprp2p sparse", [COLL_ALLGATHER] = "ring bruck direct cprp2p",
-    [COLL_BROADCAST] = "tree chain scatter_allgather direct cprp2p", [COLL_REDUCESCATTER] = "ring cprp2p",
-    [COLL_REDUCE] = "tree chain sparse cprp2p", [COLL_GATHER] = "tree linear", [COLL_SCATTER] = "tree linear",
-    [COLL_ALLTOALL] = "pairwise"};
+/* Each collective as the library's algorithm table (src/proto/zp_algos.c)
+ * knows it; the point-to-point modes have no algorithms (-1). */
+static const int coll_zp[NUM_COLLS] = {
+    [COLL_ALLREDUCE] = ZP_COLL_ALLREDUCE, [COLL_ALLGATHER] = ZP_COLL_ALLGATHER, [COLL_BROADCAST] = ZP_COLL_BROADCAST,
+    [COLL_REDUCESCATTER] = ZP_COLL_REDUCESCATTER, [COLL_REDUCE] = ZP_COLL_REDUCE, [COLL_GATHER] = ZP_COLL_GATHER,
+    [COLL_SCATTER] = ZP_COLL_SCATTER, [COLL_ALLTOALL] = ZP_COLL_ALLTOALL, [COLL_SENDRECV] = -1, [COLL_PINGPONG] = -1};
 #define ROOT 0 /* broadcast, reduce, gather, scatter */
 static const char* op_names[zcclNumOps] = {"sum", "prod", "max", "min", "avg"}; /* zcclRedOp_t order */
 
@@ -90,10 +90,9 @@ typedef struct {
   FILE* json;
   int json_rows;
   long wrong_total;      /* elements outside tolerance, all rows: exit 1 if any */
-  const char* algo;      /* the zccl rows' algo column */
-  char algo_note[256];   /* how it was chosen, for the header */
+  char algo_note[512];   /* how it was chosen, for the header */
   const zcclCompression_t* comp; /* the row being timed is compressed with this (else NULL) */
-  const char* forced;    /* ZCCL_ALGO of the communicator being timed (NULL: unset) */
+  const char* forced;    /* the algorithm ZCCL_ALGO's rules name for the row being timed (NULL: the model's) */
 } ctx_t;
 
 typedef struct {
@@ -132,10 +131,10 @@ static void usage(FILE* out) {
           "  -c 0|1      check results (default 1): data movement exactly, reductions within\n"
           "              rounding of the reduction order; #wrong counts elements outside (-1: not\n"
           "              checked); exit code 1 if any\n"
-          "  --algo NAME  set ZCCL_ALGO=NAME for the zccl rows (ring, rd, rabenseifner, direct,\n"
-          "              bruck, tree, chain, scatter_allgather, linear, pairwise; compressed only:\n"
-          "              cprp2p, sparse). The algo column\n"
-          "              shows NAME when the collective has it, else auto (the library's cost\n"
+          "  --algo RULES  set ZCCL_ALGO=RULES for the zccl rows: a name (zccl-info --algos lists\n"
+          "              them) or rules per collective and size (docs/collectives.md, e.g.\n"
+          "              allreduce:ring@0-4M,rd). The algo column shows the algorithm the rules\n"
+          "              give each row, else auto (the library's cost\n"
           "              model). A forced algorithm that cannot run a call (docs/collectives.md)\n"
           "              falls back to the model without telling the caller: ZCCL_DEBUG=INFO\n"
           "              ZCCL_DEBUG_SUBSYS=TUNING logs every choice\n"
@@ -186,10 +185,28 @@ static int word_in(const char* list, const char* name) {
   return 0;
 }
 
-static int algo_known(const char* name) {
-  for (int c = 0; c < NUM_COLLS; c++)
-    if (coll_algos[c] && word_in(coll_algos[c], name)) return 1;
-  return 0;
+/* The algorithm ZCCL_ALGO's rules name for this row (collective, bytes,
+ * codec), as the library reads them; "auto" where they name none (the
+ * cost model's), "-" for the point-to-point modes. */
+static const char* ruled_algo(const zp_algo_rules_t* rules, coll_t coll, size_t count, int dbl, int codec) {
+  if (coll_zp[coll] < 0) return "-";
+  zp_coll_args_t a = {.coll = (zp_coll_id_t)coll_zp[coll], .count = count,
+                      .datatype = dbl ? zcclFloat64 : zcclFloat32};
+  a.compression.codec = codec;
+  const zp_algo_t* al = zp_algo_ruled_for(&a, rules);
+  return al ? al->name : "auto";
+}
+
+/* The algorithm names of a collective, space-separated, into buf. */
+static const char* coll_algo_names(coll_t coll, char* buf, size_t len) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (size_t k = 0; k < zp_algo_count() && at < len; k++) {
+    const zp_algo_t* al = zp_algo_at(k);
+    if ((int)al->coll != coll_zp[coll] || (at && word_in(buf, al->name))) continue;
+    at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? " " : "", al->name);
+  }
+  return buf;
 }
 
 /* 0: run; 1: --help; -1: bad arguments. */
@@ -254,8 +271,10 @@ static int parse_args(int argc, char** argv, opts_t* o) {
     perr("zccl-perf: --compression is for the collectives; %s sends uncompressed\n", coll_names[o->coll]);
     return -1;
   }
-  if (o->algo && !algo_known(o->algo)) {
-    perr("zccl-perf: --algo %s: no collective has it\n", o->algo);
+  zp_algo_rules_t rules;
+  zp_algo_rules_parse(o->algo, &rules); /* what does not parse, the library warns about */
+  if (o->algo && rules.n == 0) {
+    perr("zccl-perf: --algo %s: no collective has it (zccl-info --algos lists them)\n", o->algo);
     return -1;
   }
   return 0;
@@ -799,7 +818,7 @@ static void zccl_setup(ctx_t* c) {
  * could not be made (c->zccl_why says why). */
 static zcclComm_t zccl_comm_with_algo(ctx_t* c, const char* algo) {
   const char* env = getenv("ZCCL_ALGO");
-  char keep[64] = "";
+  char keep[512] = "";
   if (env) snprintf(keep, sizeof keep, "%s", env);
   setenv("ZCCL_ALGO", algo, 1);
   zcclComm_t main_comm = c->comm, made;
@@ -860,21 +879,18 @@ int main(int argc, char** argv) {
    * set before it exists, so before any thread of the library could read
    * the environment. */
   if (o.algo) setenv("ZCCL_ALGO", o.algo, 1);
-  static char forced_main[64]; /* the main communicator's, kept: methods' own set ZCCL_ALGO for a while */
+  /* The main communicator's rules, as the library parses them (methods'
+   * own @ALGO have theirs): they name each row's algorithm. */
   const char* forced = getenv("ZCCL_ALGO");
-  if (forced) forced = strncpy(forced_main, forced, sizeof forced_main - 1);
-  c.forced = forced;
-  c.algo = coll_algos[o.coll] ? "auto" : "-";
-  if (forced && forced[0] && coll_algos[o.coll]) {
-    if (word_in(coll_algos[o.coll], forced)) {
-      c.algo = forced;
-      snprintf(c.algo_note, sizeof c.algo_note,
-               "zccl: ZCCL_ALGO=%s%s (a call it cannot run falls back to the cost model, unseen here)", forced,
-               o.algo ? " (--algo)" : " (environment)");
-    } else {
-      snprintf(c.algo_note, sizeof c.algo_note, "zccl: ZCCL_ALGO=%s: %s has no %s (it has: %s); the cost model chooses",
-               forced, coll_names[o.coll], forced, coll_algos[o.coll]);
-    }
+  zp_algo_rules_t rules_main, rules_comp[MAX_COMP];
+  zp_algo_rules_parse(forced, &rules_main);
+  if (forced && forced[0] && coll_zp[o.coll] >= 0) {
+    char names[256];
+    snprintf(c.algo_note, sizeof c.algo_note,
+             "zccl: ZCCL_ALGO=%s%s: the algo column names the algorithm its rules give each row, auto where they "
+             "give none (the cost model's); a call it cannot run falls back to the model, unseen here (%s has: %s)",
+             forced, o.algo ? " (--algo)" : " (environment)", coll_names[o.coll],
+             coll_algo_names(o.coll, names, sizeof names));
   }
 
   zcclCompression_t plain = ZCCL_COMPRESSION_INITIALIZER, comp[MAX_COMP];
@@ -890,6 +906,7 @@ int main(int argc, char** argv) {
       snprintf(comp_algo[k], sizeof comp_algo[k], "%s", at + 1);
       *at = '\0';
     }
+    zp_algo_rules_parse(comp_algo[k][0] ? comp_algo[k] : forced, &rules_comp[k]);
     comp[k] = (zcclCompression_t)ZCCL_COMPRESSION_INITIALIZER;
     if (zcclCompressionFromString(spec, &comp[k]) != zcclSuccess) {
       if (c.rank == 0) fprintf(stderr, "zccl-perf: --compression %s: %s\n", o.compression[k], zcclGetLastError(NULL));
@@ -954,13 +971,15 @@ int main(int argc, char** argv) {
       if (malgo) c.comm = algo_comm[m - 1];
       zcclCommSetCompression(c.comm, cm);
       int plain_row = cm->codec == zcclCodecNone;
+      const char* ruled = ruled_algo(m == 0 ? &rules_main : &rules_comp[m - 1], o.coll, count, o.is_double,
+                                     cm->codec);
       row = (row_t){.method = plain_row ? "zccl" : "zccl-compressed", .codec = codec_name(cm, codec_buf[m]),
-                    .algo = malgo ? malgo : c.algo};
+                    .algo = ruled};
       c.comp = plain_row ? NULL : cm;
-      c.forced = malgo ? malgo : forced; /* the method's bound (eb_of) depends on it */
+      c.forced = strcmp(ruled, "auto") && strcmp(ruled, "-") ? ruled : NULL; /* the bound (eb_of) depends on it */
       int failed = time_method(&c, run_zccl, count, send, recv, &row) != 0;
       c.comm = main_comm;
-      c.forced = forced;
+      c.forced = NULL;
       if (failed) {
         if (c.rank == 0) printf("# %s: stopped: %s\n", row.method, c.zccl_why);
         if (m == 0) run_zccl_plain = 0;

@@ -173,6 +173,10 @@ const zp_algo_t* zp_algo_at(size_t i);
  * NULL) whether a rule chose it. rules may be NULL (the model alone). */
 const zp_algo_t* zp_algo_select(const zp_ctx_t* ctx, const zp_coll_args_t* a, const zp_algo_rules_t* rules,
                                 double* t, int* by_rule);
+/* The algorithm `rules` name for the call (its collective, bytes and
+ * codec), without asking whether it can run it (tools: which rule
+ * applies); NULL: the cost model chooses. */
+const zp_algo_t* zp_algo_ruled_for(const zp_coll_args_t* a, const zp_algo_rules_t* rules);
 /* The collective's name in ZCCL_ALGO rules ("allreduce", ...). */
 const char* zp_algo_coll_name(zp_coll_id_t coll);
 

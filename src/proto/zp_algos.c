@@ -52,7 +52,8 @@ static int zp_algo_fits(const zp_algo_t* al, zp_coll_id_t coll, int codec) {
   return codec == zcclCodecNone ? al->needs == 0 : (al->needs & zp_codec_caps(codec)) != 0;
 }
 
-/* The first algorithm a rule names for this call, NULL: none. */
+/* The first algorithm a rule names for this call, NULL: none. ctx NULL:
+ * without asking whether it can run the call. */
 static const zp_algo_t* zp_algo_ruled(const zp_ctx_t* ctx, const zp_coll_args_t* a, const zp_algo_rules_t* rules,
                                       size_t room) {
   int codec = a->compression.codec;
@@ -64,11 +65,15 @@ static const zp_algo_t* zp_algo_ruled(const zp_ctx_t* ctx, const zp_coll_args_t*
       const zp_algo_t* al = zp_algo_table[k];
       /* Compressed algorithms have no pool limit of their own: they slice. */
       if (zp_algo_fits(al, a->coll, codec) && strcmp(al->name, r->name) == 0 &&
-          (codec != zcclCodecNone || !al->usable || al->usable(ctx, a, room)))
+          (codec != zcclCodecNone || !al->usable || !ctx || al->usable(ctx, a, room)))
         return al;
     }
   }
   return NULL;
+}
+
+const zp_algo_t* zp_algo_ruled_for(const zp_coll_args_t* a, const zp_algo_rules_t* rules) {
+  return zp_algo_ruled(NULL, a, rules, 0);
 }
 
 const zp_algo_t* zp_algo_select(const zp_ctx_t* ctx, const zp_coll_args_t* a, const zp_algo_rules_t* rules,
