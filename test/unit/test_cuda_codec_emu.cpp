@@ -38,6 +38,7 @@
 static std::atomic<long> zemu_path[ZD_PATH_MAX]; /* the kernels' ways, counted (ZD_PATH) */
 #define ZD_PATH(k) ((void)zemu_path[k]++)
 #include "zd_cuda_codec.cu"
+#include "zd_cuda_queue.cu" /* the persistent kernel's host queue: this test is one unit */
 static_assert(ZD_PATH_NUM <= ZD_PATH_MAX, "zemu_path: room for every way");
 
 #include "test_util.h"

@@ -1897,9 +1897,3 @@ extern "C" zcclResult_t zd_cuda_codec_load(void) {
   for (int kind = 0; kind < ZD_K_NUM; kind++) ZU_CHECK(zd_grid(kind, &grid));
   return zcclSuccess;
 }
-
-/* The host emulation (test/unit/cuda_emu) compiles the codec as one file,
- * which its tests include: the queue comes with it. */
-#ifdef ZD_EMULATED
-#include "zd_cuda_queue.cu"
-#endif
