@@ -594,17 +594,6 @@ static double compressed_bound(const ctx_t* c, size_t count, double* eb_abs) {
   return is_reduction(coll) && c->o->op == zcclSum ? e * c->nranks : e;
 }
 
-/* The codec's name as the library writes it (its codec table), into buf. */
-static const char* codec_name(const zcclCompression_t* cm, char* buf) {
-  char text[256];
-  const char* at = zcclCompressionToString(cm, text, sizeof text) == zcclSuccess ? strstr(text, "codec=") : NULL;
-  size_t n = at ? strcspn(at + 6, ",") : 0;
-  if (n == 0 || n > 31) return "?";
-  memcpy(buf, at + 6, n);
-  buf[n] = '\0';
-  return buf;
-}
-
 static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
   int dbl = c->o->is_double;
   double* ref = malloc(count * sizeof(double));
@@ -641,26 +630,14 @@ static void check_result(ctx_t* c, const void* recv, size_t count, row_t* row) {
   free(mag);
 }
 
-/* The collectives and codecs zccl compresses (src/proto/zp_coll.c). A
- * codec this list does not know is run: where the library has no
- * algorithm for it, it says so once and the ratio column shows 1. */
+/* Whether the library has a compressed algorithm of this collective for
+ * the codec: one in its algorithm table that needs a capability the
+ * codec's row has (as its choice reads them). */
 static int has_compressed(coll_t coll, int codec) {
   if (codec == zcclCodecNone) return 1; /* a control: the uncompressed path again (rows named zccl) */
-  if (codec != zcclCodecAuto && codec != zcclCodecSzp && codec != zcclCodecHz && codec != zcclCodecRle &&
-      codec != zcclCodecZfp)
-    return 1;
-  int hz = codec == zcclCodecHz || codec == zcclCodecAuto;
-  if (codec == zcclCodecZfp) /* CPRP2P reductions; compress-once (allgather, broadcast: or CPRP2P) */
-    return coll == COLL_ALLREDUCE || coll == COLL_REDUCESCATTER || coll == COLL_REDUCE || coll == COLL_ALLGATHER ||
-           coll == COLL_BROADCAST || coll == COLL_SCATTER || coll == COLL_GATHER || coll == COLL_ALLTOALL;
-  if (codec == zcclCodecRle) /* the sparse chain; compress-once data movement */
-    return coll == COLL_ALLREDUCE || coll == COLL_REDUCE || coll == COLL_ALLGATHER || coll == COLL_BROADCAST ||
-           coll == COLL_SCATTER || coll == COLL_GATHER || coll == COLL_ALLTOALL;
-  /* Reductions: homomorphic (hz, auto) or DOC (szp). */
-  if (coll == COLL_ALLREDUCE || coll == COLL_REDUCESCATTER || coll == COLL_REDUCE) return hz || codec == zcclCodecSzp;
-  if (coll == COLL_ALLGATHER || coll == COLL_BROADCAST || coll == COLL_SCATTER || coll == COLL_GATHER ||
-      coll == COLL_ALLTOALL)
-    return hz || codec == zcclCodecSzp;
+  const zc_codec_info_t* ci = zc_codec_info(codec);
+  for (size_t k = 0; ci && coll_zp[coll] >= 0 && k < zp_algo_count(); k++)
+    if ((int)zp_algo_at(k)->coll == coll_zp[coll] && (zp_algo_at(k)->needs & ci->caps)) return 1;
   return 0;
 }
 
@@ -895,7 +872,6 @@ int main(int argc, char** argv) {
 
   zcclCompression_t plain = ZCCL_COMPRESSION_INITIALIZER, comp[MAX_COMP];
   char comp_algo[MAX_COMP][64];
-  char codec_buf[MAX_COMP + 1][32]; /* each method's codec name (codec_name) */
   for (int k = 0; k < o.ncomp && files_ok; k++) {
     /* SPEC[@ALGO]: the algorithm is the part after the last '@'. */
     char spec[512];
@@ -973,7 +949,7 @@ int main(int argc, char** argv) {
       int plain_row = cm->codec == zcclCodecNone;
       const char* ruled = ruled_algo(m == 0 ? &rules_main : &rules_comp[m - 1], o.coll, count, o.is_double,
                                      cm->codec);
-      row = (row_t){.method = plain_row ? "zccl" : "zccl-compressed", .codec = codec_name(cm, codec_buf[m]),
+      row = (row_t){.method = plain_row ? "zccl" : "zccl-compressed", .codec = zc_codec_info(cm->codec)->name,
                     .algo = ruled};
       c.comp = plain_row ? NULL : cm;
       c.forced = strcmp(ruled, "auto") && strcmp(ruled, "-") ? ruled : NULL; /* the bound (eb_of) depends on it */

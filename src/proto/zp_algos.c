@@ -80,8 +80,9 @@ const zp_algo_t* zp_algo_select(const zp_ctx_t* ctx, const zp_coll_args_t* a, co
                                 double* t, int* by_rule) {
   int codec = a->compression.codec;
   if (by_rule) *by_rule = 0;
-  unsigned caps = zp_codec_caps(codec);
-  if (codec != zcclCodecNone && (caps == 0 || !zd_codec_runs(ctx->dev, zc_codec_info(codec)))) return NULL;
+  const zc_codec_info_t* ci = zc_codec_info(codec);
+  unsigned caps = ci ? ci->caps : 0;
+  if (codec != zcclCodecNone && (caps == 0 || !zd_codec_runs(ctx->dev, ci))) return NULL;
   size_t room = codec == zcclCodecNone ? zd_buf_largest(ctx->dev) : 0;
   const zp_algo_t* best = zp_algo_ruled(ctx, a, rules, room);
   if (best) {

@@ -23,11 +23,8 @@
  * rank), no more than `nbuf` streams of it fit the pool. */
 static size_t zp_sparse_piece(const zp_ctx_t* ctx, const zc_codec_info_t* rc, const zc_params_t* cp, size_t n,
                               int nbuf, size_t* cap) {
-  size_t es = zu_dtype_size(cp->dtype), room = zd_buf_largest(ctx->dev) / (size_t)(nbuf + 1);
-  size_t p = zp_chain_piece(ctx, n * es) / es;
-  if (p > n) p = n;
-  if (p < 1) p = 1;
-  while (p > 1 && rc->ops->bound(cp, p) > room) p /= 2;
+  size_t es = zu_dtype_size(cp->dtype), p = zp_chain_piece(ctx, n * es) / es;
+  p = zp_stream_slice(ctx, rc, cp, p < n ? p : n, nbuf);
   *cap = rc->ops->bound(cp, p);
   return p;
 }
