@@ -21,6 +21,11 @@
 /* The no-progress timeout allows this rate for the largest message, which
  * completes only at its end. */
 #define ZP_SLOW_LINK_BYTES_PER_S 1e7
+/* A waiting rank with a core of its own checks the clock once per 16 empty
+ * polls, and yields once per 1024 (tens of microseconds), so that it still
+ * lets other work on the machine run. */
+#define ZP_CHECK_EVERY_MASK 15u
+#define ZP_YIELD_EVERY_MASK 1023u
 
 /* Checks a completed message into why (empty: fine). A receive must get
  * exactly what was posted. Returns the error class. */
@@ -311,6 +316,9 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
     left++;
   }
   double noticed_at = 0;
+  int crowded = ctx->link == NULL || ctx->link->cpu_share > 1;
+  unsigned idle_polls = 0;
+  int progressed = 0;
   while (left > 0) {
     int events = zt_progress(ctx->w);
     for (int i = 0; i < n && fatal == zcclSuccess; i++) {
@@ -331,12 +339,18 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
      * last one just came: the collective's final wait sees the signature. */
     if (fatal == zcclSuccess) fatal = zp_sig_guard(ctx, what, &sig_done, why, sizeof why);
     if (fatal != zcclSuccess || left == 0) break;
-    double now = zu_now();
-    if (noticed_at == 0 && ctx->notice && ctx->notice->rx.done) noticed_at = now;
     if (events) {
-      last_progress = now;
+      progressed = 1;
       continue;
     }
+    /* Reading the clock costs as much as a poll on some machines (a VM's):
+     * a rank with a core of its own reads it, and makes the checks below,
+     * once per few empty polls. */
+    if (!crowded && (++idle_polls & ZP_CHECK_EVERY_MASK) != 0) continue;
+    double now = zu_now();
+    if (progressed) last_progress = now;
+    progressed = 0;
+    if (noticed_at == 0 && ctx->notice && ctx->notice->rx.done) noticed_at = now;
     /* Made only now: a peer that finished and destroyed its worker early
      * is normal, and connecting to it would fail. */
     if (now - last_progress > ZP_WATCH_AFTER_SECONDS)
@@ -375,15 +389,17 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
                what, ctx->rank, patience, p ? p->peer : -1, p && p->is_send ? "receive" : "send");
     }
     if (fatal != zcclSuccess) break;
-    /* Nothing happened: give the core away. With more ranks than cores a
-     * rank that spins keeps the peer it waits for off the CPU for a whole
-     * time slice (docs/measurements/net.md); on an idle core sched_yield
-     * returns at once. Still nothing after ZCCL_SPIN_US:
-     * sleep until UCX has an event (a peer that is compressing for
-     * milliseconds gets the whole core; yielding costs it system time).
-     * The sleep is short so the checks above still run. */
+    /* Nothing happened. Still nothing after ZCCL_SPIN_US: sleep until UCX
+     * has an event (a peer that is compressing for milliseconds gets the
+     * whole core; yielding costs it system time). The sleep is short so
+     * the checks above still run. */
     if (ctx->spin >= 0 && now - last_progress > ctx->spin && zt_wait(ctx->w, 0.01)) continue;
-    sched_yield();
+    /* Before that, poll. With more ranks than cores, give the core away
+     * after every empty poll: a rank that spins keeps the peer it waits for
+     * off the CPU for a whole time slice (docs/measurements/net.md). With a
+     * core each, only now and then: a yield is a system call, which costs
+     * more than a small message's whole round trip (docs/measurements/latency.md). */
+    if (crowded || (idle_polls & ZP_YIELD_EVERY_MASK) == 0) sched_yield();
   }
   if (fatal != zcclSuccess) {
     /* The communicator breaks: the peers hear it now, before the cancel
