@@ -54,9 +54,10 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "unless it is set) instead of by rendezvous; 0: UCX's own choice. Other transports "  \
     "are left to UCX.")                                                                   \
   X(SPIN_US, INT, "200",                                                                  \
-    "Microseconds a rank waiting for messages polls, giving its core away between "       \
-    "polls, before it sleeps until UCX signals an event; -1: never sleep (UCX is then "   \
-    "not asked for wake-up support, which leaves out transports without it).")            \
+    "Microseconds a rank waiting for messages polls (giving its core away between "       \
+    "polls when its machine has more ranks than cores) before it sleeps until UCX "       \
+    "signals an event; -1: never sleep (UCX is then not asked for wake-up support, "      \
+    "which leaves out transports without it).")                                           \
   X(BOOTSTRAP_TIMEOUT, INT, "60",                                                         \
     "Seconds the bootstrap waits for every rank to join (and a rank for the root) "       \
     "before failing with zcclRemoteError; also how long the root thread of an unused "    \
