@@ -183,10 +183,13 @@ const char* zp_algo_coll_name(zp_coll_id_t coll);
 /* ---- the cost model's shared pieces --------------------------------------------
  * alpha-beta per message with the communicator's learnt link (zp_link_t)
  * and a host reduction rate; each algorithm's cost counts its steps and the
- * bytes each rank sends and reduces. */
+ * bytes each rank sends and reduces. The rates and the ratio below are the
+ * defaults; costs read them through zp_compress_bps() and its siblings, which
+ * take zp_link_t.speeds where a tool set it. */
 #define ZP_REDUCE_BYTES_PER_S 2e9
 static inline double zp_call_bytes(const zp_coll_args_t* a) { return (double)(a->count * zu_dtype_size(a->datatype)); }
-/* The compressed algorithms' codec rates: this project's single-core
+/* The compressed algorithms' codec rates (decompression priced as
+ * compression unless speeds says otherwise): this project's single-core
  * figures (perf/codec_table.sh: compress and decompress about 2 GB/s,
  * homomorphic sum about 1 GB/s), taken a little lower; the ratio is
  * assumed 4 (TEMP at REL 1e-3 gives 8-11). */
@@ -194,6 +197,27 @@ static inline double zp_call_bytes(const zp_coll_args_t* a) { return (double)(a-
 #define ZP_AUTO_HOP_BPS 1.0e9
 #define ZP_AUTO_HOP_VALUES_BPS 1.2e9 /* compress and sum in one pass (zd_hop_values): about 1.4 GB/s */
 #define ZP_AUTO_RATIO 4.0
+/* The figures the model prices with: the link's zp_speeds_t where set,
+ * else the defaults above (a communicator's: always the defaults). */
+static inline double zp_speed_pick(double set, double dflt) { return set > 0 ? set : dflt; }
+#define ZP_SPEED(ctx, f) ((ctx)->link ? (ctx)->link->speeds.f : 0)
+static inline double zp_compress_bps(const zp_ctx_t* ctx) {
+  return zp_speed_pick(ZP_SPEED(ctx, compress_bps), ZP_AUTO_COMPRESS_BPS);
+}
+static inline double zp_decompress_bps(const zp_ctx_t* ctx) {
+  return zp_speed_pick(ZP_SPEED(ctx, decompress_bps), zp_compress_bps(ctx));
+}
+static inline double zp_hop_bps(const zp_ctx_t* ctx) {
+  return zp_speed_pick(ZP_SPEED(ctx, hop_bps), ZP_AUTO_HOP_BPS);
+}
+static inline double zp_hop_values_bps(const zp_ctx_t* ctx) {
+  return zp_speed_pick(ZP_SPEED(ctx, hop_values_bps), ZP_AUTO_HOP_VALUES_BPS);
+}
+static inline double zp_reduce_bps(const zp_ctx_t* ctx) {
+  return zp_speed_pick(ZP_SPEED(ctx, reduce_bps), ZP_REDUCE_BYTES_PER_S);
+}
+static inline double zp_ratio(const zp_ctx_t* ctx) { return zp_speed_pick(ZP_SPEED(ctx, ratio), ZP_AUTO_RATIO); }
+#undef ZP_SPEED
 /* A host codec's rate per rank: rate over the ranks sharing each core of
  * the busiest machine (a GPU's codec shares nothing). Only the agreed link
  * and share enter, so every rank prices the same. */

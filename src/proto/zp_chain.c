@@ -151,7 +151,7 @@ double zp_chain_cost(const zp_ctx_t* ctx, double n, int reduces) {
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
   double piece = (double)zp_chain_piece(ctx, (size_t)n), k = n / piece < 1 ? 1 : n / piece;
   double hops = ctx->nranks - 1;
-  return (hops - 1 + k) * (al_s + n / k / B + (reduces ? n / k / ZP_REDUCE_BYTES_PER_S : 0));
+  return (hops - 1 + k) * (al_s + n / k / B + (reduces ? n / k / zp_reduce_bps(ctx) : 0));
 }
 
 static double zp_chain_broadcast_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {

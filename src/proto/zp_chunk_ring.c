@@ -595,34 +595,36 @@ out:
 static double zp_pipe_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a, double hop_s) {
   double N = ctx->nranks, n = zp_call_bytes(a);
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
-  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), q = ZP_AUTO_RATIO;
+  double C = zp_codec_rate(ctx, zp_compress_bps(ctx)), D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
+  double q = zp_ratio(ctx);
   double b = a->coll == ZP_COLL_ALLREDUCE ? n / N : n, wire = b / (q * B), hop = hop_s * b;
   double t = b / C + (N - 1) * (al_s + (hop > wire ? hop : wire));
-  if (a->coll == ZP_COLL_ALLREDUCE) t += b / C + (N - 1) * (al_s + (b / C > wire ? b / C : wire));
+  if (a->coll == ZP_COLL_ALLREDUCE) t += b / D + (N - 1) * (al_s + (b / D > wire ? b / D : wire));
   return t;
 }
 
 /* The homomorphic ring: a step compresses this rank's piece and adds it
  * to the arrived stream, in one pass where the device has it. */
 static double zp_hz_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), H = zp_codec_rate(ctx, ZP_AUTO_HOP_BPS);
-  double F = zp_codec_rate(ctx, ZP_AUTO_HOP_VALUES_BPS);
+  double C = zp_codec_rate(ctx, zp_compress_bps(ctx)), H = zp_codec_rate(ctx, zp_hop_bps(ctx));
+  double F = zp_codec_rate(ctx, zp_hop_values_bps(ctx));
   return zp_pipe_ring_cost(ctx, a, zd_has_hop_values(ctx->dev) ? 1 / F : 1 / C + 1 / H);
 }
 
 /* The DOC ring: per hop the decompression, reduction and compression of a block. */
 static double zp_doc_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  return zp_pipe_ring_cost(ctx, a, 2 / zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS) + 1 / ZP_REDUCE_BYTES_PER_S);
+  double C = zp_codec_rate(ctx, zp_compress_bps(ctx)), D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
+  return zp_pipe_ring_cost(ctx, a, (1 / D + 1 / C) + 1 / zp_reduce_bps(ctx));
 }
 
 /* The DOC chain: a pipeline of k chunks (of zp_doc_chunk_values), N-2+k stages. */
 static double zp_doc_chain_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), G = ZP_REDUCE_BYTES_PER_S;
-  double N = ctx->nranks, n = zp_call_bytes(a);
-  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx), q = ZP_AUTO_RATIO;
+  double C = zp_codec_rate(ctx, zp_compress_bps(ctx)), D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
+  double G = zp_reduce_bps(ctx), N = ctx->nranks, n = zp_call_bytes(a);
+  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx), q = zp_ratio(ctx);
   double c = (double)(zp_doc_chunk_values(a->count) * zu_dtype_size(a->datatype)), k = n > c ? n / c : 1;
   c = n / k;
-  double hop = 2 * c / C + c / G, wire = c / (q * B);
+  double hop = (c / D + c / C) + c / G, wire = c / (q * B);
   return c / C + (N - 2 + k) * (al_s + (hop > wire ? hop : wire));
 }
 

@@ -150,7 +150,7 @@ double zp_coll_estimate(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = (double)(a->count * zu_dtype_size(a->datatype));
   if (ctx->nranks < 2 || a->count == 0) return 0;
   /* The premultiplication reads and writes the input once more. */
-  double pre = a->premul ? (a->coll == ZP_COLL_REDUCESCATTER ? N : 1) * n / ZP_REDUCE_BYTES_PER_S : 0;
+  double pre = a->premul ? (a->coll == ZP_COLL_REDUCESCATTER ? N : 1) * n / zp_reduce_bps(ctx) : 0;
   zp_coll_args_t plain = *a;
   plain.compression.codec = zcclCodecNone;
   double tp = 0, tc = 0;

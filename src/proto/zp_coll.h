@@ -52,6 +52,20 @@ typedef struct {
 /* What an algorithm runs with: the communicator's worker, device and
  * ranks, this operation's sequence number (in every tag), and the limits
  * every wait obeys. */
+/* The codec figures the cost model prices compressed algorithms with:
+ * bytes of raw values per second on one core (or one GPU), and the
+ * compression ratio. A field left 0 takes the model's default (zp_algo.h,
+ * ZP_AUTO_*; decompress_bps: compress_bps). A communicator leaves them 0;
+ * tools that model another machine or codec fill them (perf/zccl_scale.c). */
+typedef struct {
+  double compress_bps;
+  double decompress_bps;
+  double hop_bps;        /* homomorphic sum of two streams */
+  double hop_values_bps; /* compress and add to a stream in one pass (zd_hop_values) */
+  double reduce_bps;     /* uncompressed sum of two buffers (every algorithm's) */
+  double ratio;          /* raw bytes / stream bytes */
+} zp_speeds_t;
+
 /* The link as the cost model sees it: latency alpha (s) and bandwidth
  * (bytes/s), measured when the communicator is created (zp_calibrate),
  * identical on every rank so that every rank picks the same algorithm. */
@@ -68,6 +82,7 @@ typedef struct {
    * largest such limit; 0: none): pipelines keep their pieces within it,
    * a larger piece goes by rendezvous, which over TCP idles the link. */
   double eager_bytes;
+  zp_speeds_t speeds; /* the codec's rates and ratio (zeros: the model's defaults) */
 } zp_link_t;
 
 /* What the compressed collectives moved (zcclCommCompressionStats): per

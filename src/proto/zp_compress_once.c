@@ -305,21 +305,24 @@ out:
 
 /* n per rank: compress once, decompress N blocks. */
 static double zp_once_allgather_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  double N = ctx->nranks, n = zp_call_bytes(a), C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS);
-  return n / C + N * n / C + (N - 1) * (zp_link_alpha(ctx) + n / (ZP_AUTO_RATIO * zp_link_bandwidth(ctx)));
+  double N = ctx->nranks, n = zp_call_bytes(a), C = zp_codec_rate(ctx, zp_compress_bps(ctx));
+  double D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
+  return n / C + N * n / D + (N - 1) * (zp_link_alpha(ctx) + n / (zp_ratio(ctx) * zp_link_bandwidth(ctx)));
 }
 
 /* Scatter, gather and alltoall: N blocks compressed and decompressed (the
  * root's, or every rank's), N-1 streams of one block moved. */
 static double zp_once_blocks_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  double N = ctx->nranks, n = zp_call_bytes(a), C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS);
-  return 2 * N * n / C + (N - 1) * (zp_link_alpha(ctx) + n / (ZP_AUTO_RATIO * zp_link_bandwidth(ctx)));
+  double N = ctx->nranks, n = zp_call_bytes(a), C = zp_codec_rate(ctx, zp_compress_bps(ctx));
+  double D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
+  return (N * n / C + N * n / D) + (N - 1) * (zp_link_alpha(ctx) + n / (zp_ratio(ctx) * zp_link_bandwidth(ctx)));
 }
 
 /* Compress, a broadcast of n/q, decompress. */
 static double zp_once_broadcast_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  double n = zp_call_bytes(a), C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS);
-  return 2 * n / C + 2 * zp_link_alpha(ctx) + n / (ZP_AUTO_RATIO * zp_link_bandwidth(ctx));
+  double n = zp_call_bytes(a), C = zp_codec_rate(ctx, zp_compress_bps(ctx));
+  double D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
+  return (n / C + n / D) + 2 * zp_link_alpha(ctx) + n / (zp_ratio(ctx) * zp_link_bandwidth(ctx));
 }
 
 const zp_algo_t zp_algo_once_allgather = {"ring", "compress-once ring", ZP_COLL_ALLGATHER, ZP_NEEDS_ANY, 0, NULL,

@@ -390,15 +390,16 @@ out:
 static double zp_cpr_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = zp_call_bytes(a);
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
-  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), q = ZP_AUTO_RATIO, lg = zp_log2_ceil(ctx->nranks);
+  double C = zp_codec_rate(ctx, zp_compress_bps(ctx)), D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
+  double q = zp_ratio(ctx), lg = zp_log2_ceil(ctx->nranks);
   switch (a->coll) {
     case ZP_COLL_ALLREDUCE: /* 2(N-1) hops of n/N, each compressed and decompressed */
-      return 2 * (N - 1) * (al_s + n / N / (q * B) + 2 * n / N / C);
+      return 2 * (N - 1) * (al_s + n / N / (q * B) + (n / N / C + n / N / D));
     case ZP_COLL_ALLGATHER: /* n per rank */
     case ZP_COLL_REDUCESCATTER: /* N-1 hops of n, the raw reduction aside as for the allreduce */
-      return (N - 1) * (al_s + n / (q * B) + 2 * n / C);
+      return (N - 1) * (al_s + n / (q * B) + (n / C + n / D));
     default: /* broadcast and reduce: binomial trees of log2 N levels */
-      return lg * (al_s + n / (q * B) + 2 * n / C);
+      return lg * (al_s + n / (q * B) + (n / C + n / D));
   }
 }
 

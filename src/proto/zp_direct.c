@@ -126,7 +126,7 @@ static double zp_direct_bytes_factor(const zp_ctx_t* ctx) {
 static double zp_direct_allreduce_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = zp_call_bytes(a);
   return zp_direct_rounds(ctx, 2) + zp_direct_bytes_factor(ctx) * 2 * (N - 1) / N * n / zp_link_bandwidth(ctx) +
-         (N - 1) / N * n / ZP_REDUCE_BYTES_PER_S;
+         (N - 1) / N * n / zp_reduce_bps(ctx);
 }
 
 static double zp_direct_allgather_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {

@@ -91,10 +91,11 @@ out:
 static double zp_hz_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double n = zp_call_bytes(a);
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
-  double C = zp_codec_rate(ctx, ZP_AUTO_COMPRESS_BPS), H = zp_codec_rate(ctx, ZP_AUTO_HOP_BPS), q = ZP_AUTO_RATIO;
+  double C = zp_codec_rate(ctx, zp_compress_bps(ctx)), H = zp_codec_rate(ctx, zp_hop_bps(ctx)), q = zp_ratio(ctx);
+  double D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
   int lg = zp_log2_floor(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
   double fold = pow2 ? 0 : 2 * (al_s + n / (q * B)) + n / H;
-  return n / C + lg * (al_s + n / (q * B) + n / H) + fold + n / C;
+  return n / C + lg * (al_s + n / (q * B) + n / H) + fold + n / D;
 }
 
 const zp_algo_t zp_algo_hz_rd_allreduce = {"rd", "homomorphic recursive doubling", ZP_COLL_ALLREDUCE,

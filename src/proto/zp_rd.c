@@ -164,7 +164,7 @@ out:
 static double zp_rd_fold_cost(const zp_ctx_t* ctx, double n) {
   int lg = zp_log2_floor(ctx->nranks);
   if ((1 << lg) == ctx->nranks) return 0;
-  return 2 * (zp_link_alpha(ctx) + n / zp_link_bandwidth(ctx)) + n / ZP_REDUCE_BYTES_PER_S;
+  return 2 * (zp_link_alpha(ctx) + n / zp_link_bandwidth(ctx)) + n / zp_reduce_bps(ctx);
 }
 
 /* One temporary of the whole buffer, not sliced. */
@@ -175,7 +175,7 @@ static int zp_rd_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t roo
 
 static double zp_rd_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double n = zp_call_bytes(a);
-  return zp_log2_floor(ctx->nranks) * (zp_link_alpha(ctx) + n / zp_link_bandwidth(ctx) + n / ZP_REDUCE_BYTES_PER_S) +
+  return zp_log2_floor(ctx->nranks) * (zp_link_alpha(ctx) + n / zp_link_bandwidth(ctx) + n / zp_reduce_bps(ctx)) +
          zp_rd_fold_cost(ctx, n);
 }
 
@@ -192,7 +192,7 @@ static double zp_rabenseifner_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a)
   int lg = zp_log2_floor(ctx->nranks);
   double P = (double)(1 << lg);
   return 2 * lg * zp_link_alpha(ctx) + 2 * (P - 1) / P * n / zp_link_bandwidth(ctx) +
-         (P - 1) / P * n / ZP_REDUCE_BYTES_PER_S + zp_rd_fold_cost(ctx, n);
+         (P - 1) / P * n / zp_reduce_bps(ctx) + zp_rd_fold_cost(ctx, n);
 }
 
 /* All N blocks in one temporary. */
@@ -205,7 +205,7 @@ static double zp_bruck_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = zp_call_bytes(a);
   int lg = zp_log2_floor(ctx->nranks), pow2 = (1 << lg) == ctx->nranks;
   return (lg + (pow2 ? 0 : 1)) * zp_link_alpha(ctx) + (N - 1) * n / zp_link_bandwidth(ctx) +
-         N * n / ZP_REDUCE_BYTES_PER_S;
+         N * n / zp_reduce_bps(ctx);
 }
 
 const zp_algo_t zp_algo_rd_allreduce = {"rd", "recursive doubling (whole buffer each step; MPICH's fold for any N)",

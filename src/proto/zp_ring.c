@@ -308,7 +308,7 @@ int zp_allreduce_blocks_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, siz
  * longer of the two counts, and one piece of the other. */
 static double zp_ring_allreduce_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = zp_call_bytes(a);
-  double wire = 2 * (N - 1) / N * n / zp_link_bandwidth(ctx), red = (N - 1) / N * n / ZP_REDUCE_BYTES_PER_S;
+  double wire = 2 * (N - 1) / N * n / zp_link_bandwidth(ctx), red = (N - 1) / N * n / zp_reduce_bps(ctx);
   double K = zp_ring_block_pieces(ctx, a->count / (size_t)ctx->nranks, zu_dtype_size(a->datatype));
   return 2 * (N - 1) * zp_link_alpha(ctx) + (wire > red ? wire + red / K : red + wire / K);
 }
@@ -316,7 +316,7 @@ static double zp_ring_allreduce_cost(const zp_ctx_t* ctx, const zp_coll_args_t* 
 /* N-1 steps of a block of count (n bytes), each reduced. */
 static double zp_ring_reduce_scatter_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double n = zp_call_bytes(a);
-  return (ctx->nranks - 1) * (zp_link_alpha(ctx) + n / zp_link_bandwidth(ctx) + n / ZP_REDUCE_BYTES_PER_S);
+  return (ctx->nranks - 1) * (zp_link_alpha(ctx) + n / zp_link_bandwidth(ctx) + n / zp_reduce_bps(ctx));
 }
 
 /* N-1 steps of one rank's block (n bytes). */

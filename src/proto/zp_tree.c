@@ -213,7 +213,7 @@ static int zp_tree_reduce_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, s
 
 static double zp_tree_reduce_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double n = zp_call_bytes(a);
-  return zp_log2_floor(ctx->nranks) * (zp_link_alpha(ctx) + n / zp_link_bandwidth(ctx) + n / ZP_REDUCE_BYTES_PER_S);
+  return zp_log2_floor(ctx->nranks) * (zp_link_alpha(ctx) + n / zp_link_bandwidth(ctx) + n / zp_reduce_bps(ctx));
 }
 
 /* A subtree's blocks staged in one temporary: the root's holds all N. */
@@ -225,7 +225,7 @@ static int zp_tree_blocks_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, s
 static double zp_tree_blocks_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = zp_call_bytes(a);
   return zp_log2_floor(ctx->nranks) * zp_link_alpha(ctx) + (N - 1) * n / zp_link_bandwidth(ctx) +
-         N * n / ZP_REDUCE_BYTES_PER_S;
+         N * n / zp_reduce_bps(ctx);
 }
 
 const zp_algo_t zp_algo_tree_broadcast = {"tree", "binomial tree", ZP_COLL_BROADCAST, 0, 0, NULL,
