@@ -428,15 +428,16 @@ typedef struct {
   double t_comp, t_plain, t_mpi;
 } predicted_t;
 
-/* One call's three times; a kind the call has no algorithm for is NULL. */
+/* One call's three times; a kind the call has no algorithm for is NULL,
+ * its time NaN. */
 static void predict(const zp_ctx_t* ctx, const zp_coll_args_t* a, int codec, predicted_t* p) {
   memset(p, 0, sizeof *p);
   zp_coll_args_t c = *a;
   c.compression.codec = codec;
-  p->comp = zp_algo_select(ctx, &c, NULL, &p->t_comp, NULL);
+  if (!(p->comp = zp_algo_select(ctx, &c, NULL, &p->t_comp, NULL))) p->t_comp = NAN;
   c.compression.codec = zcclCodecNone;
-  p->plain = zp_algo_select(ctx, &c, NULL, &p->t_plain, NULL);
-  p->mpi = mpi_best(ctx, &c, NULL, &p->t_mpi);
+  if (!(p->plain = zp_algo_select(ctx, &c, NULL, &p->t_plain, NULL))) p->t_plain = NAN;
+  if (!(p->mpi = mpi_best(ctx, &c, NULL, &p->t_mpi))) p->t_mpi = NAN;
 }
 
 static zp_coll_args_t call_args(int c, size_t bytes, int N, int is_double) {
@@ -455,9 +456,13 @@ static void print_speeds(const char* what, const zp_speeds_t* s, const char* not
          s->reduce_bps / 1e9, s->ratio, note);
 }
 
-static double speedup(double t_ref, const zp_algo_t* ref, double t, const zp_algo_t* al) {
-  return ref && al && t > 0 ? t_ref / t : NAN;
+/* v with fmt, or `none` (JSON null, an empty CSV field) where it is NaN. */
+static const char* num(char* buf, size_t len, const char* fmt, double v, const char* none) {
+  if (isfinite(v)) snprintf(buf, len, fmt, v);
+  else snprintf(buf, len, "%s", none);
+  return buf;
 }
+#define NAME(al) ((al) ? (al)->name : "-")
 
 static int scale_table(const opts_t* o, const measured_t* m, zd_dev_t* dev) {
   const zc_codec_info_t* ci = zc_codec_by_name(o->codec);
@@ -504,32 +509,33 @@ static int scale_table(const opts_t* o, const measured_t* m, zd_dev_t* dev) {
             zp_ctx_t ctx = {.dev = dev, .link = &link, .rank = 0, .nranks = N};
             predicted_t p;
             predict(&ctx, &a, ci->id, &p);
-            double su = speedup(p.t_plain, p.plain, p.t_comp, p.comp), sm = speedup(p.t_mpi, p.mpi, p.t_comp, p.comp);
+            /* Speedups: NaN where either side has no algorithm. */
+            double su = p.t_plain / p.t_comp, sm = p.t_mpi / p.t_comp;
             printf("  %-13s %10.0f %5d %5g %-13s %-18s %11.1f %-18s %11.1f %-18s %11.1f %7.2f %7.2f\n",
-                   colls[c].name, bytes, N, o->gbps[il], kind_names[k], p.comp ? p.comp->name : "-",
-                   p.comp ? p.t_comp * 1e6 : NAN, p.plain ? p.plain->name : "-", p.plain ? p.t_plain * 1e6 : NAN,
-                   p.mpi ? p.mpi->name : "-", p.mpi ? p.t_mpi * 1e6 : NAN, su, sm);
+                   colls[c].name, bytes, N, o->gbps[il], kind_names[k], NAME(p.comp), p.t_comp * 1e6,
+                   NAME(p.plain), p.t_plain * 1e6, NAME(p.mpi), p.t_mpi * 1e6, su, sm);
+            char f[5][32];
+            const char* none = csv ? "" : "null";
             if (csv)
-              fprintf(csv, "%s,%.0f,%d,%g,%g,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%s,%.3f,%s,%.3f,%s,%.3f,%.4f,%.4f\n",
-                      colls[c].name, bytes, N, o->gbps[il], link.alpha * 1e6, kind_names[k],
-                      kinds[k].compress_bps / 1e9, kinds[k].decompress_bps / 1e9, kinds[k].hop_bps / 1e9,
-                      kinds[k].reduce_bps / 1e9, kinds[k].ratio, p.comp ? p.comp->name : "-", p.t_comp * 1e6,
-                      p.plain ? p.plain->name : "-", p.t_plain * 1e6, p.mpi ? p.mpi->name : "-", p.t_mpi * 1e6, su,
-                      sm);
-            if (json) {
-              char b_su[32], b_sm[32];
-              snprintf(b_su, sizeof b_su, isfinite(su) ? "%.4f" : "null", su);
-              snprintf(b_sm, sizeof b_sm, isfinite(sm) ? "%.4f" : "null", sm);
+              fprintf(csv, "%s,%.0f,%d,%g,%g,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%s,%s,%s,%s,%s,%s,%s,%s\n", colls[c].name,
+                      bytes, N, o->gbps[il], link.alpha * 1e6, kind_names[k], kinds[k].compress_bps / 1e9,
+                      kinds[k].decompress_bps / 1e9, kinds[k].hop_bps / 1e9, kinds[k].reduce_bps / 1e9,
+                      kinds[k].ratio, NAME(p.comp), num(f[0], 32, "%.3f", p.t_comp * 1e6, none), NAME(p.plain),
+                      num(f[1], 32, "%.3f", p.t_plain * 1e6, none), NAME(p.mpi),
+                      num(f[2], 32, "%.3f", p.t_mpi * 1e6, none), num(f[3], 32, "%.4f", su, none),
+                      num(f[4], 32, "%.4f", sm, none));
+            none = "null";
+            if (json)
               fprintf(json,
                       "%s\n  {\"collective\": \"%s\", \"bytes\": %.0f, \"nranks\": %d, \"gbps\": %g, "
                       "\"latency_us\": %g, \"speeds\": \"%s\", \"compressed_algo\": \"%s\", \"compressed_desc\": "
-                      "\"%s\", \"compressed_us\": %.3f, \"uncompressed_algo\": \"%s\", \"uncompressed_us\": %.3f, "
-                      "\"mpi_algo\": \"%s\", \"mpi_us\": %.3f, \"speedup_uncompressed\": %s, \"speedup_mpi\": %s}",
+                      "\"%s\", \"compressed_us\": %s, \"uncompressed_algo\": \"%s\", \"uncompressed_us\": %s, "
+                      "\"mpi_algo\": \"%s\", \"mpi_us\": %s, \"speedup_uncompressed\": %s, \"speedup_mpi\": %s}",
                       rows ? "," : "", colls[c].name, bytes, N, o->gbps[il], link.alpha * 1e6, kind_names[k],
-                      p.comp ? p.comp->name : "-", p.comp ? p.comp->desc : "-", p.t_comp * 1e6,
-                      p.plain ? p.plain->name : "-", p.t_plain * 1e6, p.mpi ? p.mpi->name : "-", p.t_mpi * 1e6,
-                      b_su, b_sm);
-            }
+                      NAME(p.comp), p.comp ? p.comp->desc : "-", num(f[0], 32, "%.3f", p.t_comp * 1e6, none),
+                      NAME(p.plain), num(f[1], 32, "%.3f", p.t_plain * 1e6, none), NAME(p.mpi),
+                      num(f[2], 32, "%.3f", p.t_mpi * 1e6, none), num(f[3], 32, "%.4f", su, none),
+                      num(f[4], 32, "%.4f", sm, none));
             rows++;
           }
   }
