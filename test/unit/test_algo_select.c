@@ -115,6 +115,39 @@ static void check_table(void) {
   CHECK(zp_algo_at(zp_algo_count()) == NULL);
 }
 
+/* The model's codec figures (zp_link_t.speeds): zeros and the defaults
+ * written out price every descriptor the same, to the bit; faster codec
+ * rates or a higher ratio never price a compressed algorithm higher, and a
+ * faster sum never prices an uncompressed one higher. */
+static void check_speeds(void) {
+  const zp_speeds_t dflt = {.compress_bps = ZP_AUTO_COMPRESS_BPS, .decompress_bps = ZP_AUTO_COMPRESS_BPS,
+                            .hop_bps = ZP_AUTO_HOP_BPS, .hop_values_bps = ZP_AUTO_HOP_VALUES_BPS,
+                            .reduce_bps = ZP_REDUCE_BYTES_PER_S, .ratio = ZP_AUTO_RATIO};
+  zp_speeds_t fast = dflt;
+  fast.compress_bps *= 2, fast.decompress_bps *= 3, fast.hop_bps *= 2, fast.hop_values_bps *= 2, fast.ratio *= 2;
+  fast.reduce_bps *= 2;
+  const int ranks[] = {2, 5, 64};
+  int lower = 0;
+  for (size_t i = 0; i < zp_algo_count(); i++)
+    for (size_t r = 0; r < sizeof ranks / sizeof ranks[0]; r++)
+      for (size_t bytes = 64; bytes <= (64u << 20); bytes <<= 10) {
+        const zp_algo_t* al = zp_algo_at(i);
+        zp_link_t link = {.alpha = 20e-6, .bandwidth = GBIT, .incast = 1, .cpu_share = 2};
+        zp_ctx_t ctx = {.dev = dev, .link = &link, .rank = 0, .nranks = ranks[r]};
+        zp_coll_args_t a = {.coll = al->coll, .count = bytes / 4, .datatype = zcclFloat32, .op = zcclSum,
+                            .nranks = ranks[r]};
+        double t0 = al->cost(&ctx, &a);
+        link.speeds = dflt;
+        double t1 = al->cost(&ctx, &a);
+        link.speeds = fast;
+        double t2 = al->cost(&ctx, &a);
+        CHECK(t0 == t1);
+        CHECK(t2 <= t1);
+        lower += t2 < t1;
+      }
+  CHECK(lower > 0);
+}
+
 static void check_parse(void) {
   zp_algo_rules_t r;
   zp_algo_rules_parse("allreduce:ring@0-4M,rd;broadcast:tree", &r);
@@ -169,6 +202,7 @@ int main(void) {
   unsetenv("ZCCL_BUFFER_POOL_BYTES"); /* the cases assume the default pool (64 MiB) */
   CHECK(zd_dev_create(ZD_HOST, &dev) == zcclSuccess);
   check_table();
+  check_speeds();
   check_parse();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
   zd_dev_destroy(dev);
