@@ -55,13 +55,15 @@ typedef struct {
 } opts_t;
 
 /* The GPU codec's rates when --gpu-speeds does not give them, in GB/s of
- * raw values: zccl's own CUDA kernels (which write cuSZp-style streams,
- * byte for byte the host codec's) on levitus TEMP, float32, REL 1e-3, on
- * an H200 (docs/measurements/cuda.md, "Kernel throughput"); the ghZCCL and
- * cuSZp papers report the same order (a few hundred GB/s compressing on an
- * A100). The uncompressed sum: a device copy's rate on that GPU over the
- * three buffers a sum touches. Assumptions, labelled as such in every row. */
-static const double gpu_default[4] = {230, 108, 69, 650};
+ * raw values: zccl's own CUDA kernels (which write the host codec's
+ * streams byte for byte) on levitus TEMP, float32, REL 1e-3, on an H200
+ * (docs/measurements/cuda.md, "Kernel throughput"); cuSZp2's paper
+ * (Huang et al., SC'24) reports faster compression and decompression on an
+ * A100, which --gpu-speeds can take instead (docs/performance.md). The
+ * uncompressed sum: two thirds of a device copy's rate on that GPU (a sum
+ * moves three bytes per byte, a copy two). Assumptions, labelled as such
+ * in every row. */
+static const double gpu_default[4] = {230, 108, 69, 1350};
 
 static void usage(FILE* out) {
   fprintf(out,
@@ -79,7 +81,7 @@ static void usage(FILE* out) {
           "              also gather, scatter, alltoall)\n"
           "  --speeds cpu|gpu|both  codec rates: measured here (cpu), assumed (gpu; default both)\n"
           "  --gpu-speeds C,D,H[,R]  GPU compress, decompress, homomorphic hop [, uncompressed\n"
-          "              sum] in GB/s of raw values (default 230,108,69,650: zccl's CUDA kernels\n"
+          "              sum] in GB/s of raw values (default 230,108,69,1350: zccl's CUDA kernels\n"
           "              on an H200, docs/measurements/cuda.md); the cpu share does not apply\n"
           "  --codec NAME      codec measured and priced (default hz)\n"
           "  --eb-rel X        REL error bound (default 1e-3)\n"
