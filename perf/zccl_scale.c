@@ -248,8 +248,7 @@ typedef struct {
   char source[1100];
 } measured_t;
 
-/* The fastest of reps runs of one operation, seconds (the minimum filters
- * out another process's time slices best). */
+/* What is timed: the codec's operations and the uncompressed sum. */
 typedef enum { OP_ENCODE, OP_DECODE, OP_HOP, OP_HOP_VALUES, OP_REDUCE } op_t;
 typedef struct {
   const zc_codec_info_t* ci;
@@ -277,7 +276,8 @@ static int run_op(bench_t* b, op_t op) {
 
 /* Bytes of raw values per second of each op, the fastest of reps rounds
  * that run every op in turn (as a collective alternates them: no op runs
- * with the caches and predictors the same op just left); 0: it failed. */
+ * with the caches and predictors the same op just left); the fastest
+ * filters out another process's time slices best. 0: it failed. */
 static void rates(bench_t* b, const op_t* ops, int nops, int reps, double* bps) {
   double best[8];
   for (int k = 0; k < nops; k++) best[k] = HUGE_VAL;
@@ -392,11 +392,14 @@ static zp_speeds_t gpu_speeds(const opts_t* o, double ratio) {
 /* ---- the model -------------------------------------------------------------------- */
 /* OpenMPI's tuned component chooses among ring, recursive doubling,
  * Rabenseifner, Bruck, binomial and pipelined (chain) trees, van de
- * Geijn's scatter-allgather and linear/pairwise exchanges: zccl's
- * uncompressed descriptors of the same algorithms, all but the "direct"
- * ones (every rank to every rank in one round, which OpenMPI's tuned
- * collectives do not use). */
-static int mpi_like(const zp_algo_t* al) { return al->needs == 0 && strcmp(al->name, "direct") != 0; }
+ * Geijn's scatter-allgather and linear exchanges (its "basic linear"
+ * broadcast is the root sending to every rank at once): zccl's
+ * uncompressed descriptors of the same algorithms. Left out: the direct
+ * allreduce and allgather (every rank to every rank in one round), which
+ * OpenMPI's tuned component does not have. */
+static int mpi_like(const zp_algo_t* al) {
+  return al->needs == 0 && !(strcmp(al->name, "direct") == 0 && al->coll != ZP_COLL_BROADCAST);
+}
 
 /* The cheapest OpenMPI-like algorithm for the call (named: that one only);
  * no pool limit (OpenMPI allocates what it needs), only what the
@@ -505,9 +508,11 @@ static int scale_table(const opts_t* o, const measured_t* m, zd_dev_t* dev) {
             int N = o->ranks[ir];
             zp_coll_args_t a = call_args(c, (size_t)bytes, N, o->is_double);
             if (a.count == 0) continue; /* fewer values than ranks */
-            /* The GPU's codec shares no core (zp_codec_rate). */
-            zp_link_t link = {.alpha = link_alpha(o, il), .bandwidth = o->gbps[il] * 1e9 / 8, .incast = 1,
-                              .cpu_share = k ? 1 : o->cpu_share, .speeds = kinds[k]};
+            /* A network: the root's link carries a fan-out's N-1 copies;
+             * incast is not modelled. The GPU's codec shares no core
+             * (zp_codec_rate). */
+            zp_link_t link = {.alpha = link_alpha(o, il), .bandwidth = o->gbps[il] * 1e9 / 8, .fanout = N - 1,
+                              .incast = 1, .cpu_share = k ? 1 : o->cpu_share, .speeds = kinds[k]};
             zp_ctx_t ctx = {.dev = dev, .link = &link, .rank = 0, .nranks = N};
             predicted_t p;
             predict(&ctx, &a, ci->id, &p);
@@ -695,8 +700,8 @@ static int predict_file(const opts_t* o, const measured_t* m, zd_dev_t* dev) {
       skipped++; /* point to point, one rank, or not measured */
       continue;
     }
-    zp_link_t link = {.alpha = link_alpha(o, 0), .bandwidth = o->gbps[0] * 1e9 / 8, .incast = 1,
-                      .cpu_share = o->cpu_share, .speeds = m->s};
+    zp_link_t link = {.alpha = link_alpha(o, 0), .bandwidth = o->gbps[0] * 1e9 / 8, .fanout = r.nranks - 1,
+                      .incast = 1, .cpu_share = o->cpu_share, .speeds = m->s};
     if (strcmp(r.method, "zccl-compressed") == 0 && r.ratio > 0) link.speeds.ratio = r.ratio;
     zp_ctx_t ctx = {.dev = dev, .link = &link, .rank = 0, .nranks = (int)r.nranks};
     double t = 0;
