@@ -318,11 +318,25 @@ static double zp_once_blocks_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) 
   return (N * n / C + N * n / D) + (N - 1) * (zp_link_alpha(ctx) + n / (zp_ratio(ctx) * zp_link_bandwidth(ctx)));
 }
 
-/* Compress, a broadcast of n/q, decompress. */
+/* The uncompressed broadcast the model picks for `bytes` bytes (what
+ * zp_hz_broadcast runs the size and the stream through). */
+static double zp_once_plain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a, double bytes) {
+  zp_coll_args_t s = *a;
+  s.count = bytes < 1 ? 1 : (size_t)bytes;
+  s.datatype = zcclUint8;
+  s.compression.codec = zcclCodecNone;
+  double t = 0;
+  return zp_algo_select(ctx, &s, NULL, &t, NULL) ? t : 0;
+}
+
+/* Compress at the root, the size (a double) and the stream of n/q bytes by
+ * the uncompressed broadcast, decompress: the stream's broadcast grows
+ * with N as that algorithm does. */
 static double zp_once_broadcast_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double n = zp_call_bytes(a), C = zp_codec_rate(ctx, zp_compress_bps(ctx));
   double D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
-  return (n / C + n / D) + 2 * zp_link_alpha(ctx) + n / (zp_ratio(ctx) * zp_link_bandwidth(ctx));
+  return (n / C + n / D) + zp_once_plain_broadcast(ctx, a, sizeof(double)) +
+         zp_once_plain_broadcast(ctx, a, n / zp_ratio(ctx));
 }
 
 const zp_algo_t zp_algo_once_allgather = {"ring", "compress-once ring", ZP_COLL_ALLGATHER, ZP_NEEDS_ANY, 0, NULL,
