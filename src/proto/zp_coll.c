@@ -112,7 +112,7 @@ static zcclResult_t zp_coll_dispatch(const zp_ctx_t* ctx, const zp_coll_args_t* 
       }
       if (cal && !(tc < tp)) {
         ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: codec=auto sends it uncompressed (model %.1f us, "
-                "compressed %.1f us; link %.2f GB/s)", fn, a->count, zu_dtype_name(a->datatype), ctx->nranks,
+                "compressed %.1f us; link %.4g GB/s)", fn, a->count, zu_dtype_name(a->datatype), ctx->nranks,
                 tp * 1e6, tc * 1e6, ctx->link ? ctx->link->bandwidth / 1e9 : 0);
         cal = NULL;
         compress = 0;
@@ -137,7 +137,7 @@ static zcclResult_t zp_coll_dispatch(const zp_ctx_t* ctx, const zp_coll_args_t* 
   const zp_algo_t* algo = zp_algo_select(ctx, &plain, ctx->rules, &t, &ruled);
   ZU_RETURN_ERR_IF(algo == NULL, zcclInternalError, "%s: no algorithm", fn);
   if (ZU_LOG_ENABLED(ZU_LOG_INFO, ZU_LOG_TUNING))
-    ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: %s%s (model %.1f us; link %.1f us, %.2f GB/s)",
+    ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: %s%s (model %.1f us; link %.1f us, %.4g GB/s)",
             fn, a->count, zu_dtype_name(a->datatype), ctx->nranks, algo->name, ruled ? " (ZCCL_ALGO)" : "", t * 1e6,
             ctx->link ? ctx->link->alpha * 1e6 : 0, ctx->link ? ctx->link->bandwidth / 1e9 : 0);
   return algo->run(ctx, a);

@@ -600,7 +600,7 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   link->fanout = N > 2 ? all[2] : 1;
   link->incast = N > 2 ? all[3] : 1;
   link->eager_bytes = all[4];
-  ZU_INFO(ZU_LOG_TUNING, "calibration: latency %.1f us, bandwidth %.2f GB/s (worst rank), fan-out to %d ranks %.2fx "
+  ZU_INFO(ZU_LOG_TUNING, "calibration: latency %.1f us, bandwidth %.4g GB/s (worst rank), fan-out to %d ranks %.2fx "
           "one, all to all %.2fx the ring; %.2f ranks per core on the busiest machine; eager up to %.0f bytes",
           link->alpha * 1e6, link->bandwidth / 1e9, N - 1, link->fanout, link->incast, link->cpu_share,
           link->eager_bytes);
