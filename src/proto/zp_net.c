@@ -559,14 +559,16 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
     fan = fan < 1 ? 1 : fan > N - 1 ? N - 1 : fan;
     if (ctx->rank != 0) fan = 0; /* rank 0's figure wins the max below */
   }
-  /* A direct round: every rank sends mid bytes split over all its peers
+  /* A direct round: every rank sends big bytes split over all its peers
    * while as much arrives from all of them, against the ring exchange of
    * the same bytes. Over a network N-1 flows meet at every receiver's link
    * and finish unevenly; over shared memory the copies run in parallel.
-   * The factor prices the direct rounds' bytes (docs/measurements/net.md). */
+   * The factor prices the direct rounds' bytes, which are large where they
+   * matter: pieces of 1 MiB / (N-1) timed a latency-bound round and priced
+   * the round at its clamp where large ones beat the ring (docs/measurements/net.md). */
   double incast = 1;
   if (N > 2 && mid >= (256u << 10)) { /* (smaller: latency would dominate) */
-    size_t per = mid / (size_t)(N - 1) / 64 * 64;
+    size_t per = big / (size_t)(N - 1) / 64 * 64;
     double t_all = 1e9;
     for (uint32_t k = ZP_CAL_DIRECT; k < ZP_CAL_DIRECT + 2; k++) {
       zp_xfer_t x[2 * N];
@@ -581,7 +583,7 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
       double t = zu_now() - t0;
       if (t < t_all) t_all = t;
     }
-    double one = (double)per * (N - 1) / (double)mid * (t_mid - t_small);
+    double one = (double)per * (N - 1) / (double)big * (t_big - t_small);
     incast = (t_all - t_small) / (one > 1e-9 ? one : 1e-9);
     incast = incast < 1 ? 1 : incast > N - 1 ? N - 1 : incast;
   }
