@@ -15,7 +15,7 @@
  * block, zp_doc_chunk_values, zp_algo.h) as a wavefront (zp_ring_round):
  * each chunk is handled as soon as it has arrived and sent on at once,
  * while the others are in flight, and the codec drives the transport
- * between its chunks (zp_doc_poll), so a rank that computes keeps its
+ * between its chunks (zp_poll), so a rank that computes keeps its
  * messages moving. AllReduce then sends the finished streams round the ring
  * unchanged (compress once) and every rank decompresses all N, its own
  * too, so every rank holds the same bits. Buffers that do not fit the pool
@@ -46,7 +46,6 @@
 #include "zp_stream.h"
 
 #define ZP_DOC_MAX_CHUNKS 32   /* chunks of a block per round: messages in flight */
-#define ZP_DOC_POLL_S 50e-6    /* the codec drives the transport at most this often */
 
 /* What a step does with each arriving chunk of block rb. */
 enum {
@@ -101,7 +100,7 @@ typedef struct {
    * pev (plate set). */
   zd_event_t pev[3][ZP_DOC_MAX_CHUNKS];
   uint8_t plate[3][ZP_DOC_MAX_CHUNKS];
-  double polled; /* when the codec last drove the transport (zp_doc_poll) */
+  zp_poll_t poll; /* the transport's progress inside the codec (zp_poll) */
 } zp_doc_t;
 
 /* Compression and sum in one pass: the host's, for the stream format. */
@@ -378,21 +377,6 @@ static zcclResult_t zp_ring_round(zp_doc_t* d, int allreduce, int reduce, int re
   return zp_ring_drain(d, res);
 }
 
-/* Set as the device's progress hook while a DOC collective runs: the codec
- * calls it between its chunks, so the chunks posted to the neighbours keep
- * moving while this rank compresses (the transport progresses only when
- * called). */
-static void zp_doc_poll(void* arg) {
-  zp_doc_t* d = arg;
-  /* At most every ZP_DOC_POLL_S: the codec calls between chunks of 4096
-   * values, some microseconds apart, and each transport progress over TCP
-   * is a system call (epoll) that would cost more than the codec's work. */
-  double now = zu_now();
-  if (now - d->polled < ZP_DOC_POLL_S) return;
-  d->polled = now;
-  (void)zt_progress(d->ctx->w);
-}
-
 /* Chunk size (c0 values or less) and chunks per round (*kmax) for blocks
  * of maxb values and `sets` sets of chunk streams, from the pool as it is now (the same on
  * every rank): a chunk small enough that one stream of each set and the
@@ -456,7 +440,8 @@ static zcclResult_t zp_doc_open(const zp_ctx_t* ctx, const zp_coll_args_t* a, si
   d->ctx = ctx, d->a = a, d->es = zu_dtype_size(a->datatype), d->p = zp_params(ctx, a, eb), d->soff = soff;
   d->codec = zc_codec_info(a->compression.codec);
   d->slen = slen, d->what = what, d->staged = zp_xfers_staged(ctx);
-  zd_set_progress(ctx->dev, zp_doc_poll, d);
+  d->poll.w = ctx->w;
+  zd_set_progress(ctx->dev, zp_poll, &d->poll);
   zcclResult_t res = zp_doc_plan(d, maxb, c0, sets, hz, &kmax);
   if (res != zcclSuccess) {
     zp_doc_close(d);

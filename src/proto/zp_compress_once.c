@@ -21,6 +21,26 @@
 
 #include "zp_stream.h"
 
+/* Decompresses, in ring order from stream *next (at byte *off of the ring
+ * buffer [stream r][stream r-1]...), every stream lying whole within the
+ * buffer's first `have` bytes into its block of slice [lo, lo + m) of
+ * recvbuff; independent, one per device stream. len[b] holds stream b's
+ * size until the device has run them. */
+static zcclResult_t zp_once_decode_ready(const zp_ctx_t* ctx, const zp_streams_t* z, const zp_coll_args_t* a,
+                                         const uint64_t* hs, size_t lo, size_t m, size_t have, int* next,
+                                         size_t* off, size_t* len) {
+  int N = ctx->nranks;
+  size_t es = zu_dtype_size(a->datatype);
+  for (; *next < N; (*next)++) {
+    int b = zp_mod(ctx->rank - *next, N);
+    if (*off + (size_t)hs[b] > have) break;
+    len[b] = (size_t)hs[b];
+    ZU_CHECK(zp_decode_on(ctx, b, z, z->s + *off, &len[b], zp_at(a->recvbuff, (size_t)b * a->count + lo, es), m));
+    *off += (size_t)hs[b];
+  }
+  return zcclSuccess;
+}
+
 /* ZCCL's data-movement framework for allgather: each rank compresses its
  * block once, the streams go around the ring unchanged, every rank
  * decompresses all N (its own too, so all hold the same values).
@@ -44,6 +64,7 @@ static zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args
   uint64_t hs[N];
   size_t boff[N], blen[N], len[N];
   for (int b = 0; b < N; b++) boff[b] = (size_t)b, blen[b] = 1;
+  zp_poll_t poll = {.w = ctx->w};
   zcclResult_t res;
   ZU_CHECK_GOTO(zp_streams_get(ctx, a, ZP_EB_GLOBAL, n, n, N, N, 0, &z), res, out);
   ZU_CHECK_GOTO(zp_tmp_get(ctx, (size_t)N * sizeof(uint64_t), (void**)&sz), res, out);
@@ -74,32 +95,44 @@ static zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args
       goto out;
     }
     size_t piece = (total / (size_t)N + 4095) & ~(size_t)4095;
-    size_t lout = total - (size_t)hs[right], lin = total - own, sent = 0, got = 0;
+    size_t lout = total - (size_t)hs[right], lin = total - own, sent = 0, got = 0, dec_off = 0;
+    int dec_next = 0;
+    /* Each step's piece moves while the streams that had arrived whole
+     * before it are decompressed (the codec drives the transport). */
+    zd_set_progress(ctx->dev, zp_poll, &poll);
     for (uint32_t j = 0; sent < lout || got < lin; j++) {
       size_t avail = own + got - sent, sbytes = lout - sent;
       if (sbytes > piece) sbytes = piece;
       if (sbytes > avail) sbytes = avail;
-      size_t rcap = lin - got < piece ? lin - got : piece, rbytes = 0;
-      ZU_CHECK_GOTO(zp_stream_sendrecv(ctx, what, sent < lout ? right : -1, z.s + sent, sbytes, 0,
-                                       got < lin ? left : -1, z.s + own + got, rcap, &rbytes,
-                                       zp_sub(ZP_TAG_ALGO, j, 0)),
-                    res, out);
+      size_t rcap = lin - got < piece ? lin - got : piece;
+      zp_xfer_t x[2];
+      int nx = 0, ri = -1;
+      uint32_t sub = zp_sub(ZP_TAG_ALGO, j, 0);
+      if (sent < lout) zp_send_at(ctx, &x[nx++], right, sub, z.s + sent, sbytes);
+      if (got < lin) {
+        ri = nx;
+        zp_recv_at(ctx, &x[nx++], left, sub, z.s + own + got, rcap);
+        x[ri].var = 1;
+      }
+      res = zp_xfers_post(ctx, x, nx);
+      if (res == zcclSuccess) res = zp_once_decode_ready(ctx, &z, a, hs, lo, m, own + got, &dec_next, &dec_off, len);
+      if (res != zcclSuccess) { /* what was posted must not outlive the buffers */
+        zp_xfers_cancel(ctx, x, nx);
+        goto out;
+      }
+      ZU_CHECK_GOTO(zp_xfers_wait(ctx, what, x, nx), res, out);
+      if (sent < lout) zp_count(ctx, 0, sbytes);
       sent += sent < lout ? sbytes : 0;
-      got += rbytes;
+      got += ri >= 0 ? x[ri].req.length : 0;
     }
+    zd_set_progress(ctx->dev, NULL, NULL);
     zp_count(ctx, (size_t)(N - 1) * m * es, 0); /* the wire bytes were counted per step */
-    size_t off = 0;
-    for (int i = 0; i < N; i++) { /* independent: one per device stream */
-      int b = zp_mod(r - i, N);
-      len[b] = (size_t)hs[b];
-      ZU_CHECK_GOTO(zp_decode_on(ctx, b, &z, z.s + off, &len[b], zp_at(a->recvbuff, (size_t)b * n + lo, es), m),
-                    res, out);
-      off += len[b];
-    }
+    ZU_CHECK_GOTO(zp_once_decode_ready(ctx, &z, a, hs, lo, m, total, &dec_next, &dec_off, len), res, out);
     ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
   }
   res = zcclSuccess;
 out:
+  zd_set_progress(ctx->dev, NULL, NULL);
   zp_streams_put(ctx, &z);
   zp_tmp_put(ctx, sz);
   return res;

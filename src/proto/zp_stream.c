@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "zp_stream.h"
+#include "zu_time.h"
 
 /* The absolute bound for this call. ABS: as given. REL: times the range of
  * the valid values of every rank's input (one small allreduce, so all
@@ -198,6 +199,18 @@ zcclResult_t zp_stream_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, 
   if (ri >= 0) *rbytes = x[ri].req.length;
   if (dst >= 0) zp_count(ctx, sraw, sbytes);
   return zcclSuccess;
+}
+
+/* At most every ZP_POLL_S: the codec calls between chunks of 4096 values,
+ * some microseconds apart, and each transport progress over TCP is a
+ * system call (epoll) that would cost more than the codec's work. */
+#define ZP_POLL_S 50e-6
+void zp_poll(void* arg) {
+  zp_poll_t* p = arg;
+  double now = zu_now();
+  if (now - p->polled < ZP_POLL_S) return;
+  p->polled = now;
+  (void)zt_progress(p->w);
 }
 
 /* One ring step of streams: to the right neighbour, from the left. */

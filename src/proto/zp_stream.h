@@ -97,4 +97,14 @@ zcclResult_t zp_stream_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, 
 zcclResult_t zp_stream_xchg(const zp_ctx_t* ctx, const char* what, const void* sbuf, size_t sbytes, size_t sraw,
                             void* rbuf, size_t cap, size_t* rbytes, uint32_t sub);
 
+/* The transport's progress from inside the codec: set zp_poll as the
+ * device's progress hook (zd_set_progress) with a zp_poll_t while messages
+ * are in flight, so they keep moving while this rank computes (the
+ * transport progresses only when called). */
+typedef struct {
+  zt_worker_t* w;
+  double polled; /* when the codec last drove the transport */
+} zp_poll_t;
+void zp_poll(void* arg);
+
 #endif /* ZP_STREAM_H_ */
