@@ -49,9 +49,6 @@ typedef struct {
   uint64_t scalar_bits;
 } zp_coll_args_t;
 
-/* What an algorithm runs with: the communicator's worker, device and
- * ranks, this operation's sequence number (in every tag), and the limits
- * every wait obeys. */
 /* The codec figures the cost model prices compressed algorithms with:
  * bytes of raw values per second on one core (or one GPU), and the
  * compression ratio. A field left 0 takes the model's default (zp_algo.h,
@@ -148,6 +145,9 @@ typedef struct {
  * collective, is left out and reported once at WARN with what is known. */
 void zp_algo_rules_parse(const char* text, zp_algo_rules_t* rules);
 
+/* What an algorithm runs with: the communicator's worker, device and
+ * ranks, this operation's sequence number (in every tag), and the limits
+ * every wait obeys. */
 typedef struct {
   zt_worker_t* w;
   zd_dev_t* dev;

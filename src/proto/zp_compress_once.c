@@ -106,14 +106,8 @@ static zcclResult_t zp_hz_ring_allgather(const zp_ctx_t* ctx, const zp_coll_args
       if (sbytes > avail) sbytes = avail;
       size_t rcap = lin - got < piece ? lin - got : piece;
       zp_xfer_t x[2];
-      int nx = 0, ri = -1;
-      uint32_t sub = zp_sub(ZP_TAG_ALGO, j, 0);
-      if (sent < lout) zp_send_at(ctx, &x[nx++], right, sub, z.s + sent, sbytes);
-      if (got < lin) {
-        ri = nx;
-        zp_recv_at(ctx, &x[nx++], left, sub, z.s + own + got, rcap);
-        x[ri].var = 1;
-      }
+      int ri, nx = zp_stream_xfers(ctx, sent < lout ? right : -1, z.s + sent, sbytes, got < lin ? left : -1,
+                                   z.s + own + got, rcap, zp_sub(ZP_TAG_ALGO, j, 0), x, &ri);
       res = zp_xfers_post(ctx, x, nx);
       if (res == zcclSuccess) res = zp_once_decode_ready(ctx, &z, a, hs, lo, m, own + got, &dec_next, &dec_off, len);
       if (res != zcclSuccess) { /* what was posted must not outlive the buffers */

@@ -184,17 +184,24 @@ void zp_count(const zp_ctx_t* ctx, size_t raw, size_t wire) {
 
 /* A stream (sbuf, sbytes; standing for sraw bytes) to dst and one of up to
  * cap bytes from src into rbuf, *rbytes its length; either peer may be -1. */
+int zp_stream_xfers(const zp_ctx_t* ctx, int dst, const void* sbuf, size_t sbytes, int src, void* rbuf, size_t cap,
+                    uint32_t sub, zp_xfer_t x[2], int* ri) {
+  int nx = 0;
+  *ri = -1;
+  if (dst >= 0) zp_send_at(ctx, &x[nx++], dst, sub, sbuf, sbytes);
+  if (src >= 0) {
+    *ri = nx;
+    zp_recv_at(ctx, &x[nx++], src, sub, rbuf, cap);
+    x[*ri].var = 1;
+  }
+  return nx;
+}
+
 zcclResult_t zp_stream_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const void* sbuf,
                                        size_t sbytes, size_t sraw, int src, void* rbuf, size_t cap, size_t* rbytes,
                                        uint32_t sub) {
   zp_xfer_t x[2];
-  int nx = 0, ri = -1;
-  if (dst >= 0) zp_send_at(ctx, &x[nx++], dst, sub, sbuf, sbytes);
-  if (src >= 0) {
-    ri = nx;
-    zp_recv_at(ctx, &x[nx++], src, sub, rbuf, cap);
-    x[ri].var = 1;
-  }
+  int ri, nx = zp_stream_xfers(ctx, dst, sbuf, sbytes, src, rbuf, cap, sub, x, &ri);
   ZU_CHECK(zp_xfers_run(ctx, what, x, nx));
   if (ri >= 0) *rbytes = x[ri].req.length;
   if (dst >= 0) zp_count(ctx, sraw, sbytes);

@@ -89,6 +89,10 @@ void zp_slice_of(int N, const size_t* boff, const size_t* blen, size_t lo, size_
 /* raw bytes went out as wire bytes (zcclCommCompressionStats). */
 void zp_count(const zp_ctx_t* ctx, size_t raw, size_t wire);
 
+/* The messages of zp_stream_sendrecv, not posted: x[0..return) with the
+ * receive (of variable length) at *ri, -1: none. */
+int zp_stream_xfers(const zp_ctx_t* ctx, int dst, const void* sbuf, size_t sbytes, int src, void* rbuf, size_t cap,
+                    uint32_t sub, zp_xfer_t x[2], int* ri);
 /* A stream (sbuf, sbytes; standing for sraw bytes) to dst and one of up to
  * cap bytes from src into rbuf, *rbytes its length; either peer may be -1. */
 zcclResult_t zp_stream_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const void* sbuf, size_t sbytes,
