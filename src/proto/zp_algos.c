@@ -21,10 +21,10 @@
   X(zp_algo_tree_scatter) X(zp_algo_linear_scatter) X(zp_algo_pairwise_alltoall)                           \
   X(zp_algo_hz_ring_allreduce) X(zp_algo_hz_rd_allreduce) X(zp_algo_hz_ring_reduce_scatter)                \
   X(zp_algo_doc_ring_allreduce) X(zp_algo_doc_ring_reduce_scatter) X(zp_algo_doc_chain_reduce)             \
-  X(zp_algo_hz_tree_reduce) X(zp_algo_once_allgather) X(zp_algo_once_broadcast) X(zp_algo_once_scatter)    \
-  X(zp_algo_once_gather) X(zp_algo_once_alltoall) X(zp_algo_cpr_allreduce) X(zp_algo_cpr_allgather)       \
-  X(zp_algo_cpr_broadcast) X(zp_algo_cpr_reduce_scatter) X(zp_algo_cpr_reduce) X(zp_algo_sparse_reduce)    \
-  X(zp_algo_sparse_allreduce)
+  X(zp_algo_hz_tree_reduce) X(zp_algo_once_allgather) X(zp_algo_once_broadcast)                           \
+  X(zp_algo_once_chain_broadcast) X(zp_algo_once_scatter) X(zp_algo_once_gather) X(zp_algo_once_alltoall)  \
+  X(zp_algo_cpr_allreduce) X(zp_algo_cpr_allgather) X(zp_algo_cpr_broadcast) X(zp_algo_cpr_reduce_scatter) \
+  X(zp_algo_cpr_reduce) X(zp_algo_sparse_reduce) X(zp_algo_sparse_allreduce)
 
 #define ZP_ALGO_DECLARE(d) extern const zp_algo_t d;
 ZP_ALGO_LIST(ZP_ALGO_DECLARE)

@@ -17,6 +17,7 @@
  * ZFP has no exceptions, and NaN, Inf or a declared fill value make the
  * call zcclInvalidArgument on every rank before anything moves
  * (zp_streams_get). */
+#include <math.h>
 #include <string.h>
 
 #include "zp_stream.h"
@@ -181,6 +182,160 @@ static zcclResult_t zp_hz_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a
   }
   res = zcclSuccess;
 out:
+  zp_streams_put(ctx, &z);
+  return res;
+}
+
+/* Raw elements per piece of the compressed chain: the chain's piece for
+ * the stream the model expects (n / ratio bytes), in raw values. The
+ * model is the same on every rank, so is the piece. */
+static size_t zp_once_chain_elems(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  size_t es = zu_dtype_size(a->datatype);
+  double q = zp_ratio(ctx), wire = (double)zp_chain_piece(ctx, (size_t)(zp_call_bytes(a) / q));
+  double elems = wire * q / (double)es;
+  return elems < 1 ? 1 : (size_t)elems;
+}
+
+/* Stream slots of the compressed chain: below the root one being
+ * forwarded and decompressed, the rest receiving; at the root two on the
+ * link and two ahead of the decompression. */
+#define ZP_ONCE_CHAIN_SLOTS 4
+#define ZP_ONCE_CHAIN_WHAT "compressed chain broadcast"
+
+/* The compressed chain's root: compresses piece after piece and sends
+ * each stream on as soon as it is made, keeping two on the link, and
+ * decompresses its own streams while the link is busy. Decompressing each
+ * before compressing the next put the root's whole codec work on the
+ * link's critical path, which shared cores slow further. A failed
+ * compression goes out as a stream of 0 bytes. */
+static zcclResult_t zp_once_chain_root(const zp_ctx_t* ctx, const zp_coll_args_t* a, const zp_streams_t* z,
+                                       size_t npieces, int next, zp_xfer_t* sx, int* sposted) {
+  const int S = ZP_ONCE_CHAIN_SLOTS;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, enc = 0, dec = 0, lo, m, len[ZP_ONCE_CHAIN_SLOTS];
+  while (dec < npieces) {
+    int busy = 0;
+    if (next >= 0) {
+      (void)zt_progress(ctx->w);
+      for (int j = 0; j < S; j++) busy += sposted[j] && zt_req_pending(&sx[j].req);
+    }
+    if (enc < npieces && enc - dec < (size_t)S && (busy < 2 || dec == enc)) {
+      int j = (int)(enc % (size_t)S);
+      if (sposted[j]) { /* piece enc - S's stream is out before its slot is reused */
+        sposted[j] = 0;
+        ZU_CHECK(zp_xfers_wait(ctx, ZP_ONCE_CHAIN_WHAT, &sx[j], 1));
+      }
+      m = zp_piece(n, z->slice, enc, &lo);
+      zcclResult_t res = zp_encode(ctx, z, zp_at(a->sendbuff, lo, es), m, zp_stream(z, j), z->cap, &len[j]);
+      if (res == zcclSuccess) res = zd_sync(ctx->dev);
+      if (res != zcclSuccess) len[j] = 0;
+      if (next >= 0) {
+        zp_send_at(ctx, &sx[j], next, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)enc), zp_stream(z, j), len[j]);
+        sposted[j] = 1;
+        zcclResult_t sres = zp_xfers_post(ctx, &sx[j], 1);
+        if (res != zcclSuccess && sres == zcclSuccess) { /* the chain is told before the root leaves */
+          sposted[j] = 0;
+          (void)zp_xfers_wait(ctx, ZP_ONCE_CHAIN_WHAT, &sx[j], 1);
+        }
+        if (res == zcclSuccess) res = sres;
+      }
+      if (res != zcclSuccess) return res;
+      zp_count(ctx, m * es, len[j]);
+      enc++;
+    } else {
+      int j = (int)(dec % (size_t)S);
+      m = zp_piece(n, z->slice, dec, &lo);
+      ZU_CHECK(zp_decode(ctx, z, zp_stream(z, j), &len[j], zp_at(a->recvbuff, lo, es), m));
+      ZU_CHECK(zd_sync(ctx->dev));
+      dec++;
+    }
+  }
+  return zcclSuccess;
+}
+
+/* The compressed chain below the root: each stream goes on to the next
+ * rank as it arrives, then is decompressed while the next ones arrive;
+ * receives run up to S - 1 pieces ahead, each into its piece's slot. */
+static zcclResult_t zp_once_chain_relay(const zp_ctx_t* ctx, const zp_coll_args_t* a, const zp_streams_t* z,
+                                        size_t npieces, int prev, int next, zp_xfer_t* rx, zp_xfer_t* sx,
+                                        int* sposted) {
+  const int S = ZP_ONCE_CHAIN_SLOTS;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, lo, m;
+  for (size_t k = 0; k < npieces; k++) {
+    if (k == 0)
+      for (size_t i = 0; i + 1 < (size_t)S && i < npieces; i++) {
+        zp_recv_at(ctx, &rx[i], prev, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)i), zp_stream(z, (int)i), z->cap);
+        rx[i].var = 1;
+        ZU_CHECK(zp_xfers_post(ctx, &rx[i], 1));
+      }
+    int j = (int)(k % (size_t)S);
+    ZU_CHECK(zp_xfers_wait(ctx, ZP_ONCE_CHAIN_WHAT, &rx[j], 1));
+    size_t len = rx[j].req.length;
+    if (next >= 0) {
+      zp_send_at(ctx, &sx[j], next, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)k), zp_stream(z, j), len);
+      sposted[j] = 1;
+      ZU_CHECK(zp_xfers_post(ctx, &sx[j], 1));
+    }
+    if (len == 0) { /* the root failed: passed on before leaving */
+      if (sposted[j]) {
+        sposted[j] = 0;
+        (void)zp_xfers_wait(ctx, ZP_ONCE_CHAIN_WHAT, &sx[j], 1);
+      }
+      return ZU_ERROR(zcclRemoteError, "%s: the root (rank %d) failed to compress its data", ZP_ONCE_CHAIN_WHAT,
+                      a->root);
+    }
+    if (k + (size_t)S - 1 < npieces) { /* the receive into piece k - 1's slot, once it went on */
+      int i = (j + S - 1) % S;
+      if (sposted[i]) {
+        sposted[i] = 0;
+        ZU_CHECK(zp_xfers_wait(ctx, ZP_ONCE_CHAIN_WHAT, &sx[i], 1));
+      }
+      zp_recv_at(ctx, &rx[i], prev, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)(k + (size_t)S - 1)), zp_stream(z, i), z->cap);
+      rx[i].var = 1;
+      ZU_CHECK(zp_xfers_post(ctx, &rx[i], 1));
+    }
+    m = zp_piece(n, z->slice, k, &lo);
+    zp_count(ctx, m * es, len);
+    ZU_CHECK(zp_decode(ctx, z, zp_stream(z, j), &len, zp_at(a->recvbuff, lo, es), m));
+    ZU_CHECK(zd_sync(ctx->dev));
+  }
+  return zcclSuccess;
+}
+
+/* The compressed chain broadcast: the root cuts its data into pieces and
+ * compresses each on its own (one bound from all its values); the streams
+ * go down the chain (relative rank order), every rank forwarding each as
+ * it arrives and decompressing it while the next ones arrive (the codec
+ * drives the transport), the root its own streams too, so all hold the
+ * same values. The root's compression, the link and the others'
+ * decompression overlap, where the stream broadcast runs them one after
+ * another. A stream of 0 bytes (no piece's stream is empty) says the root
+ * failed; it travels down the chain like the others. */
+static zcclResult_t zp_once_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, v = zp_mod(ctx->rank - a->root, N), S = ZP_ONCE_CHAIN_SLOTS;
+  int prev = v > 0 ? (ctx->rank + N - 1) % N : -1, next = v < N - 1 ? (ctx->rank + 1) % N : -1;
+  zp_xfer_t x[2 * ZP_ONCE_CHAIN_SLOTS]; /* receives, then sends, slot by slot: cancelled together */
+  memset(x, 0, sizeof x);
+  int sposted[ZP_ONCE_CHAIN_SLOTS] = {0};
+  zp_poll_t poll = {.w = ctx->w};
+  zp_streams_t z;
+  zcclResult_t res = zp_streams_get(ctx, a, v == 0 ? ZP_EB_LOCAL : ZP_EB_NONE, a->count,
+                                    zp_once_chain_elems(ctx, a), S, S, 0, &z);
+  if (res != zcclSuccess) {
+    if (v == 0 && next >= 0) { /* the others fail now rather than at ZCCL_TIMEOUT */
+      zp_send_at(ctx, &x[S], next, zp_sub(ZP_TAG_ALGO, 0, 0), NULL, 0);
+      if (zp_xfers_post(ctx, &x[S], 1) == zcclSuccess) (void)zp_xfers_wait(ctx, ZP_ONCE_CHAIN_WHAT, &x[S], 1);
+    }
+  } else {
+    /* n = 0: one empty piece, whose stream still travels */
+    size_t npieces = a->count ? (a->count + z.slice - 1) / z.slice : 1;
+    zd_set_progress(ctx->dev, zp_poll, &poll);
+    res = v == 0 ? zp_once_chain_root(ctx, a, &z, npieces, next, x + S, sposted)
+                 : zp_once_chain_relay(ctx, a, &z, npieces, prev, next, x, x + S, sposted);
+    zd_set_progress(ctx->dev, NULL, NULL);
+    for (int j = 0; j < S && res == zcclSuccess; j++)
+      if (sposted[j]) res = zp_xfers_wait(ctx, ZP_ONCE_CHAIN_WHAT, &x[S + j], 1);
+  }
+  zp_xfers_cancel(ctx, x, 2 * S); /* one pass; completed and unposted ones are skipped */
   zp_streams_put(ctx, &z);
   return res;
 }
@@ -366,6 +521,20 @@ static double zp_once_broadcast_cost(const zp_ctx_t* ctx, const zp_coll_args_t* 
          zp_once_plain_broadcast(ctx, a, n / zp_ratio(ctx));
 }
 
+/* The compressed chain: the first piece's compression, its N - 1 hops,
+ * then one piece per stage of the slowest of the link and the root's
+ * codec (it compresses and decompresses every piece), and the last
+ * piece's decompression. */
+static double zp_once_chain_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double n = zp_call_bytes(a), C = zp_codec_rate(ctx, zp_compress_bps(ctx));
+  double D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
+  double piece = (double)zp_once_chain_elems(ctx, a) * zu_dtype_size(a->datatype);
+  if (piece > n) piece = n;
+  double k = piece > 0 ? ceil(n / piece) : 1, hop = zp_link_alpha(ctx) + piece / zp_ratio(ctx) / zp_link_bandwidth(ctx);
+  double stage = piece / C + piece / D > hop ? piece / C + piece / D : hop;
+  return piece / C + (ctx->nranks - 2 > 0 ? ctx->nranks - 2 : 0) * hop + k * stage + piece / D;
+}
+
 const zp_algo_t zp_algo_once_allgather = {"ring", "compress-once ring", ZP_COLL_ALLGATHER, ZP_NEEDS_ANY, 0, NULL,
                                           zp_once_allgather_cost, zp_hz_ring_allgather};
 const zp_algo_t zp_algo_once_broadcast = {"tree", "compress-once, stream broadcast", ZP_COLL_BROADCAST, ZP_NEEDS_ANY,
@@ -376,3 +545,5 @@ const zp_algo_t zp_algo_once_gather = {"linear", "compress-once, direct", ZP_COL
                                        zp_once_blocks_cost, zp_hz_gather};
 const zp_algo_t zp_algo_once_alltoall = {"pairwise", "compress-once, pairwise", ZP_COLL_ALLTOALL, ZP_NEEDS_ANY, 0,
                                          NULL, zp_once_blocks_cost, zp_hz_alltoall};
+const zp_algo_t zp_algo_once_chain_broadcast = {"chain", "compress-once, pipelined chain", ZP_COLL_BROADCAST,
+                                                ZP_NEEDS_ANY, 0, NULL, zp_once_chain_cost, zp_once_chain_broadcast};

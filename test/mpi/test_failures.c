@@ -11,7 +11,8 @@
  *               rank 1's call returns that error and rank 0's fails at once
  *               with zcclRemoteError naming rank 1 (homomorphic allreduce,
  *               a ZFP allgather, then broadcast and scatter from rank 1,
- *               whose bound is its own; each on a fresh communicator)
+ *               whose bound is its own, and the broadcast again on the
+ *               compressed chain; each on a fresh communicator)
  *
  * Rank 0's call must fail with zcclRemoteError within ZCCL_TIMEOUT (plus
  * its slow-link allowance for the message, and a margin), zcclCommGetAsyncError must report it, later calls must fail at
@@ -131,10 +132,13 @@ static int range_fail(int rank, const zcclUniqueId* ids) {
   size_t n = 4096;
   float* x = malloc(n * 2 * sizeof(float));
   for (size_t i = 0; i < n * 2; i++) x[i] = (float)(i % 97) * 0.5f;
-  static const char* needle[4] = {"rank 1 failed", "rank 1 failed", "root (rank 1) failed", "root (rank 1) failed"};
-  for (int kase = 0; kase < 4; kase++) {
+  static const char* needle[5] = {"rank 1 failed", "rank 1 failed", "root (rank 1) failed", "root (rank 1) failed",
+                                  "root (rank 1) failed"};
+  for (int kase = 0; kase < 5; kase++) {
     zcclComm_t comm = NULL;
+    if (kase == 4) setenv("ZCCL_ALGO", "broadcast:chain", 1); /* the compressed chain's own way of telling */
     CHECK_RES(zcclCommInitRank(&comm, 2, ids[kase], rank), zcclSuccess);
+    unsetenv("ZCCL_ALGO");
     if (comm == NULL) break;
     zcclCompression_t c = ZCCL_COMPRESSION_INITIALIZER;
     c.codec = kase == 1 ? zcclCodecZfp : zcclCodecHz, c.mode = zcclErrorRel, c.eb = 1e-3, c.minBytes = 0;
@@ -142,7 +146,7 @@ static int range_fail(int rank, const zcclUniqueId* ids) {
     double t0 = now();
     zcclResult_t res = kase == 0   ? zcclAllReduce(x, x + n, n, zcclFloat32, zcclSum, comm, NULL)
                        : kase == 1 ? zcclAllGather(x, x + n, n / 2, zcclFloat32, comm, NULL)
-                       : kase == 2 ? zcclBroadcast(x, x + n, n, zcclFloat32, 1, comm, NULL)
+                       : kase == 2 || kase == 4 ? zcclBroadcast(x, x + n, n, zcclFloat32, 1, comm, NULL)
                                    : zcclScatter(x, x + n, n / 2, zcclFloat32, 1, comm, NULL);
     double took = now() - t0;
     const char* msg = zcclGetLastError(comm);
@@ -176,8 +180,8 @@ int main(int argc, char** argv) {
   snprintf(t, sizeof t, "%d", TIMEOUT_S);
   setenv("ZCCL_TIMEOUT", t, 1);
   setenv("ZCCL_BOOTSTRAP", "tcp", 1);
-  zcclUniqueId ids[4];
-  for (int k = 0; k < 4; k++) CHECK_RES(zcclGetUniqueId(&ids[k]), zcclSuccess);
+  zcclUniqueId ids[5];
+  for (int k = 0; k < 5; k++) CHECK_RES(zcclGetUniqueId(&ids[k]), zcclSuccess);
   pid_t pids[2];
   signal(SIGUSR1, on_rank0_done); /* before the fork: rank 1 has it from its start */
   for (int r = 0; r < 2; r++) {

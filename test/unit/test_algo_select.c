@@ -43,7 +43,10 @@ static const select_case_t cases[] = {
     {ZP_COLL_ALLREDUCE, 64 << 20, 4, 20e-6, GBIT, zcclCodecZfp, "", "cprp2p", NULL, 0},
     {ZP_COLL_ALLREDUCE, 64 << 20, 4, 20e-6, GBIT, zcclCodecSzp, "cprp2p", "cprp2p", NULL, 1},
     {ZP_COLL_REDUCE, 4 << 20, 4, 20e-6, GBIT, zcclCodecRle, "", "sparse", NULL, 0},
-    {ZP_COLL_BROADCAST, 4 << 20, 4, 20e-6, GBIT, zcclCodecHz, "", "tree", "compress-once, stream broadcast", 0},
+    /* Broadcast: the stream broadcast where one piece is all, the compressed chain where pieces overlap. */
+    {ZP_COLL_BROADCAST, 64 << 10, 4, 20e-6, GBIT, zcclCodecHz, "", "tree", "compress-once, stream broadcast", 0},
+    {ZP_COLL_BROADCAST, 4 << 20, 4, 20e-6, GBIT, zcclCodecHz, "", "chain", "compress-once, pipelined chain", 0},
+    {ZP_COLL_BROADCAST, 128 << 20, 4, 20e-6, GBIT, zcclCodecHz, "", "chain", "compress-once, pipelined chain", 0},
     /* Rules: per collective and size; an entry that cannot run falls through. */
     {ZP_COLL_ALLREDUCE, 1 << 20, 4, 20e-6, GBIT, zcclCodecNone, "allreduce:ring@0-4M,rd;broadcast:tree", "ring",
      NULL, 1},
