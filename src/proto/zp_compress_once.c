@@ -252,6 +252,15 @@ static zcclResult_t zp_once_chain_root(const zp_ctx_t* ctx, const zp_coll_args_t
   return zcclSuccess;
 }
 
+/* Piece k's stream from prev, of up to a slot's bytes, into slot k % S. */
+static zcclResult_t zp_once_chain_recv(const zp_ctx_t* ctx, const zp_streams_t* z, zp_xfer_t* rx, int prev,
+                                       size_t k) {
+  int j = (int)(k % ZP_ONCE_CHAIN_SLOTS);
+  zp_recv_at(ctx, &rx[j], prev, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)k), zp_stream(z, j), z->cap);
+  rx[j].var = 1;
+  return zp_xfers_post(ctx, &rx[j], 1);
+}
+
 /* The compressed chain below the root: each stream goes on to the next
  * rank as it arrives, then is decompressed while the next ones arrive;
  * receives run up to S - 1 pieces ahead, each into its piece's slot. */
@@ -260,13 +269,8 @@ static zcclResult_t zp_once_chain_relay(const zp_ctx_t* ctx, const zp_coll_args_
                                         int* sposted) {
   const int S = ZP_ONCE_CHAIN_SLOTS;
   size_t es = zu_dtype_size(a->datatype), n = a->count, lo, m;
+  for (size_t k = 0; k + 1 < (size_t)S && k < npieces; k++) ZU_CHECK(zp_once_chain_recv(ctx, z, rx, prev, k));
   for (size_t k = 0; k < npieces; k++) {
-    if (k == 0)
-      for (size_t i = 0; i + 1 < (size_t)S && i < npieces; i++) {
-        zp_recv_at(ctx, &rx[i], prev, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)i), zp_stream(z, (int)i), z->cap);
-        rx[i].var = 1;
-        ZU_CHECK(zp_xfers_post(ctx, &rx[i], 1));
-      }
     int j = (int)(k % (size_t)S);
     ZU_CHECK(zp_xfers_wait(ctx, ZP_ONCE_CHAIN_WHAT, &rx[j], 1));
     size_t len = rx[j].req.length;
@@ -289,9 +293,7 @@ static zcclResult_t zp_once_chain_relay(const zp_ctx_t* ctx, const zp_coll_args_
         sposted[i] = 0;
         ZU_CHECK(zp_xfers_wait(ctx, ZP_ONCE_CHAIN_WHAT, &sx[i], 1));
       }
-      zp_recv_at(ctx, &rx[i], prev, zp_sub(ZP_TAG_ALGO, 0, (uint32_t)(k + (size_t)S - 1)), zp_stream(z, i), z->cap);
-      rx[i].var = 1;
-      ZU_CHECK(zp_xfers_post(ctx, &rx[i], 1));
+      ZU_CHECK(zp_once_chain_recv(ctx, z, rx, prev, k + (size_t)S - 1));
     }
     m = zp_piece(n, z->slice, k, &lo);
     zp_count(ctx, m * es, len);
