@@ -45,7 +45,7 @@ struct zd_sim {
   int stop;
   int delay_us;
   long lane_lag_us; /* ZCCL_SIM_LANE_LAG_US */
-  int fail_range;   /* ZCCL_SIM_FAIL_RANGE */
+  int fail_range;   /* ZCCL_SIM_FAIL_RANGE: 1 value ranges fail, 2 compressions */
   zd_sim_lane_t lanes[ZD_LANES_MAX];
 };
 
@@ -131,7 +131,7 @@ static zcclResult_t zd_sim_init(zd_dev_t* dev) {
   ZU_RETURN_ERR_IF(s == NULL, zcclSystemError, "sim device: out of memory");
   s->delay_us = (int)delay;
   s->lane_lag_us = (long)lag;
-  s->fail_range = fail_range != 0;
+  s->fail_range = (int)fail_range;
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   pthread_mutex_init(&s->lock, NULL);
@@ -167,6 +167,8 @@ static zcclResult_t zd_sim_push(zd_dev_t* dev, const zd_sim_item_t* it) {
 }
 
 static zcclResult_t zd_sim_submit(zd_dev_t* dev, const zd_op_t* op) {
+  ZU_RETURN_ERR_IF(dev->sim->fail_range == 2 && op->kind == ZD_OP_ENCODE, zcclInternalError,
+                   "sim device: compression failed (ZCCL_SIM_FAIL_RANGE=2)");
   zd_sim_item_t it = {.op = *op, .wait_lane = -1};
   return zd_sim_push(dev, &it);
 }
@@ -232,7 +234,8 @@ static void zd_sim_mem_free(zd_dev_t* dev, void* mem) {
  * would give. */
 static zcclResult_t zd_sim_value_range(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype,
                                        int has_fill, double fill, double* min, double* max, size_t* valid) {
-  ZU_RETURN_ERR_IF(dev->sim->fail_range, zcclInternalError, "sim device: value range failed (ZCCL_SIM_FAIL_RANGE=1)");
+  ZU_RETURN_ERR_IF(dev->sim->fail_range == 1, zcclInternalError,
+                   "sim device: value range failed (ZCCL_SIM_FAIL_RANGE=1)");
   return zd_value_range_host(dev, in, count, dtype, has_fill, fill, min, max, valid);
 }
 

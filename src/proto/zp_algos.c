@@ -12,16 +12,17 @@
 
 /* One row per algorithm; within a kind (uncompressed, or a codec's), ties
  * in cost go to the earlier row. */
-#define ZP_ALGO_LIST(X)                                                                                      \
-  X(zp_algo_ring_allreduce) X(zp_algo_rd_allreduce) X(zp_algo_rabenseifner_allreduce)                     \
-  X(zp_algo_direct_allreduce) X(zp_algo_ring_reduce_scatter) X(zp_algo_ring_allgather)                    \
+#define ZP_ALGO_LIST(X)                                                                                    \
+  X(zp_algo_ring_allreduce) X(zp_algo_rd_allreduce) X(zp_algo_rabenseifner_allreduce)                      \
+  X(zp_algo_direct_allreduce) X(zp_algo_ring_reduce_scatter) X(zp_algo_ring_allgather)                     \
   X(zp_algo_bruck_allgather) X(zp_algo_direct_allgather) X(zp_algo_tree_broadcast)                         \
   X(zp_algo_chain_broadcast) X(zp_algo_scatter_allgather_broadcast) X(zp_algo_direct_broadcast)            \
   X(zp_algo_tree_reduce) X(zp_algo_chain_reduce) X(zp_algo_tree_gather) X(zp_algo_linear_gather)           \
   X(zp_algo_tree_scatter) X(zp_algo_linear_scatter) X(zp_algo_pairwise_alltoall)                           \
   X(zp_algo_hz_ring_allreduce) X(zp_algo_hz_rd_allreduce) X(zp_algo_hz_ring_reduce_scatter)                \
   X(zp_algo_doc_ring_allreduce) X(zp_algo_doc_ring_reduce_scatter) X(zp_algo_doc_chain_reduce)             \
-  X(zp_algo_hz_tree_reduce) X(zp_algo_once_allgather) X(zp_algo_once_broadcast)                           \
+  X(zp_algo_hz_tree_reduce) X(zp_algo_once_allgather) X(zp_algo_once_pipe_allgather)                       \
+  X(zp_algo_once_broadcast)                                                                                \
   X(zp_algo_once_chain_broadcast) X(zp_algo_once_scatter) X(zp_algo_once_gather) X(zp_algo_once_alltoall)  \
   X(zp_algo_cpr_allreduce) X(zp_algo_cpr_allgather) X(zp_algo_cpr_broadcast) X(zp_algo_cpr_reduce_scatter) \
   X(zp_algo_cpr_reduce) X(zp_algo_sparse_reduce) X(zp_algo_sparse_allreduce)

@@ -18,6 +18,7 @@
  * call zcclInvalidArgument on every rank before anything moves
  * (zp_streams_get). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zp_stream.h"
@@ -342,6 +343,208 @@ static zcclResult_t zp_once_chain_broadcast(const zp_ctx_t* ctx, const zp_coll_a
   return res;
 }
 
+/* ---- the pipelined compressed allgather ----------------------------------------
+ * Each block is cut into pieces, each compressed on its own (one bound from
+ * every rank's values). Rank r sends its own pieces to the right as it
+ * makes them, then every piece from the left as it arrives (message k of
+ * its round is own piece k for k < P, else the (k - P)th it received, until
+ * each has gone N - 1 hops), and decompresses each while the next ones
+ * arrive. Compression, links and decompression overlap; the ring allgather
+ * runs its compression before and its last decompression after the links.
+ *
+ * No wait can close a cycle: every receive of a round is posted at its
+ * start, into a slot of its own (no slot is reused within a round), so a
+ * send completes whatever its receiver is doing (one still in the
+ * previous round finishes it without this rank's new messages); a rank blocks on a
+ * receive only when no message of its own is ready to go (when one waits
+ * for the send window, it blocks on its oldest send instead), so what it
+ * waits for depends only on ranks to its left, down to someone's own
+ * piece, which needs nothing. Two sends at a time keep the link busy
+ * without sharing it between messages. A failed compression goes out as
+ * streams of 0 bytes (no piece's stream is empty) for the rest of the
+ * rank's pieces; they travel around the round like the others, so every
+ * rank ends the round and fails together. */
+#define ZP_PIPE_PIECES 16 /* pieces per block in a round, at most */
+#define ZP_PIPE_WINDOW 2  /* sends in flight per rank */
+#define ZP_PIPE_WHAT "pipelined compressed allgather"
+
+/* Pieces of each block in a round: the chain's piece for one block's
+ * stream, ZP_PIPE_PIECES at most. The same on every rank. */
+static int zp_pipe_pieces(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  size_t q = zp_once_chain_elems(ctx, a), k = a->count ? (a->count + q - 1) / q : 1;
+  return k > ZP_PIPE_PIECES ? ZP_PIPE_PIECES : (int)k;
+}
+
+/* A round's state. Slot k of z holds message k: own piece k (k < P), else
+ * receive k - P; the last P receives, which go no further, fill slots M ..
+ * M + P - 1. */
+typedef struct {
+  const zp_ctx_t* ctx;
+  const zp_coll_args_t* a;
+  const zp_streams_t* z;
+  int P, M;                    /* pieces per block this round; messages each rank sends (and receives) */
+  size_t base;                 /* the round's first element of each block */
+  uint32_t round;
+  zp_xfer_t *rx, *sx;          /* M receives, M sends */
+  size_t* len;                 /* slot k's stream's length (read by the device when it decompresses) */
+  int enc, got, posted, sdone; /* own pieces made; receives, sends posted, sends done, each in order */
+  int dec_own, dec_rx;         /* pieces decompressed */
+  zcclResult_t mine;           /* this rank's compression failed */
+  zcclResult_t dec;            /* a decompression failed (the round still ends with the others) */
+  int failed;                  /* 1 + the first rank whose 0-byte stream came by; 0: none */
+} zp_pipe_t;
+
+/* Piece k of the round: its length, *lo its first element within a block. */
+static size_t zp_pipe_piece(const zp_pipe_t* p, int k, size_t* lo) {
+  size_t o, m = zp_piece(p->a->count - p->base, p->z->slice, (size_t)k, &o);
+  *lo = p->base + o;
+  return m;
+}
+
+/* Waits for the next receive in order. A stream of 0 bytes names the
+ * rank whose piece it is. */
+static zcclResult_t zp_pipe_recv(zp_pipe_t* p) {
+  int N = p->ctx->nranks, i = p->got;
+  ZU_CHECK(zp_xfers_wait(p->ctx, ZP_PIPE_WHAT, &p->rx[i], 1));
+  p->len[p->P + i] = p->rx[i].req.length;
+  if (p->len[p->P + i] == 0 && !p->failed) p->failed = 1 + zp_mod(p->ctx->rank - 1 - i / p->P, N);
+  p->got++;
+  return zcclSuccess;
+}
+
+/* Takes in the receives and sends done, in order, and posts the messages
+ * that are ready while the window has room. */
+static zcclResult_t zp_pipe_advance(zp_pipe_t* p) {
+  const zp_ctx_t* ctx = p->ctx;
+  int N = ctx->nranks, r = ctx->rank;
+  (void)zt_progress(ctx->w);
+  while (p->got < p->M && !zt_req_pending(&p->rx[p->got].req)) ZU_CHECK(zp_pipe_recv(p));
+  while (p->sdone < p->posted && !zt_req_pending(&p->sx[p->sdone].req))
+    ZU_CHECK(zp_xfers_wait(ctx, ZP_PIPE_WHAT, &p->sx[p->sdone++], 1));
+  while (p->posted < p->M && p->posted - p->sdone < ZP_PIPE_WINDOW &&
+         (p->posted < p->P ? p->posted < p->enc : p->posted - p->P < p->got)) {
+    size_t lo, m = zp_pipe_piece(p, p->posted % p->P, &lo), bytes = p->len[p->posted];
+    zp_send_at(ctx, &p->sx[p->posted], (r + 1) % N, zp_sub(ZP_TAG_ALGO, p->round, (uint32_t)p->posted),
+               zp_stream(p->z, p->posted), bytes);
+    ZU_CHECK(zp_xfers_post(ctx, &p->sx[p->posted], 1));
+    zp_count(ctx, m * zu_dtype_size(p->a->datatype), bytes);
+    p->posted++;
+  }
+  return zcclSuccess;
+}
+
+/* One unit of codec work, *did 1; 0: none is ready. Own pieces first
+ * (the link waits for them), then what came, then the own pieces' own
+ * decompression. */
+static zcclResult_t zp_pipe_work(zp_pipe_t* p, int* did) {
+  const zp_ctx_t* ctx = p->ctx;
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(p->a->datatype), lo, m;
+  *did = 1;
+  if (p->enc < p->P) {
+    int k = p->enc++;
+    m = zp_pipe_piece(p, k, &lo);
+    p->len[k] = 0;
+    if (p->mine == zcclSuccess)
+      p->mine = zp_encode(ctx, p->z, zp_at(p->a->sendbuff, lo, es), m, zp_stream(p->z, k), p->z->cap, &p->len[k]);
+    if (p->mine == zcclSuccess) p->mine = zd_sync(ctx->dev);
+    if (p->mine != zcclSuccess) p->len[k] = 0; /* this piece and the rest go as 0 bytes */
+    return zcclSuccess;
+  }
+  if (p->dec_rx < p->got) {
+    int i = p->dec_rx++, b = zp_mod(r - 1 - i / p->P, N);
+    m = zp_pipe_piece(p, i % p->P, &lo);
+    if (p->len[p->P + i] == 0 || p->failed || p->mine != zcclSuccess || p->dec != zcclSuccess) return zcclSuccess;
+    p->dec = zp_decode(ctx, p->z, zp_stream(p->z, p->P + i), &p->len[p->P + i], zp_at(p->a->recvbuff, (size_t)b * p->a->count + lo, es),
+                     m);
+    return zcclSuccess;
+  }
+  if (p->dec_own < p->enc) {
+    int k = p->dec_own++;
+    m = zp_pipe_piece(p, k, &lo);
+    if (p->mine != zcclSuccess || p->dec != zcclSuccess) return zcclSuccess;
+    p->dec = zp_decode(ctx, p->z, zp_stream(p->z, k), &p->len[k], zp_at(p->a->recvbuff, (size_t)r * p->a->count + lo, es), m);
+    return zcclSuccess;
+  }
+  *did = 0;
+  return zcclSuccess;
+}
+
+/* One round: columns [base, base + P pieces) of every block. */
+static zcclResult_t zp_pipe_round(zp_pipe_t* p) {
+  const zp_ctx_t* ctx = p->ctx;
+  int N = ctx->nranks, left = (ctx->rank + N - 1) % N;
+  for (int i = 0; i < p->M; i++) {
+    zp_recv_at(ctx, &p->rx[i], left, zp_sub(ZP_TAG_ALGO, p->round, (uint32_t)i), zp_stream(p->z, p->P + i),
+               p->z->cap);
+    p->rx[i].var = 1;
+    ZU_CHECK(zp_xfers_post(ctx, &p->rx[i], 1));
+  }
+  for (;;) {
+    int did;
+    ZU_CHECK(zp_pipe_advance(p));
+    ZU_CHECK(zp_pipe_work(p, &did));
+    if (did) continue;
+    if (p->posted < p->M && p->posted - p->sdone >= ZP_PIPE_WINDOW) /* a message waits for the window */
+      ZU_CHECK(zp_xfers_wait(ctx, ZP_PIPE_WHAT, &p->sx[p->sdone++], 1));
+    else if (p->got < p->M)
+      ZU_CHECK(zp_pipe_recv(p));
+    else if (p->sdone < p->posted)
+      ZU_CHECK(zp_xfers_wait(ctx, ZP_PIPE_WHAT, &p->sx[p->sdone++], 1));
+    else
+      break;
+  }
+  return zd_sync(ctx->dev); /* the slots are reused by the next round */
+}
+
+static zcclResult_t zp_pipe_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, P = zp_pipe_pieces(ctx, a);
+  size_t n = a->count, q = n ? (n + (size_t)P - 1) / (size_t)P : 1, M = (size_t)P * (size_t)(N - 1);
+  zp_poll_t poll = {.w = ctx->w};
+  zp_streams_t z;
+  zp_pipe_t p = {.ctx = ctx, .a = a, .z = &z};
+  zp_xfer_t* x = calloc(2 * M, sizeof *x);
+  size_t* len = calloc((size_t)(N * P), sizeof *len);
+  zcclResult_t res = zp_streams_get(ctx, a, ZP_EB_GLOBAL, n, q, N * P, N * P, 0, &z);
+  if (res == zcclSuccess && (x == NULL || len == NULL))
+    res = ZU_ERROR(zcclSystemError, "%s: out of memory for %zu messages", ZP_PIPE_WHAT, 2 * M);
+  zd_set_progress(ctx->dev, zp_poll, &poll);
+  for (size_t base = 0; res == zcclSuccess && (base == 0 || base < n); base += (size_t)P * z.slice) {
+    size_t rest = (n - base + z.slice - 1) / z.slice;
+    p.P = rest == 0 ? 1 : rest < (size_t)P ? (int)rest : P;
+    p.M = p.P * (N - 1);
+    p.base = base;
+    p.rx = x;
+    p.sx = x + p.M;
+    p.len = len;
+    p.enc = p.got = p.posted = p.sdone = p.dec_own = p.dec_rx = 0;
+    memset(x, 0, 2 * (size_t)p.M * sizeof *x);
+    res = zp_pipe_round(&p);
+    if (res != zcclSuccess) zp_xfers_cancel(ctx, x, 2 * p.M); /* one pass; completed and unposted ones are skipped */
+    p.round++;
+    if (res == zcclSuccess) res = p.mine != zcclSuccess ? p.mine : p.dec;
+    if (res == zcclSuccess && p.failed)
+      res = ZU_ERROR(zcclRemoteError, "%s: rank %d failed to compress its data", ZP_PIPE_WHAT, p.failed - 1);
+  }
+  zd_set_progress(ctx->dev, NULL, NULL);
+  zp_streams_put(ctx, &z);
+  free(x);
+  free(len);
+  return res;
+}
+
+/* The first piece's compression, then each rank's messages back to back
+ * at the slower of the link and the rank's codec work per message (its
+ * own pieces' compression, every piece's decompression), then the last
+ * piece's decompression. No fill: every rank starts its own at once. */
+static double zp_pipe_allgather_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double N = ctx->nranks, n = zp_call_bytes(a), C = zp_codec_rate(ctx, zp_compress_bps(ctx));
+  double D = zp_codec_rate(ctx, zp_decompress_bps(ctx)), P = zp_pipe_pieces(ctx, a), k = (N - 1) * P;
+  double piece = n / P, hop = zp_link_alpha(ctx) + piece / (zp_ratio(ctx) * zp_link_bandwidth(ctx));
+  double codec = (n / C + N * n / D) / k;
+  return piece / C + k * (hop > codec ? hop : codec) + piece / D;
+}
+
 /* ---- compress once, point to point: scatter, gather, alltoall ----------------
  * Each block is compressed where it starts and decompressed where it ends,
  * the sender's own block included (every value goes through the codec
@@ -549,3 +752,6 @@ const zp_algo_t zp_algo_once_alltoall = {"pairwise", "compress-once, pairwise", 
                                          NULL, zp_once_blocks_cost, zp_hz_alltoall};
 const zp_algo_t zp_algo_once_chain_broadcast = {"chain", "compress-once, pipelined chain", ZP_COLL_BROADCAST,
                                                 ZP_NEEDS_ANY, 0, NULL, zp_once_chain_cost, zp_once_chain_broadcast};
+const zp_algo_t zp_algo_once_pipe_allgather = {"pipeline", "compress-once, pipelined ring of pieces",
+                                               ZP_COLL_ALLGATHER, ZP_NEEDS_ANY, 0, NULL, zp_pipe_allgather_cost,
+                                               zp_pipe_allgather};

@@ -12,7 +12,9 @@
  *               with zcclRemoteError naming rank 1 (homomorphic allreduce,
  *               a ZFP allgather, then broadcast and scatter from rank 1,
  *               whose bound is its own, and the broadcast again on the
- *               compressed chain; each on a fresh communicator)
+ *               compressed chain; then, with ZCCL_SIM_FAIL_RANGE=2, rank 1's
+ *               compression fails in the pipelined allgather; each on a
+ *               fresh communicator)
  *
  * Rank 0's call must fail with zcclRemoteError within ZCCL_TIMEOUT (plus
  * its slow-link allowance for the message, and a margin), zcclCommGetAsyncError must report it, later calls must fail at
@@ -132,11 +134,15 @@ static int range_fail(int rank, const zcclUniqueId* ids) {
   size_t n = 4096;
   float* x = malloc(n * 2 * sizeof(float));
   for (size_t i = 0; i < n * 2; i++) x[i] = (float)(i % 97) * 0.5f;
-  static const char* needle[5] = {"rank 1 failed", "rank 1 failed", "root (rank 1) failed", "root (rank 1) failed",
-                                  "root (rank 1) failed"};
-  for (int kase = 0; kase < 5; kase++) {
+  static const char* needle[6] = {"rank 1 failed", "rank 1 failed", "root (rank 1) failed", "root (rank 1) failed",
+                                  "root (rank 1) failed", "rank 1 failed"};
+  for (int kase = 0; kase < 6; kase++) {
     zcclComm_t comm = NULL;
     if (kase == 4) setenv("ZCCL_ALGO", "broadcast:chain", 1); /* the compressed chain's own way of telling */
+    if (kase == 5) { /* the pipelined allgather's: its bound is agreed, so rank 1's compression fails instead */
+      setenv("ZCCL_ALGO", "allgather:pipeline", 1);
+      if (rank == 1) setenv("ZCCL_SIM_FAIL_RANGE", "2", 1);
+    }
     CHECK_RES(zcclCommInitRank(&comm, 2, ids[kase], rank), zcclSuccess);
     unsetenv("ZCCL_ALGO");
     if (comm == NULL) break;
@@ -145,7 +151,7 @@ static int range_fail(int rank, const zcclUniqueId* ids) {
     CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
     double t0 = now();
     zcclResult_t res = kase == 0   ? zcclAllReduce(x, x + n, n, zcclFloat32, zcclSum, comm, NULL)
-                       : kase == 1 ? zcclAllGather(x, x + n, n / 2, zcclFloat32, comm, NULL)
+                       : kase == 1 || kase == 5 ? zcclAllGather(x, x + n, n / 2, zcclFloat32, comm, NULL)
                        : kase == 2 || kase == 4 ? zcclBroadcast(x, x + n, n, zcclFloat32, 1, comm, NULL)
                                    : zcclScatter(x, x + n, n / 2, zcclFloat32, 1, comm, NULL);
     double took = now() - t0;
@@ -180,8 +186,8 @@ int main(int argc, char** argv) {
   snprintf(t, sizeof t, "%d", TIMEOUT_S);
   setenv("ZCCL_TIMEOUT", t, 1);
   setenv("ZCCL_BOOTSTRAP", "tcp", 1);
-  zcclUniqueId ids[5];
-  for (int k = 0; k < 5; k++) CHECK_RES(zcclGetUniqueId(&ids[k]), zcclSuccess);
+  zcclUniqueId ids[6];
+  for (int k = 0; k < 6; k++) CHECK_RES(zcclGetUniqueId(&ids[k]), zcclSuccess);
   pid_t pids[2];
   signal(SIGUSR1, on_rank0_done); /* before the fork: rank 1 has it from its start */
   for (int r = 0; r < 2; r++) {
