@@ -3,8 +3,11 @@
 # collective zccl compresses, zccl-perf with OpenMPI's default beside zccl
 # and zccl compressed (codec, REL bound) on a real field, plus OpenMPI's ring
 # allreduce forced. Prints one Markdown table: time, speedup against each
-# OpenMPI variant, ratio, max error / bound, PSNR. Builds nothing; rows and
-# logs go to out/ccoll/. Needs root (netlab).
+# OpenMPI variant, the time over the compressed link time (the bytes each
+# link must carry at the achieved ratio, over RATE: nccl-tests' bus factor
+# times the size over the ratio; so time / link time = RATE x ratio /
+# busbw), ratio, max error / bound, PSNR. Builds nothing; rows and logs go
+# to out/ccoll/. Needs root (netlab).
 #   perf/compressed_table.sh [build dir] [rate] [sizes: -b -e -f as one string] [specs]
 # specs: one or more zccl-perf --compression SPEC[@ALGO], space separated; each
 # is a row of its own (e.g. "codec=hz,mode=rel,eb=1e-3 codec=hz,mode=rel,eb=1e-3@rd").
@@ -40,8 +43,10 @@ done
 [[ " ${COLLS:-allreduce} " == *" allreduce "* ]] && run allreduce mpiring OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4
 
 /usr/bin/python3 - "$OUT" "$RATE" "$SPEC" <<'EOF'
-import glob, json, os, sys
+import glob, json, os, re, sys
 out, rate, spec = sys.argv[1:4]
+m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", rate)
+rate_Bps = float(m[1]) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m[2]] / 8 if m else float("nan")
 rows = {}
 for f in sorted(glob.glob(os.path.join(out, "*.json"))):
     coll, tag = os.path.basename(f)[:-5].split("_", 1)
@@ -56,8 +61,10 @@ for f in sorted(glob.glob(os.path.join(out, "*.json"))):
 print(f"netlab, 4 hosts at {rate}; levitus TEMP tiled; zccl-compressed {spec}; time in ms (median of 3)")
 print("max err / eb: the largest error in units of the absolute bound eb (docs/compressed.md gives each "
       "algorithm's bound: N eb for a homomorphic SUM of N ranks)\n")
-print("| collective | size | method | OpenMPI default | OpenMPI ring | zccl | zccl compressed | × default | × ring | × zccl | ratio | max err / eb | RMSE | PSNR | wrong |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("× link time: zccl compressed's time over the compressed link time (each link's bytes at the achieved "
+      "ratio over the link rate)\n")
+print("| collective | size | method | OpenMPI default | OpenMPI ring | zccl | zccl compressed | × default | × ring | × zccl | × link time | ratio | max err / eb | RMSE | PSNR | wrong |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 order = "allreduce reducescatter reduce allgather broadcast scatter gather alltoall".split()
 wrong = 0
 for (coll, b), d in sorted(rows.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1])):
@@ -71,8 +78,9 @@ for (coll, b), d in sorted(rows.items(), key=lambda kv: (order.index(kv[0][0]), 
         t = lambda r: f"{r['time_us'] / 1e3:.1f}" if r else "-"
         sp = lambda r: f"{r['time_us'] / zc['time_us']:.2f}" if r else "-"
         err_eb = zc["max_abs_err"] / zc["eb_abs"] if zc["eb_abs"] and zc["max_abs_err"] is not None else float("nan")
+        xlink = rate_Bps * zc["ratio"] / (zc["busbw_gbps"] * 1e9) if zc["busbw_gbps"] else float("nan")
         print(f"| {coll} | {b >> 20} MiB | {key[16:]} | {t(m)} | {t(ring)} | {t(z)} | {t(zc)} | {sp(m)} | {sp(ring)} | "
-              f"{sp(z)} | {zc['ratio']:.2f} | {err_eb:.3f} | {zc.get('rmse') or 0:.3g} | {zc['psnr'] or float('inf'):.1f} | "
+              f"{sp(z)} | {xlink:.2f} | {zc['ratio']:.2f} | {err_eb:.3f} | {zc.get('rmse') or 0:.3g} | {zc['psnr'] or float('inf'):.1f} | "
               f"{zc['wrong']} |")
 print(f"\nelements outside tolerance or bound, all rows: {wrong}")
 EOF
