@@ -45,7 +45,8 @@ struct zd_sim {
   int stop;
   int delay_us;
   long lane_lag_us; /* ZCCL_SIM_LANE_LAG_US */
-  int fail_range;   /* ZCCL_SIM_FAIL_RANGE: 1 value ranges fail, 2 compressions */
+  int fail_range;   /* ZCCL_SIM_FAIL_RANGE */
+  int fail_encode;  /* ZCCL_SIM_FAIL_ENCODE */
   zd_sim_lane_t lanes[ZD_LANES_MAX];
 };
 
@@ -123,6 +124,8 @@ static zcclResult_t zd_sim_init(zd_dev_t* dev) {
   ZU_CHECK(zu_param_int(ZU_PARAM_SIM_LANE_LAG_US, &lag));
   int64_t fail_range = 0;
   ZU_CHECK(zu_param_int(ZU_PARAM_SIM_FAIL_RANGE, &fail_range));
+  int64_t fail_encode = 0;
+  ZU_CHECK(zu_param_int(ZU_PARAM_SIM_FAIL_ENCODE, &fail_encode));
   ZU_RETURN_ERR_IF(lag < 0 || lag > 10000000, zcclInvalidArgument,
                    "ZCCL_SIM_LANE_LAG_US=%lld: expected 0 .. 10000000", (long long)lag);
   ZU_RETURN_ERR_IF(delay < 0 || delay > 10000000, zcclInvalidArgument,
@@ -131,7 +134,8 @@ static zcclResult_t zd_sim_init(zd_dev_t* dev) {
   ZU_RETURN_ERR_IF(s == NULL, zcclSystemError, "sim device: out of memory");
   s->delay_us = (int)delay;
   s->lane_lag_us = (long)lag;
-  s->fail_range = (int)fail_range;
+  s->fail_range = fail_range != 0;
+  s->fail_encode = fail_encode != 0;
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   pthread_mutex_init(&s->lock, NULL);
@@ -167,8 +171,8 @@ static zcclResult_t zd_sim_push(zd_dev_t* dev, const zd_sim_item_t* it) {
 }
 
 static zcclResult_t zd_sim_submit(zd_dev_t* dev, const zd_op_t* op) {
-  ZU_RETURN_ERR_IF(dev->sim->fail_range == 2 && op->kind == ZD_OP_ENCODE, zcclInternalError,
-                   "sim device: compression failed (ZCCL_SIM_FAIL_RANGE=2)");
+  ZU_RETURN_ERR_IF(dev->sim->fail_encode && op->kind == ZD_OP_ENCODE, zcclInternalError,
+                   "sim device: compression failed (ZCCL_SIM_FAIL_ENCODE=1)");
   zd_sim_item_t it = {.op = *op, .wait_lane = -1};
   return zd_sim_push(dev, &it);
 }
@@ -234,8 +238,7 @@ static void zd_sim_mem_free(zd_dev_t* dev, void* mem) {
  * would give. */
 static zcclResult_t zd_sim_value_range(zd_dev_t* dev, const void* in, size_t count, zcclDataType_t dtype,
                                        int has_fill, double fill, double* min, double* max, size_t* valid) {
-  ZU_RETURN_ERR_IF(dev->sim->fail_range == 1, zcclInternalError,
-                   "sim device: value range failed (ZCCL_SIM_FAIL_RANGE=1)");
+  ZU_RETURN_ERR_IF(dev->sim->fail_range, zcclInternalError, "sim device: value range failed (ZCCL_SIM_FAIL_RANGE=1)");
   return zd_value_range_host(dev, in, count, dtype, has_fill, fill, min, max, valid);
 }
 

@@ -108,8 +108,10 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "microseconds more, so work that another stream must wait for is late (tests).")     \
   X(SIM_FAIL_RANGE, INT, "0",                                                             \
     "sim device: 1 makes every value range (what a REL error bound is worked out from) "   \
-    "fail, 2 every compression, so tests can check that the other ranks of the call "     \
-    "fail at once with it.")                                                               \
+    "fail, so tests can check that the other ranks of the call fail at once with it.")    \
+  X(SIM_FAIL_ENCODE, INT, "0",                                                            \
+    "sim device: 1 makes every compression fail, so tests can check that a rank failing " \
+    "in the middle of a compressed collective makes the others fail at once.")            \
   X(SIM_STAGE, INT, "0",                                                                  \
     "sim device: 1 treats its memory as the transport cannot reach it (a GPU's without "  \
     "CUDA-aware UCX), so every message goes through host staging buffers as on a GPU.")  \

@@ -12,7 +12,7 @@
  *               with zcclRemoteError naming rank 1 (homomorphic allreduce,
  *               a ZFP allgather, then broadcast and scatter from rank 1,
  *               whose bound is its own, and the broadcast again on the
- *               compressed chain; then, with ZCCL_SIM_FAIL_RANGE=2, rank 1's
+ *               compressed chain; then, with ZCCL_SIM_FAIL_ENCODE=1, rank 1's
  *               compression fails in the pipelined allgather; each on a
  *               fresh communicator)
  *
@@ -141,7 +141,10 @@ static int range_fail(int rank, const zcclUniqueId* ids) {
     if (kase == 4) setenv("ZCCL_ALGO", "broadcast:chain", 1); /* the compressed chain's own way of telling */
     if (kase == 5) { /* the pipelined allgather's: its bound is agreed, so rank 1's compression fails instead */
       setenv("ZCCL_ALGO", "allgather:pipeline", 1);
-      if (rank == 1) setenv("ZCCL_SIM_FAIL_RANGE", "2", 1);
+      if (rank == 1) {
+        unsetenv("ZCCL_SIM_FAIL_RANGE");
+        setenv("ZCCL_SIM_FAIL_ENCODE", "1", 1);
+      }
     }
     CHECK_RES(zcclCommInitRank(&comm, 2, ids[kase], rank), zcclSuccess);
     unsetenv("ZCCL_ALGO");
@@ -160,7 +163,7 @@ static int range_fail(int rank, const zcclUniqueId* ids) {
            took, msg);
     if (rank == 1) {
       CHECK(res == zcclInternalError);
-      CHECK(strstr(msg, "ZCCL_SIM_FAIL_RANGE") != NULL);
+      CHECK(strstr(msg, kase == 5 ? "ZCCL_SIM_FAIL_ENCODE" : "ZCCL_SIM_FAIL_RANGE") != NULL);
     } else {
       CHECK(res == zcclRemoteError);
       CHECK(strstr(msg, needle[kase]) != NULL);
