@@ -401,13 +401,18 @@ static size_t zp_pipe_piece(const zp_pipe_t* p, int k, size_t* lo) {
   return m;
 }
 
+/* The block (rank) whose piece the round's receive i carries. */
+static int zp_pipe_block(const zp_pipe_t* p, int i) {
+  return zp_mod(p->ctx->rank - 1 - i / p->P, p->ctx->nranks);
+}
+
 /* Waits for the next receive in order. A stream of 0 bytes names the
  * rank whose piece it is. */
 static zcclResult_t zp_pipe_recv(zp_pipe_t* p) {
-  int N = p->ctx->nranks, i = p->got;
+  int i = p->got;
   ZU_CHECK(zp_xfers_wait(p->ctx, ZP_PIPE_WHAT, &p->rx[i], 1));
   p->len[p->P + i] = p->rx[i].req.length;
-  if (p->len[p->P + i] == 0 && !p->failed) p->failed = 1 + zp_mod(p->ctx->rank - 1 - i / p->P, N);
+  if (p->len[p->P + i] == 0 && !p->failed) p->failed = 1 + zp_pipe_block(p, i);
   p->got++;
   return zcclSuccess;
 }
@@ -438,11 +443,11 @@ static zcclResult_t zp_pipe_advance(zp_pipe_t* p) {
  * decompression. */
 static zcclResult_t zp_pipe_work(zp_pipe_t* p, int* did) {
   const zp_ctx_t* ctx = p->ctx;
-  int N = ctx->nranks, r = ctx->rank;
+  int k, b;
   size_t es = zu_dtype_size(p->a->datatype), lo, m;
   *did = 1;
   if (p->enc < p->P) {
-    int k = p->enc++;
+    k = p->enc++;
     m = zp_pipe_piece(p, k, &lo);
     p->len[k] = 0;
     if (p->mine == zcclSuccess)
@@ -451,22 +456,18 @@ static zcclResult_t zp_pipe_work(zp_pipe_t* p, int* did) {
     if (p->mine != zcclSuccess) p->len[k] = 0; /* this piece and the rest go as 0 bytes */
     return zcclSuccess;
   }
-  if (p->dec_rx < p->got) {
-    int i = p->dec_rx++, b = zp_mod(r - 1 - i / p->P, N);
-    m = zp_pipe_piece(p, i % p->P, &lo);
-    if (p->len[p->P + i] == 0 || p->failed || p->mine != zcclSuccess || p->dec != zcclSuccess) return zcclSuccess;
-    p->dec = zp_decode(ctx, p->z, zp_stream(p->z, p->P + i), &p->len[p->P + i], zp_at(p->a->recvbuff, (size_t)b * p->a->count + lo, es),
-                     m);
+  if (p->dec_rx < p->got) { /* receive i: slot P + i */
+    int i = p->dec_rx++;
+    k = p->P + i, b = zp_pipe_block(p, i), m = zp_pipe_piece(p, i % p->P, &lo);
+  } else if (p->dec_own < p->enc) {
+    k = p->dec_own++, b = ctx->rank, m = zp_pipe_piece(p, k, &lo);
+  } else {
+    *did = 0;
     return zcclSuccess;
   }
-  if (p->dec_own < p->enc) {
-    int k = p->dec_own++;
-    m = zp_pipe_piece(p, k, &lo);
-    if (p->mine != zcclSuccess || p->dec != zcclSuccess) return zcclSuccess;
-    p->dec = zp_decode(ctx, p->z, zp_stream(p->z, k), &p->len[k], zp_at(p->a->recvbuff, (size_t)r * p->a->count + lo, es), m);
-    return zcclSuccess;
-  }
-  *did = 0;
+  if (p->len[k] == 0 || p->failed || p->mine != zcclSuccess || p->dec != zcclSuccess) return zcclSuccess; /* fails */
+  p->dec = zp_decode(ctx, p->z, zp_stream(p->z, k), &p->len[k],
+                     zp_at(p->a->recvbuff, (size_t)b * p->a->count + lo, es), m);
   return zcclSuccess;
 }
 
@@ -478,8 +479,8 @@ static zcclResult_t zp_pipe_round(zp_pipe_t* p) {
     zp_recv_at(ctx, &p->rx[i], left, zp_sub(ZP_TAG_ALGO, p->round, (uint32_t)i), zp_stream(p->z, p->P + i),
                p->z->cap);
     p->rx[i].var = 1;
-    ZU_CHECK(zp_xfers_post(ctx, &p->rx[i], 1));
   }
+  ZU_CHECK(zp_xfers_post(ctx, p->rx, p->M));
   for (;;) {
     int did;
     ZU_CHECK(zp_pipe_advance(p));
