@@ -1,5 +1,6 @@
 /* Collective and point-to-point entry points: NCCL's argument rules, then
  * the call goes down to proto. */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "zccl_core.h"
@@ -71,10 +72,21 @@ static zcclResult_t zccl_p2p_post(const zp_coll_args_t* a, zcclComm_t comm, cons
                    .dtype = a->datatype};
   zcclResult_t res;
   if (zccl_group_add(comm, &x, NULL, how, &res)) return res;
+  zccl_p2p_tag(comm, &x);
+  if (!how->ordered) { /* blocking, and inline when it may: the operation on the stack */
+    struct {
+      zccl_op_t op;
+      zp_xfer_t x;
+    } mem;
+    _Static_assert(offsetof(__typeof__(mem), x) == sizeof(zccl_op_t), "the message right after the op");
+    zccl_op_t* op = zccl_op_init(&mem, zp_coll_name(a->coll), 1, 0);
+    op->dev = how->dev;
+    op->xfers[0] = x;
+    if (zccl_op_inline(comm, op, &res)) return res;
+  }
   zccl_op_t* op = zccl_op_new(zp_coll_name(a->coll), 1, 0);
   ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "%s: out of memory", zp_coll_name(a->coll));
   op->xfers[0] = x;
-  zccl_p2p_tag(comm, &op->xfers[0]);
   return zccl_op_issue(comm, op, how);
 }
 
@@ -82,12 +94,7 @@ static zcclResult_t zccl_coll_check(zp_coll_args_t* a, zcclComm_t comm) {
   const char* fn = zp_coll_name(a->coll); /* no formatting on the call path */
   ZCCL_HOLD(fn, comm);
   ZU_RETURN_ERR_IF(comm->finalized, zcclInvalidUsage, "%s: comm is finalized", fn);
-  ZU_RETURN_ERR_IF(zccl_comm_revoked(comm), zcclInvalidUsage,
-                   "%s: comm was revoked (zcclCommRevoke): only destroy, abort, split and shrink remain", fn);
-  char why[400];
-  zcclResult_t broken = zccl_comm_error(comm, why, sizeof why);
-  ZU_RETURN_ERR_IF(broken != zcclSuccess, broken,
-                   "%s: comm has a pending error from an earlier operation: %s", fn, why);
+  ZU_CHECK(zccl_comm_check_usable(comm, fn));
   a->rank = comm->rank;
   a->nranks = comm->nranks;
   a->compression = comm->compression;
@@ -124,10 +131,23 @@ static zcclResult_t zccl_coll_check(zp_coll_args_t* a, zcclComm_t comm) {
   /* The collective runs on the progress thread, in call order. */
   zcclResult_t res;
   if (zccl_group_add(comm, NULL, a, &how, &res)) return res;
-  zccl_op_t* op = zccl_op_new(zp_coll_name(a->coll), 0, 1);
+  uint32_t seq = comm->coll_seq++;
+  if (!how.ordered) { /* blocking, and inline when it may: the operation on the stack */
+    struct {
+      zccl_op_t op;
+      zp_coll_args_t coll;
+    } mem;
+    _Static_assert(offsetof(__typeof__(mem), coll) == sizeof(zccl_op_t), "the collective right after the op");
+    zccl_op_t* op = zccl_op_init(&mem, fn, 0, 1);
+    op->dev = how.dev;
+    op->colls[0] = *a;
+    op->colls[0].seq = seq;
+    if (zccl_op_inline(comm, op, &res)) return res;
+  }
+  zccl_op_t* op = zccl_op_new(fn, 0, 1);
   ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "%s: out of memory", fn);
   op->colls[0] = *a;
-  op->colls[0].seq = comm->coll_seq++;
+  op->colls[0].seq = seq;
   return zccl_op_issue(comm, op, &how);
 }
 

@@ -82,6 +82,7 @@ struct zcclComm {
   zd_dev_t* gpu;           /* cuda device for calls on device buffers, made at the first */
   zp_link_t link;          /* the cost model's view of the network */
   zp_algo_rules_t algo_rules; /* ZCCL_ALGO, parsed at creation */
+  zp_choice_memo_t algo_memo;  /* the last uncompressed choice (under worker_lock) */
   zp_stats_t stats;        /* compressed bytes sent (under worker_lock) */
   zp_notice_t notice;      /* peers' failures, and this rank's (under worker_lock) */
   struct zccl_redop* redops; /* zcclRedOpCreatePreMulSum's ops (ZCCL_MAX_REDOPS, made at the first) */
@@ -105,11 +106,18 @@ void zccl_runtime_abort(zcclComm_t comm);
 /* Queues op, waits for it, and returns its result (the message re-raised
  * on this thread). The op's memory belongs to the caller. */
 zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op);
+/* Runs op on this thread when nothing is queued before it and the
+ * communicator takes work: 1 and its result in *res; else 0, and op is
+ * untouched (op may then live on the caller's stack). */
+int zccl_op_inline(zcclComm_t comm, zccl_op_t* op, zcclResult_t* res);
 /* Queues op without waiting (groups queue one op per communicator). */
 zcclResult_t zccl_op_submit(zcclComm_t comm, zccl_op_t* op);
 zcclResult_t zccl_op_wait(zcclComm_t comm, zccl_op_t* op);
 /* An operation with room for nxfers messages, in one allocation. */
 zccl_op_t* zccl_op_new(const char* what, int nxfers, int ncolls);
+/* The same in memory the caller provides: zccl_op_t, then room for the
+ * messages and collectives, zeroed. */
+zccl_op_t* zccl_op_init(void* mem, const char* what, int nxfers, int ncolls);
 void zccl_op_free(zccl_op_t* op);
 /* The communicator's asynchronous error (and its message into msg). */
 zcclResult_t zccl_comm_error(zcclComm_t comm, char* msg, size_t len);
@@ -117,6 +125,9 @@ zcclResult_t zccl_comm_error(zcclComm_t comm, char* msg, size_t len);
  * runs give up, and returns once nothing is left (bounded like a wait). */
 zcclResult_t zccl_comm_revoke(zcclComm_t comm);
 int zccl_comm_revoked(zcclComm_t comm);
+/* zcclInvalidUsage when comm was revoked, its pending error when it has
+ * one (fn's message says which), else zcclSuccess: one look under the lock. */
+zcclResult_t zccl_comm_check_usable(zcclComm_t comm, const char* fn);
 /* Records the communicator's first asynchronous error. */
 void zccl_comm_set_error(zcclComm_t comm, zcclResult_t res, const char* msg);
 

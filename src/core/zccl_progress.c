@@ -71,7 +71,8 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
   double cancel_by = 0;
   zp_ctx_t ctx = {.w = comm->worker, .dev = dev, .host = host, .link = &comm->link, .stats = &comm->stats, .rank = comm->rank, .nranks = comm->nranks,
                   .timeout = comm->timeout, .spin = comm->spin, .abort = op->despite_error ? &comm->abort : &comm->cancel,
-                  .cancel_by = &cancel_by, .rules = &comm->algo_rules, .check_calls = comm->check_calls, .checksum = comm->checksum};
+                  .cancel_by = &cancel_by, .rules = &comm->algo_rules, .check_calls = comm->check_calls, .checksum = comm->checksum,
+                  .memo = &comm->algo_memo};
   /* Peers' failure notices: posted at the first operation (UCX keeps one
    * that comes earlier); without it peers are found out by ZCCL_TIMEOUT.
    * An exchange that runs despite an error does not heed them. */
@@ -312,7 +313,7 @@ zcclResult_t zccl_op_wait(zcclComm_t comm, zccl_op_t* op) {
   return zcclSuccess;
 }
 
-zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op) {
+int zccl_op_inline(zcclComm_t comm, zccl_op_t* op, zcclResult_t* res) {
   /* A blocking host call with nothing queued before it runs on the
    * caller's thread: no hand-off to the progress thread and back (two
    * wake-ups, which cost most of a small message's time on busy cores).
@@ -322,16 +323,20 @@ zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op) {
   int queued = comm->head != NULL;
   int refuse = comm->async_error != zcclSuccess || comm->revoked;
   pthread_mutex_unlock(&comm->lock);
-  if (queued || refuse || atomic_load(&comm->abort)) {
-    ZU_CHECK(zccl_op_submit(comm, op));
-    return zccl_op_wait(comm, op);
-  }
+  if (queued || refuse || atomic_load(&comm->abort)) return 0;
   pthread_mutex_lock(&comm->worker_lock);
   zccl_op_execute(comm, op);
   pthread_mutex_unlock(&comm->worker_lock);
   atomic_store(&op->done, 1);
-  if (op->result != zcclSuccess) return ZU_ERROR(op->result, "%s", op->msg);
-  return zcclSuccess;
+  *res = op->result != zcclSuccess ? ZU_ERROR(op->result, "%s", op->msg) : zcclSuccess;
+  return 1;
+}
+
+zcclResult_t zccl_op_run(zcclComm_t comm, zccl_op_t* op) {
+  zcclResult_t res;
+  if (zccl_op_inline(comm, op, &res)) return res;
+  ZU_CHECK(zccl_op_submit(comm, op));
+  return zccl_op_wait(comm, op);
 }
 
 static zcclResult_t zccl_op_order_try(zcclComm_t comm, zccl_op_t* op, const zcclStream_t* streams, int nstreams,
@@ -396,10 +401,13 @@ zcclResult_t zccl_call_how(zcclComm_t comm, const char* fn, const void* sb, cons
   return zcclSuccess;
 }
 
-zccl_op_t* zccl_op_new(const char* what, int nxfers, int ncolls) {
-  size_t bytes = sizeof(zccl_op_t) + sizeof(zp_xfer_t) * (size_t)nxfers + sizeof(zp_coll_args_t) * (size_t)ncolls;
-  zccl_op_t* op = calloc(1, bytes);
-  if (op == NULL) return NULL;
+static size_t zccl_op_bytes(int nxfers, int ncolls) {
+  return sizeof(zccl_op_t) + sizeof(zp_xfer_t) * (size_t)nxfers + sizeof(zp_coll_args_t) * (size_t)ncolls;
+}
+
+zccl_op_t* zccl_op_init(void* mem, const char* what, int nxfers, int ncolls) {
+  memset(mem, 0, zccl_op_bytes(nxfers, ncolls));
+  zccl_op_t* op = mem;
   op->what = what;
   op->xfers = (zp_xfer_t*)(op + 1);
   op->nxfers = nxfers;
@@ -407,6 +415,11 @@ zccl_op_t* zccl_op_new(const char* what, int nxfers, int ncolls) {
   op->ncolls = ncolls;
   atomic_store(&op->done, 1); /* not queued */
   return op;
+}
+
+zccl_op_t* zccl_op_new(const char* what, int nxfers, int ncolls) {
+  void* mem = malloc(zccl_op_bytes(nxfers, ncolls));
+  return mem ? zccl_op_init(mem, what, nxfers, ncolls) : NULL;
 }
 
 void zccl_op_free(zccl_op_t* op) {
@@ -436,6 +449,20 @@ zcclResult_t zccl_comm_revoke(zcclComm_t comm) {
   pthread_mutex_lock(&comm->worker_lock);
   pthread_mutex_unlock(&comm->worker_lock);
   ZU_RETURN_ERR_IF(!quiet, zcclInternalError, "zcclCommRevoke: the progress thread did not let go of its operations");
+  return zcclSuccess;
+}
+
+zcclResult_t zccl_comm_check_usable(zcclComm_t comm, const char* fn) {
+  pthread_mutex_lock(&comm->lock); /* once: every call asks */
+  int revoked = comm->revoked;
+  zcclResult_t broken = comm->async_error;
+  char why[sizeof comm->async_msg];
+  if (broken != zcclSuccess) memcpy(why, comm->async_msg, sizeof why);
+  pthread_mutex_unlock(&comm->lock);
+  ZU_RETURN_ERR_IF(revoked, zcclInvalidUsage,
+                   "%s: comm was revoked (zcclCommRevoke): only destroy, abort, split and shrink remain", fn);
+  ZU_RETURN_ERR_IF(broken != zcclSuccess, broken, "%s: comm has a pending error from an earlier operation: %.*s", fn,
+                   (int)sizeof why, why);
   return zcclSuccess;
 }
 

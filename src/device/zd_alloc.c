@@ -46,8 +46,10 @@ static zcclResult_t zd_alloc_provide_locked(zd_alloc_t* a, zd_alloc_mem_fn mem, 
 }
 
 zcclResult_t zd_alloc_provide(zd_alloc_t* a, zd_alloc_mem_fn mem, void* ctx) {
+  if (atomic_load(&a->ready)) return zcclSuccess;
   pthread_mutex_lock(&a->lock);
   zcclResult_t res = a->base == NULL ? zd_alloc_provide_locked(a, mem, ctx) : zcclSuccess;
+  if (res == zcclSuccess) atomic_store(&a->ready, 1);
   pthread_mutex_unlock(&a->lock);
   return res;
 }

@@ -12,6 +12,16 @@
 
 #include "zccl.h"
 
+/* A C11 atomic int in the device structs; the CUDA sources (C++) include
+ * them too and never touch these fields: same size and alignment. */
+#ifdef __cplusplus
+#include <atomic>
+typedef std::atomic<int> zd_atomic_int;
+#else
+#include <stdatomic.h>
+typedef atomic_int zd_atomic_int;
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,7 +36,8 @@ typedef struct {
 /* Segments sorted by offset, free neighbours always merged. */
 typedef struct {
   pthread_mutex_t lock;
-  char* base; /* NULL until zd_alloc_provide */
+  char* base;       /* NULL until zd_alloc_provide */
+  zd_atomic_int ready; /* base is set: zd_alloc_provide returns without the lock */
   size_t size;
   zd_seg_t* segs;
   int nsegs, cap;

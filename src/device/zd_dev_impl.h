@@ -106,6 +106,10 @@ struct zd_dev {
    * each error once), kept for the lane's next zd_event_wait / zd_sync. */
   zcclResult_t late_err[ZD_LANES_MAX];
   char late_msg[ZD_LANES_MAX][256];
+  /* nlate plus the lanes with a late_err, changed under late_lock: every
+   * sync reads it without the lock and skips both lists when it is 0
+   * (small calls sync several times each). */
+  zd_atomic_int late_pending;
   /* Host compute: the pool starts at the first split operation. run_lock
    * serialises zd_pool_run (one job per pool). */
   pthread_mutex_t run_lock;

@@ -31,6 +31,7 @@ static void zd_late_wait(zd_dev_t* dev, zd_event_t ev) {
   pthread_mutex_lock(&dev->late_lock);
   if (r != zcclSuccess && dev->late_err[l] == zcclSuccess) {
     dev->late_err[l] = r;
+    atomic_fetch_add(&dev->late_pending, 1);
     snprintf(dev->late_msg[l], sizeof dev->late_msg[l], "%s", zu_error_last());
   }
   pthread_mutex_unlock(&dev->late_lock);
@@ -40,6 +41,7 @@ static void zd_late_wait(zd_dev_t* dev, zd_event_t ev) {
  * oldest, the oldest when none has. 0 when the list is empty or none
  * qualifies. */
 static int zd_late_take(zd_dev_t* dev, int oldest, void** buf, zd_event_t* ev) {
+  if (atomic_load(&dev->late_pending) == 0) return 0;
   pthread_mutex_lock(&dev->late_lock);
   int i = 0;
   while (i < dev->nlate && !zd_event_done(dev, dev->late[i].ev)) i++;
@@ -50,6 +52,7 @@ static int zd_late_take(zd_dev_t* dev, int oldest, void** buf, zd_event_t* ev) {
     *ev = dev->late[i].ev;
     memmove(&dev->late[i], &dev->late[i + 1], (size_t)(dev->nlate - i - 1) * sizeof dev->late[0]);
     dev->nlate--;
+    atomic_fetch_sub(&dev->late_pending, 1);
   }
   pthread_mutex_unlock(&dev->late_lock);
   return found;
@@ -68,10 +71,12 @@ int zd_stage_reclaim(zd_dev_t* dev, int wait) {
 }
 
 zcclResult_t zd_late_err_take(zd_dev_t* dev, int l, zcclResult_t res) {
+  if (atomic_load(&dev->late_pending) == 0) return res;
   pthread_mutex_lock(&dev->late_lock);
   zcclResult_t e = dev->late_err[l];
   char msg[sizeof dev->late_msg[0]];
   memcpy(msg, dev->late_msg[l], sizeof msg);
+  if (e != zcclSuccess) atomic_fetch_sub(&dev->late_pending, 1);
   dev->late_err[l] = zcclSuccess;
   pthread_mutex_unlock(&dev->late_lock);
   return e != zcclSuccess ? ZU_ERROR(e, "%s", msg) : res;
@@ -79,6 +84,7 @@ zcclResult_t zd_late_err_take(zd_dev_t* dev, int l, zcclResult_t res) {
 
 void zd_stage_drop_late(zd_dev_t* dev) {
   for (int i = 0; i < dev->nlate; i++) zd_stage_put(dev, dev->late[i].buf);
+  atomic_fetch_sub(&dev->late_pending, dev->nlate);
   dev->nlate = 0;
 }
 
@@ -94,6 +100,7 @@ void zd_stage_put_after(zd_dev_t* dev, void* buf, zd_event_t ev) {
       dev->late[dev->nlate].buf = buf;
       dev->late[dev->nlate].ev = ev;
       dev->nlate++;
+      atomic_fetch_add(&dev->late_pending, 1);
       pthread_mutex_unlock(&dev->late_lock);
       return;
     }

@@ -165,6 +165,13 @@ typedef struct zp_algo {
 /* The table (zp_algos.c): zp_algo_count() entries, in the order ties go. */
 size_t zp_algo_count(void);
 const zp_algo_t* zp_algo_at(size_t i);
+
+/* Recursive doubling's descriptor, and whether a call of it is small
+ * enough for its messages to carry the call signature (ctx->sig_framed:
+ * host memory, at most 4 KiB). */
+extern const zp_algo_t zp_algo_rd_allreduce;
+int zp_rd_frames(const zp_coll_args_t* a);
+
 /* The algorithm a call runs: the first that `rules` name for its
  * collective and size and that fits its codec (and, uncompressed, can run
  * it); else the cheapest by its cost, leaving out those forced_only for the

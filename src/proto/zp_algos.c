@@ -77,6 +77,18 @@ const zp_algo_t* zp_algo_ruled_for(const zp_coll_args_t* a, const zp_algo_rules_
   return zp_algo_ruled(NULL, a, rules, 0);
 }
 
+/* Whether m holds the choice for this call (zp_choice_memo_t). */
+static int zp_memo_holds(const zp_choice_memo_t* m, const zp_ctx_t* ctx, const zp_coll_args_t* a,
+                         const zp_algo_rules_t* rules, size_t room) {
+  const zp_coll_args_t* b = &m->a;
+  const zcclCompression_t *c = &a->compression, *d = &b->compression;
+  return m->valid && m->dev == ctx->dev && m->rules == rules && m->room == room && a->coll == b->coll &&
+         a->count == b->count && a->datatype == b->datatype && a->op == b->op && a->root == b->root &&
+         a->rank == b->rank && a->nranks == b->nranks && a->premul == b->premul && c->codec == d->codec &&
+         c->mode == d->mode && c->eb == d->eb && c->hasFill == d->hasFill && c->fillValue == d->fillValue &&
+         c->minBytes == d->minBytes && memcmp(&m->link, ctx->link, sizeof m->link) == 0;
+}
+
 const zp_algo_t* zp_algo_select(const zp_ctx_t* ctx, const zp_coll_args_t* a, const zp_algo_rules_t* rules,
                                 double* t, int* by_rule) {
   int codec = a->compression.codec;
@@ -85,19 +97,29 @@ const zp_algo_t* zp_algo_select(const zp_ctx_t* ctx, const zp_coll_args_t* a, co
   unsigned caps = ci ? ci->caps : 0;
   if (codec != zcclCodecNone && (caps == 0 || !zd_codec_runs(ctx->dev, ci))) return NULL;
   size_t room = codec == zcclCodecNone ? zd_buf_largest(ctx->dev) : 0;
+  zp_choice_memo_t* memo = codec == zcclCodecNone && ctx->link ? ctx->memo : NULL;
+  if (memo && zp_memo_holds(memo, ctx, a, rules, room)) {
+    if (by_rule) *by_rule = memo->by_rule;
+    *t = memo->t;
+    return memo->algo;
+  }
   const zp_algo_t* best = zp_algo_ruled(ctx, a, rules, room);
+  int ruled = best != NULL;
   if (best) {
-    if (by_rule) *by_rule = 1;
     *t = best->cost(ctx, a);
-    return best;
+  } else {
+    for (size_t k = 0; k < ZP_NUM_ALGOS; k++) {
+      const zp_algo_t* al = zp_algo_table[k];
+      if (!zp_algo_fits(al, a->coll, codec) || (al->forced_only & caps)) continue;
+      if (codec == zcclCodecNone && al->usable && !al->usable(ctx, a, room)) continue;
+      double ti = al->cost(ctx, a);
+      if (best == NULL || ti < *t) best = al, *t = ti;
+    }
   }
-  for (size_t k = 0; k < ZP_NUM_ALGOS; k++) {
-    const zp_algo_t* al = zp_algo_table[k];
-    if (!zp_algo_fits(al, a->coll, codec) || (al->forced_only & caps)) continue;
-    if (codec == zcclCodecNone && al->usable && !al->usable(ctx, a, room)) continue;
-    double ti = al->cost(ctx, a);
-    if (best == NULL || ti < *t) best = al, *t = ti;
-  }
+  if (by_rule) *by_rule = ruled;
+  if (memo && best)
+    *memo = (zp_choice_memo_t){.valid = 1, .a = *a, .link = *ctx->link, .dev = ctx->dev, .rules = rules,
+                               .room = room, .algo = best, .t = *t, .by_rule = ruled};
   return best;
 }
 

@@ -79,6 +79,25 @@ static int zp_wants_compression(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
          a->count * zu_dtype_size(a->datatype) >= c->minBytes && !(zp_coll_reduces(a->coll) && a->op == zcclProd);
 }
 
+/* The uncompressed algorithm for a call (t: its modelled time; ruled: set
+ * by ZCCL_ALGO), and its run. */
+static const zp_algo_t* zp_plain_choice(const zp_ctx_t* ctx, const zp_coll_args_t* a, double* t, int* ruled) {
+  zp_coll_args_t plain = *a;
+  plain.compression.codec = zcclCodecNone;
+  return zp_algo_select(ctx, &plain, ctx->rules, t, ruled);
+}
+
+static zcclResult_t zp_plain_run(const zp_ctx_t* ctx, const zp_coll_args_t* a, const zp_algo_t* algo, double t,
+                                 int ruled) {
+  const char* fn = zp_coll_name(a->coll);
+  ZU_RETURN_ERR_IF(algo == NULL, zcclInternalError, "%s: no algorithm", fn);
+  if (ZU_LOG_ENABLED(ZU_LOG_INFO, ZU_LOG_TUNING))
+    ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: %s%s (model %.1f us; link %.1f us, %.4g GB/s)",
+            fn, a->count, zu_dtype_name(a->datatype), ctx->nranks, algo->name, ruled ? " (ZCCL_ALGO)" : "", t * 1e6,
+            ctx->link ? ctx->link->alpha * 1e6 : 0, ctx->link ? ctx->link->bandwidth / 1e9 : 0);
+  return algo->run(ctx, a);
+}
+
 static zcclResult_t zp_coll_dispatch(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const char* fn = zp_coll_name(a->coll);
   const zcclCompression_t* c = &a->compression;
@@ -131,16 +150,9 @@ static zcclResult_t zp_coll_dispatch(const zp_ctx_t* ctx, const zp_coll_args_t* 
               "zccl %d.%d.%d: its data goes uncompressed (exact)",
               fn, c->codec, ZCCL_MAJOR, ZCCL_MINOR, ZCCL_PATCH);
   }
-  zp_coll_args_t plain = *a;
-  plain.compression.codec = zcclCodecNone;
   double t = 0;
-  const zp_algo_t* algo = zp_algo_select(ctx, &plain, ctx->rules, &t, &ruled);
-  ZU_RETURN_ERR_IF(algo == NULL, zcclInternalError, "%s: no algorithm", fn);
-  if (ZU_LOG_ENABLED(ZU_LOG_INFO, ZU_LOG_TUNING))
-    ZU_INFO(ZU_LOG_TUNING, "%s count %zu %s, %d ranks: %s%s (model %.1f us; link %.1f us, %.4g GB/s)",
-            fn, a->count, zu_dtype_name(a->datatype), ctx->nranks, algo->name, ruled ? " (ZCCL_ALGO)" : "", t * 1e6,
-            ctx->link ? ctx->link->alpha * 1e6 : 0, ctx->link ? ctx->link->bandwidth / 1e9 : 0);
-  return algo->run(ctx, a);
+  const zp_algo_t* algo = zp_plain_choice(ctx, a, &t, &ruled);
+  return zp_plain_run(ctx, a, algo, t, ruled);
 }
 
 /* The ring reduce-scatter and pairwise alltoall are each the only one of
@@ -228,8 +240,24 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   /* A pre-multiplied sum is an op of its own: a plain sum beside it differs. */
   if (zp_coll_reduces(a->coll)) mine.op = a->premul ? (uint32_t)zcclNumOps : (uint32_t)a->op;
   mine.root = zp_coll_rooted(a->coll) ? a->root : -1;
-  zp_xfer_t x[2];
   zp_ctx_t g = *ctx;
+  /* A small uncompressed allreduce on host memory that the model gives to
+   * recursive doubling carries the signature in its own messages: one
+   * message pair fewer, most of such a call's time. The choice depends on
+   * the signature's fields and the communicator's model only, so ranks
+   * whose calls agree make it alike; a rank whose call differs sends
+   * messages its peers reject (zp_rd.c). */
+  if (a->coll == ZP_COLL_ALLREDUCE && !a->premul && !zp_wants_compression(ctx, a) && zp_rd_frames(a) &&
+      zd_dev_kind(ctx->dev) == ZD_HOST) {
+    double t = 0;
+    int ruled = 0;
+    const zp_algo_t* algo = zp_plain_choice(ctx, a, &t, &ruled);
+    if (algo == &zp_algo_rd_allreduce) {
+      g.sig_framed = &mine;
+      return zp_plain_run(&g, a, algo, t, ruled);
+    }
+  }
+  zp_xfer_t x[2];
   g.sig_mine = &mine;
   g.sig_left = &left;
   g.sig_rx = &x[1].req;

@@ -125,6 +125,22 @@ typedef struct {
   uint64_t min_bytes;
 } zp_sig_t;
 
+/* A communicator's last uncompressed choice of algorithm (zp_algo_select):
+ * a small call's selection costs about as much as its exchange, and calls
+ * repeat. It holds while everything the choice reads is unchanged: the
+ * call's fields, the link model, the device, the rules and the pool's
+ * free room. Used under the communicator's worker lock. */
+typedef struct {
+  int valid;
+  zp_coll_args_t a; /* buffers, stream and sequence not compared */
+  zp_link_t link;
+  const void *dev, *rules;
+  size_t room;
+  const struct zp_algo* algo;
+  double t;
+  int by_rule;
+} zp_choice_memo_t;
+
 /* ZCCL_ALGO as rules, parsed once when a communicator is created:
  * `[coll:]name[@lo-hi][,name[@lo-hi]]...[;...]` (docs/collectives.md).
  * An entry names an algorithm for one collective (coll, -1: every
@@ -175,6 +191,11 @@ typedef struct {
   const zp_sig_t* sig_mine;
   const zp_sig_t* sig_left;
   const zt_req_t* sig_rx;
+  /* Instead: a small allreduce's recursive doubling carries this rank's
+   * signature in front of each of its messages and checks each peer's
+   * (zp_rd.c), without messages of its own. NULL otherwise. */
+  const zp_sig_t* sig_framed;
+  zp_choice_memo_t* memo; /* the communicator's (NULL: none) */
 } zp_ctx_t;
 
 /* One message: a send or a receive of bytes with a peer. */
@@ -226,6 +247,11 @@ void zp_recv_at(const zp_ctx_t* ctx, zp_xfer_t* x, int peer, uint32_t sub, void*
 /* Send to dst and receive from src together (either may be -1: none). */
 zcclResult_t zp_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const void* sbuf, size_t sbytes, int src,
                          void* rbuf, size_t rbytes, uint32_t sub);
+
+/* Fills why and returns 1 when peer's signature l differs from this
+ * rank's m. */
+int zp_sig_differs(const zp_sig_t* m, const zp_sig_t* l, int rank, int peer, const char* what, char* why,
+                   size_t len);
 
 /* Posts the call signature's messages (x[0] to the right neighbour, x[1]
  * from the left into *left). */

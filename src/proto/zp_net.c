@@ -236,9 +236,8 @@ void zp_notice_close(zt_worker_t* w, zp_notice_t* n) {
   memset(n, 0, sizeof *n);
 }
 
-/* Fills why and returns 1 when the left neighbour's call differs. */
-static int zp_sig_differs(const zp_ctx_t* ctx, const char* what, char* why, size_t len) {
-  const zp_sig_t *m = ctx->sig_mine, *l = ctx->sig_left;
+int zp_sig_differs(const zp_sig_t* m, const zp_sig_t* l, int rank, int peer, const char* what, char* why,
+                   size_t len) {
   const char* field = m->coll != l->coll       ? "collective"
                       : m->count != l->count   ? "count"
                       : m->dtype != l->dtype   ? "datatype"
@@ -248,12 +247,11 @@ static int zp_sig_differs(const zp_ctx_t* ctx, const char* what, char* why, size
                           ? "compression setting"
                           : NULL;
   if (field == NULL) return 0;
-  int left = (ctx->rank + ctx->nranks - 1) % ctx->nranks;
   snprintf(why, len,
            "%s: the call's %s differs across ranks: rank %d called %s count %llu datatype %u op %u root %d "
            "(codec %d eb %g), rank %d %s count %llu datatype %u op %u root %d (codec %d eb %g)",
-           what, field, ctx->rank, zp_coll_name((zp_coll_id_t)m->coll), (unsigned long long)m->count, m->dtype, m->op,
-           m->root, m->codec, m->eb, left, zp_coll_name((zp_coll_id_t)l->coll), (unsigned long long)l->count,
+           what, field, rank, zp_coll_name((zp_coll_id_t)m->coll), (unsigned long long)m->count, m->dtype, m->op,
+           m->root, m->codec, m->eb, peer, zp_coll_name((zp_coll_id_t)l->coll), (unsigned long long)l->count,
            l->dtype, l->op, l->root, l->codec, l->eb);
   return 1;
 }
@@ -292,12 +290,45 @@ static int zp_noticed(const zp_ctx_t* ctx, const char* what, char* why, size_t l
   return 1;
 }
 
+/* A framed call (ctx->sig_framed, zp_rd.c) sends no signature of its
+ * own; one from the left neighbour means that rank's call went another
+ * way (a different count, collective or setting; buffers elsewhere; or
+ * ZCCL_ALGO), and both would wait for messages that never come. The wait
+ * looks for it once it stalls this long. */
+#define ZP_FRAMED_PROBE_SECONDS 0.01
+
+static zcclResult_t zp_framed_left(const zp_ctx_t* ctx, const char* what, char* why, size_t len) {
+  int left = (ctx->rank + ctx->nranks - 1) % ctx->nranks;
+  uint64_t tag = zp_sig_tag(left, ctx->seq);
+  if (!zt_probe(ctx->w, tag, ZT_TAG_MASK_ALL)) return zcclSuccess;
+  zp_sig_t theirs;
+  memset(&theirs, 0, sizeof theirs);
+  zt_req_t r;
+  int got = zt_irecv(ctx->w, left, tag, ZT_TAG_MASK_ALL, &theirs, sizeof theirs, NULL, &r) == zcclSuccess;
+  /* It is in already: a few polls. */
+  for (double until = zu_now() + 1; got && !r.done && zu_now() < until;) zt_progress(ctx->w);
+  if (got && !r.done) {
+    zt_cancel(ctx->w, &r);
+    for (double until = zu_now() + 1; !r.done && zu_now() < until;) zt_progress(ctx->w);
+    if (!r.done) zt_abandon(ctx->w, &r);
+  }
+  if (!(got && r.done && r.status == 0 && zp_sig_differs(ctx->sig_framed, &theirs, ctx->rank, left, what, why, len)))
+    snprintf(why, len,
+             "%s: rank %d's call went another way than rank %d's, with the same arguments: are the buffers of one "
+             "kind (host or device) on every rank, and ZCCL_ALGO the same?",
+             what, left, ctx->rank);
+  return zcclInvalidUsage;
+}
+
 /* zcclInvalidUsage (why says so) once the left neighbour's call signature
  * is in and differs. */
 static zcclResult_t zp_sig_guard(const zp_ctx_t* ctx, const char* what, int* sig_done, char* why, size_t len) {
   if (!ctx->sig_rx || *sig_done || !ctx->sig_rx->done) return zcclSuccess;
   *sig_done = 1;
-  return ctx->sig_rx->status == 0 && zp_sig_differs(ctx, what, why, len) ? zcclInvalidUsage : zcclSuccess;
+  int left = (ctx->rank + ctx->nranks - 1) % ctx->nranks;
+  return ctx->sig_rx->status == 0 && zp_sig_differs(ctx->sig_mine, ctx->sig_left, ctx->rank, left, what, why, len)
+             ? zcclInvalidUsage
+             : zcclSuccess;
 }
 
 zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
@@ -378,6 +409,8 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
         now - (last_progress > noticed_at ? last_progress : noticed_at) > ZP_NOTICE_PATIENCE_SECONDS &&
         zp_noticed(ctx, what, why, sizeof why))
       fatal = zcclRemoteError;
+    if (fatal == zcclSuccess && ctx->sig_framed && now - last_progress > ZP_FRAMED_PROBE_SECONDS)
+      fatal = zp_framed_left(ctx, what, why, sizeof why);
     if (fatal == zcclSuccess && now - last_progress > patience) {
       const zp_xfer_t* p = NULL;
       for (int i = 0; i < n && !p; i++)

@@ -3,54 +3,170 @@
  * even ones hand their data to the odd neighbour and wait for the result
  * (MPICH's scheme). Both partners of an exchange combine the same two
  * operands (lower rank's first), so every rank ends bit-identical. */
+#include <stdio.h>
+#include <string.h>
+
 #include "zp_algo.h"
+
+/* Temporaries up to this size live on the caller's stack (host memory):
+ * the pool's bookkeeping would cost as much as the exchange itself. */
+#define ZP_RD_STACK_BYTES 4096
+
+/* A message of a small allreduce whose call signature travels in front of
+ * its data (ctx->sig_framed; zp_coll_run): the check of zp_sig_post
+ * without a message pair of its own, which costs as much as the data's.
+ * The head is 16 bytes so that up to 76 data bytes still go as one of
+ * UCX's short shared-memory messages (92 bytes). A framed call is an
+ * uncompressed allreduce of at most 4 KiB: collective and root are
+ * implied, the count fits 16 bits, and the compression setting goes as a
+ * hash (its eb rounded, for the report). The magic tells a framed message
+ * from a peer's plain one of the same length (a call that differs). */
+#define ZP_RD_FRAME_MAGIC 0x5a52u
+typedef struct {
+  uint16_t magic;
+  uint8_t dtype, op;
+  uint16_t count;
+  int8_t codec;
+  uint8_t mode;
+  float eb;
+  uint32_t setting; /* codec, mode, eb and minBytes, hashed */
+} zp_rd_head_t;
+_Static_assert(sizeof(zp_rd_head_t) == 16, "a frame's head is 16 bytes");
+
+typedef struct {
+  zp_rd_head_t head;
+  uint8_t data[ZP_RD_STACK_BYTES];
+} zp_rd_frame_t;
+
+typedef struct {
+  const zp_sig_t* sig; /* NULL: plain messages */
+  zp_rd_frame_t out, in;
+} zp_rd_io_t;
+
+int zp_rd_frames(const zp_coll_args_t* a) { return a->count * zu_dtype_size(a->datatype) <= ZP_RD_STACK_BYTES; }
+
+static uint64_t zp_rd_mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  return h * 0xbf58476d1ce4e5b9ull;
+}
+
+static zp_rd_head_t zp_rd_head(const zp_sig_t* s) {
+  uint64_t eb;
+  memcpy(&eb, &s->eb, sizeof eb);
+  uint64_t h = zp_rd_mix(zp_rd_mix(zp_rd_mix(zp_rd_mix(0, (uint32_t)s->codec), (uint32_t)s->mode), eb), s->min_bytes);
+  return (zp_rd_head_t){.magic = ZP_RD_FRAME_MAGIC, .dtype = (uint8_t)s->dtype, .op = (uint8_t)s->op,
+                        .count = (uint16_t)s->count, .codec = (int8_t)s->codec, .mode = (uint8_t)s->mode,
+                        .eb = (float)s->eb, .setting = (uint32_t)(h ^ (h >> 32))};
+}
+
+/* The head as a signature, for the report (minBytes unknown: 0). */
+static zp_sig_t zp_rd_head_sig(const zp_rd_head_t* h) {
+  return (zp_sig_t){.coll = ZP_COLL_ALLREDUCE, .dtype = h->dtype, .op = h->op, .root = -1, .count = h->count,
+                    .codec = h->codec, .mode = h->mode, .eb = h->eb};
+}
+
+/* zcclInvalidUsage, saying how, unless the frame that came from src has
+ * this call's length and head. */
+static zcclResult_t zp_rd_frame_check(const zp_ctx_t* ctx, const zp_rd_io_t* io, const char* what, int src,
+                                      size_t got, size_t bytes) {
+  size_t want = offsetof(zp_rd_frame_t, data) + bytes;
+  ZU_RETURN_ERR_IF(got != want || io->in.head.magic != ZP_RD_FRAME_MAGIC, zcclInvalidUsage,
+                   "%s: rank %d's message does not belong to this call (%zu bytes, not a %zu-byte framed recursive "
+                   "doubling message): the call differs across ranks (collective, count, datatype, compression, or "
+                   "ZCCL_CHECK_CALLS)",
+                   what, src, got, want);
+  if (memcmp(&io->in.head, &io->out.head, sizeof io->in.head) == 0) return zcclSuccess;
+  char why[400];
+  zp_sig_t mine = zp_rd_head_sig(&io->out.head), theirs = zp_rd_head_sig(&io->in.head);
+  if (!zp_sig_differs(&mine, &theirs, ctx->rank, src, what, why, sizeof why))
+    snprintf(why, sizeof why, "%s: the call's compression setting (eb or minBytes) differs between rank %d and "
+             "rank %d", what, ctx->rank, src);
+  return ZU_ERROR(zcclInvalidUsage, "%s", why);
+}
+
+/* One exchange: bytes from sbuf to dst and as many from src into rbuf
+ * (dst, src < 0: none). Framed, each goes through io's frames, and what
+ * comes in is checked. */
+static zcclResult_t zp_rd_xchg(const zp_ctx_t* ctx, zp_rd_io_t* io, const char* what, int dst, const void* sbuf,
+                               int src, void* rbuf, size_t bytes, uint32_t sub) {
+  if (io == NULL || io->sig == NULL)
+    return zp_sendrecv(ctx, what, dst, sbuf, dst >= 0 ? bytes : 0, src, rbuf, src >= 0 ? bytes : 0, sub);
+  zp_xfer_t x[2];
+  int n = 0;
+  if (dst >= 0) {
+    memcpy(io->out.data, sbuf, bytes);
+    zp_send_at(ctx, &x[n++], dst, sub, &io->out, offsetof(zp_rd_frame_t, data) + bytes);
+  }
+  zp_xfer_t* rx = NULL;
+  if (src >= 0) {
+    rx = &x[n++];
+    zp_recv_at(ctx, rx, src, sub, &io->in, sizeof io->in);
+    rx->var = 1; /* a peer whose call differs may send any length */
+  }
+  ZU_CHECK(zp_xfers_run(ctx, what, x, n));
+  if (rx == NULL) return zcclSuccess;
+  ZU_CHECK(zp_rd_frame_check(ctx, io, what, src, rx->req.length, bytes));
+  if (rbuf != io->in.data) memcpy(rbuf, io->in.data, bytes);
+  return zcclSuccess;
+}
 
 /* Non-power-of-two rank counts (MPICH's scheme): of the first 2*rem ranks
  * (rem = N - p), the even ones hand their input `in` to the odd neighbour
  * and wait; the odd ones add it to theirs, into buf (in may be buf).
  * Returns the rank among the p that go on, or -1. */
-static zcclResult_t zp_fold_in(const zp_ctx_t* ctx, const zp_coll_args_t* a, const uint8_t* in, uint8_t* buf,
-                               void* tmp, int p, uint32_t sub, const char* what, int* newr) {
+static zcclResult_t zp_fold_in(const zp_ctx_t* ctx, zp_rd_io_t* io, const zp_coll_args_t* a, const uint8_t* in,
+                               uint8_t* buf, void* tmp, int p, uint32_t sub, const char* what, int* newr) {
   int r = ctx->rank, rem = ctx->nranks - p;
   size_t n = a->count, bytes = n * zu_dtype_size(a->datatype);
   *newr = zp_rd_vrank(r, rem);
   if (r >= 2 * rem) return zcclSuccess;
-  if (r % 2 == 0) return zp_sendrecv(ctx, what, r + 1, in, bytes, -1, NULL, 0, sub);
-  ZU_CHECK(zp_sendrecv(ctx, what, -1, NULL, 0, r - 1, tmp, bytes, sub));
+  if (r % 2 == 0) return zp_rd_xchg(ctx, io, what, r + 1, in, -1, NULL, bytes, sub);
+  ZU_CHECK(zp_rd_xchg(ctx, io, what, -1, NULL, r - 1, tmp, bytes, sub));
   ZU_CHECK(zd_reduce(ctx->dev, buf, tmp, in, n, a->datatype, zp_reduce_op(a->op)));
   return zd_sync(ctx->dev);
 }
 
 /* The result back to the ranks that handed over. */
-static zcclResult_t zp_fold_out(const zp_ctx_t* ctx, uint8_t* buf, size_t bytes, int p, uint32_t sub,
-                                const char* what) {
+static zcclResult_t zp_fold_out(const zp_ctx_t* ctx, zp_rd_io_t* io, uint8_t* buf, size_t bytes, int p,
+                                uint32_t sub, const char* what) {
   int r = ctx->rank, rem = ctx->nranks - p;
   if (r >= 2 * rem) return zcclSuccess;
-  if (r % 2 == 0) return zp_sendrecv(ctx, what, -1, NULL, 0, r + 1, buf, bytes, sub);
-  return zp_sendrecv(ctx, what, r - 1, buf, bytes, -1, NULL, 0, sub);
+  if (r % 2 == 0) return zp_rd_xchg(ctx, io, what, -1, NULL, r + 1, buf, bytes, sub);
+  return zp_rd_xchg(ctx, io, what, r - 1, buf, -1, NULL, bytes, sub);
 }
 
-static zcclResult_t zp_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  return zp_rd_allreduce_sub(ctx, a, zp_sub(ZP_TAG_ALGO, 0, 0));
-}
-
-zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0) {
+static zcclResult_t zp_rd_run(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0, const zp_sig_t* sig) {
   int N = ctx->nranks, r = ctx->rank;
   size_t es = zu_dtype_size(a->datatype), n = a->count, bytes = n * es;
   uint8_t* buf = a->recvbuff;
   zcclRedOp_t op = zp_reduce_op(a->op);
   if (a->sendbuff != a->recvbuff) ZU_CHECK(zd_copy(ctx->dev, buf, a->sendbuff, bytes));
   ZU_CHECK(zd_sync(ctx->dev));
-  void* tmp = NULL;
+  /* A small call on host memory keeps its messages' room on the stack:
+   * the receive frame is the temporary. */
+  zp_rd_io_t local;
+  int on_stack = bytes <= sizeof local.in.data && zd_dev_kind(ctx->dev) == ZD_HOST;
+  /* Framed messages need both (zp_coll_run asks only then). */
+  ZU_RETURN_ERR_IF(sig != NULL && !on_stack, zcclInternalError,
+                   "recursive doubling: a framed call of %zu bytes, not on host memory or over %d bytes", bytes,
+                   ZP_RD_STACK_BYTES);
+  zp_rd_io_t* io = on_stack ? &local : NULL;
+  if (io) {
+    io->sig = sig;
+    if (sig) io->out.head = zp_rd_head(sig);
+  }
+  void* tmp = on_stack ? local.in.data : NULL;
   zcclResult_t res;
-  ZU_CHECK(zp_tmp_get(ctx, bytes, &tmp));
+  if (!on_stack) ZU_CHECK(zp_tmp_get(ctx, bytes, &tmp));
   int p = zp_pow2_below(N), rem = N - p, newr;
-  ZU_CHECK_GOTO(zp_fold_in(ctx, a, buf, buf, tmp, p, zp_sub_step(sub0, 0), "recursive doubling", &newr), res, out);
+  ZU_CHECK_GOTO(zp_fold_in(ctx, io, a, buf, buf, tmp, p, zp_sub_step(sub0, 0), "recursive doubling", &newr), res,
+                out);
   if (newr >= 0) {
     uint32_t step = 1;
     for (int mask = 1; mask < p; mask <<= 1, step++) {
       int peer = zp_rd_rank(newr ^ mask, rem);
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "recursive doubling", peer, buf, bytes, peer, tmp, bytes, zp_sub_step(sub0, step)),
+      ZU_CHECK_GOTO(zp_rd_xchg(ctx, io, "recursive doubling", peer, buf, peer, tmp, bytes, zp_sub_step(sub0, step)),
                     res, out);
       if (peer < r)
         ZU_CHECK_GOTO(zd_reduce(ctx->dev, buf, tmp, buf, n, a->datatype, op), res, out);
@@ -59,12 +175,21 @@ zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, u
       ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
     }
   }
-  ZU_CHECK_GOTO(zp_fold_out(ctx, buf, bytes, p, zp_sub_step(sub0, ZP_TAG_STEP_LAST), "recursive doubling"), res, out);
+  ZU_CHECK_GOTO(zp_fold_out(ctx, io, buf, bytes, p, zp_sub_step(sub0, ZP_TAG_STEP_LAST), "recursive doubling"),
+                res, out);
   if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, buf, n, a->datatype, N), res, out);
   res = zd_sync(ctx->dev);
 out:
-  zp_tmp_put(ctx, tmp);
+  if (!on_stack) zp_tmp_put(ctx, tmp);
   return res;
+}
+
+static zcclResult_t zp_rd_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  return zp_rd_run(ctx, a, zp_sub(ZP_TAG_ALGO, 0, 0), ctx->sig_framed);
+}
+
+zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0) {
+  return zp_rd_run(ctx, a, sub0, NULL);
 }
 
 /* Rabenseifner's allreduce for medium and large messages on few links:
@@ -84,7 +209,7 @@ static zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll
   void* tmp = NULL;
   zcclResult_t res;
   ZU_CHECK(zp_tmp_get(ctx, (r < 2 * rem ? bytes : (bytes + 1) / 2 + es * (size_t)p), &tmp));
-  ZU_CHECK_GOTO(zp_fold_in(ctx, a, cur, buf, tmp, p, zp_sub(ZP_TAG_ALGO, 0, 0), "rabenseifner", &newr), res, out);
+  ZU_CHECK_GOTO(zp_fold_in(ctx, NULL, a, cur, buf, tmp, p, zp_sub(ZP_TAG_ALGO, 0, 0), "rabenseifner", &newr), res, out);
   if (r < 2 * rem) cur = buf; /* the folding rank's sum (or, sitting out, the result to come) */
   if (newr >= 0) {
     int blo = 0, bhi = p; /* blocks this rank still reduces: [blo, bhi) of p */
@@ -121,7 +246,7 @@ static zcclResult_t zp_rabenseifner_allreduce(const zp_ctx_t* ctx, const zp_coll
                     res, out);
     }
   }
-  ZU_CHECK_GOTO(zp_fold_out(ctx, buf, bytes, p, zp_sub(ZP_TAG_ALGO, ZP_TAG_STEP_LAST, 0), "rabenseifner"), res, out);
+  ZU_CHECK_GOTO(zp_fold_out(ctx, NULL, buf, bytes, p, zp_sub(ZP_TAG_ALGO, ZP_TAG_STEP_LAST, 0), "rabenseifner"), res, out);
   res = zd_sync(ctx->dev);
 out:
   zp_tmp_put(ctx, tmp);

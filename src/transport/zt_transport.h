@@ -105,6 +105,9 @@ zcclResult_t zt_isend(zt_worker_t* w, int peer, uint64_t tag, const void* buf, s
                       zt_req_t* req);
 zcclResult_t zt_irecv(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, void* buf, size_t len,
                       void* memh, zt_req_t* req);
+/* 1 when a message matching tag under mask has arrived that no receive
+ * has taken yet (it stays for one). */
+int zt_probe(zt_worker_t* w, uint64_t tag, uint64_t mask);
 /* Cancels an in-flight request; it completes (done=1) after progress. */
 void zt_cancel(zt_worker_t* w, zt_req_t* req);
 /* Forgets that peer failed and drops its endpoint (a later message makes a

@@ -467,6 +467,11 @@ zcclResult_t zt_irecv(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, voi
   return zt_req_started(req, ucp_tag_recv_nbx(w->worker, buf, len, tag, mask, &p), "receive from");
 }
 
+int zt_probe(zt_worker_t* w, uint64_t tag, uint64_t mask) {
+  ucp_tag_recv_info_t info;
+  return ucp_tag_probe_nb(w->worker, tag, mask, 0, &info) != NULL;
+}
+
 /* Closes peer's endpoint by force: every request on it completes with an
  * error. The close request is kept for the teardown to wait for (one per
  * peer; a later one is handed back to UCX, which completes it alone). */

@@ -41,9 +41,10 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "Seconds an operation may wait for a peer before it fails with zcclRemoteError and "  \
     "the communicator reports the error (zcclCommGetAsyncError); also bounds destroy.")  \
   X(CHECK_CALLS, INT, "1",                                                                \
-    "1: each collective also sends its call (collective, count, datatype, op, root, "     \
-    "compression) to its ring neighbour, so a call that differs across ranks fails at "   \
-    "once on every rank instead of after ZCCL_TIMEOUT; 0: not sent.")                     \
+    "1: each collective also checks its call (collective, count, datatype, op, root, "    \
+    "compression) across ranks, so a call that differs fails at once on every rank "      \
+    "instead of after ZCCL_TIMEOUT: sent to the ring neighbour, or, in a small "          \
+    "uncompressed allreduce on host memory, in front of its own messages; 0: none.")       \
   X(UCX_ERR_MODE, STR, "none",                                                           \
     "UCX endpoint error handling: none (shared memory usable; a dead peer is found by "   \
     "ZCCL_TIMEOUT, at once over TCP) or peer (UCX reports a dead peer at once, but UCX "  \

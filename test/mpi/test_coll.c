@@ -448,28 +448,49 @@ int main(int argc, char** argv) {
    * all; nothing is written past a buffer; the communicator is broken
    * (the next call fails at once). A rank whose own messages all matched
    * (a broadcast from the root it named) may return before the word
-   * reaches it; its next call fails. */
+   * reaches it; its next call fails. Cases 3-5 are small allreduces whose
+   * recursive doubling carries the signature in its own messages (zp_rd.c):
+   * counts that differ (both small), an op that differs (same length), and
+   * one rank's call too large to be framed while the others' are. In case
+   * 6 the calls agree but rank 0's ZCCL_ALGO sends its call another way:
+   * the framed ranks find its signature message once they stall. Only
+   * host memory frames: on the sim device every rank sends its signature
+   * apart, and ranks whose ZCCL_ALGO differs while their calls agree wait
+   * for ZCCL_TIMEOUT there (not tested). Nor where the test's own
+   * ZCCL_ALGO already chooses for every rank. */
   if (nranks > 1) {
     setenv("ZCCL_TIMEOUT", "30", 1);
-    for (int kase = 0; kase < 3; kase++) {
+    const char* dev = getenv("ZCCL_DEVICE");
+    int framed = (dev == NULL || strcmp(dev, "sim") != 0) && getenv("ZCCL_ALGO") == NULL;
+    for (int kase = 0; kase < (framed ? 7 : 6); kase++) {
       zcclComm_t c2 = NULL;
       if (rank == 0) zcclGetUniqueId(&id);
       MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+      if (kase == 6 && rank == 0) setenv("ZCCL_ALGO", "allreduce:ring", 1);
       CHECK_RES(zcclCommInitRank(&c2, nranks, id, rank), zcclSuccess);
-      size_t n = kase == 0 ? (rank == 0 ? 5000 : 4000) : kase == 1 ? (rank == 0 ? (1u << 20) : 16) : 3000;
+      if (kase == 6) unsetenv("ZCCL_ALGO");
+      size_t n = kase == 0   ? (rank == 0 ? 5000 : 4000)
+                 : kase == 1 ? (rank == 0 ? (1u << 20) : 16)
+                 : kase == 3 ? (rank == 0 ? 5 : 7)
+                 : kase == 4 ? 7
+                 : kase == 6 ? 16
+                 : kase == 5 ? (rank == 0 ? 3000 : 16)
+                             : 3000;
       float* x = calloc(n + 64, sizeof(float));
       float* y = calloc(n + 64, sizeof(float));
       y[n] = 123.0f;
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
-      zcclResult_t res = kase < 2 ? zcclAllReduce(x, y, n, zcclFloat32, zcclSum, c2, NULL)
-                                  : zcclBroadcast(x, y, n, zcclFloat32, rank == 0 ? 0 : 1, c2, NULL);
+      zcclRedOp_t op = kase == 4 && rank == 0 ? zcclMax : zcclSum;
+      zcclResult_t res = kase != 2 ? zcclAllReduce(x, y, n, zcclFloat32, op, c2, NULL)
+                                   : zcclBroadcast(x, y, n, zcclFloat32, rank == 0 ? 0 : 1, c2, NULL);
       double took = MPI_Wtime() - t0;
       printf("mismatch case %d: rank %d returned %s after %.2f s: %s\n", kase, rank, zcclGetErrorString(res), took,
                zcclGetLastError(c2));
       CHECK(res == zcclInvalidUsage || res == zcclRemoteError || (kase == 2 && res == zcclSuccess));
       CHECK(took < 5.0);
       CHECK(y[n] == 123.0f); /* nothing written past the buffer */
+      if (kase == 4 && res == zcclInvalidUsage) CHECK(strstr(zcclGetLastError(c2), "reduction op") != NULL);
       int bad = res == zcclInvalidUsage, anybad = 0;
       MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
       CHECK(anybad > 0); /* someone saw the difference itself */
