@@ -51,14 +51,36 @@ static int zt_ctx_refs;
 static int zt_ctx_wakeup; /* the context has UCP_FEATURE_WAKEUP */
 static int64_t zt_tcp_eager; /* ZCCL_TCP_EAGER_BYTES, read with the context */
 
+/* UCX's TCP segments from ZCCL_TCP_SEG_BYTES, where the user set neither.
+ * A 64 KiB message went in 8 segments of 8 KiB, each a send of its own,
+ * which the kernel's TCP path prices per call: docs/measurements/collectives.md
+ * ("UCX's TCP segments"). */
+static ucs_status_t zt_tcp_segments(ucp_config_t* config, int64_t seg) {
+  if (seg <= 0 || getenv("UCX_TCP_TX_SEG_SIZE") != NULL || getenv("UCX_TCP_RX_SEG_SIZE") != NULL) return UCS_OK;
+  char v[32];
+  snprintf(v, sizeof v, "%lld", (long long)seg);
+  ucs_status_t st = ucp_config_modify(config, "TX_SEG_SIZE", v);
+  snprintf(v, sizeof v, "%lld", (long long)seg * 4);
+  if (st == UCS_OK) st = ucp_config_modify(config, "RX_SEG_SIZE", v);
+  return st;
+}
+
 static zcclResult_t zt_ctx_get(ucp_context_h* ctx) {
   zcclResult_t res = zcclSuccess;
   pthread_mutex_lock(&zt_ctx_lock);
   if (zt_ctx_refs == 0) {
     ucp_config_t* config = NULL;
     ucs_status_t st = UCS_ERR_INVALID_PARAM;
+    int64_t seg = 0;
     res = zu_param_int(ZU_PARAM_TCP_EAGER_BYTES, &zt_tcp_eager);
+    if (res == zcclSuccess) res = zu_param_int(ZU_PARAM_TCP_SEG_BYTES, &seg);
     if (res == zcclSuccess) st = ucp_config_read(NULL, NULL, &config);
+    if (res == zcclSuccess && st == UCS_OK) {
+      ucs_status_t seg_st = zt_tcp_segments(config, seg);
+      if (seg_st != UCS_OK) /* an older UCX: its own segments */
+        ZU_WARN("UCX did not take ZCCL_TCP_SEG_BYTES=%lld: %s (set UCX_TCP_TX_SEG_SIZE instead)", (long long)seg,
+                ucs_status_string(seg_st));
+    }
     /* FAST_CMPL sends (zt_send) stay eager up to UCX's threshold for them. */
     if (res == zcclSuccess && st == UCS_OK && zt_tcp_eager > 0 && getenv("UCX_RNDV_SEND_NBR_THRESH") == NULL) {
       char v[32];

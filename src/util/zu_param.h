@@ -54,6 +54,10 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "eagerly (UCX's buffered protocol; zccl sets UCX_RNDV_SEND_NBR_THRESH to match "      \
     "unless it is set) instead of by rendezvous; 0: UCX's own choice. Other transports "  \
     "are left to UCX.")                                                                   \
+  X(TCP_SEG_BYTES, SIZE, "128K",                                                          \
+    "UCX's TCP send segment (UCX_TCP_TX_SEG_SIZE; receive segments 4 times as large, "    \
+    "UCX_TCP_RX_SEG_SIZE) unless those are set: an eager message goes in pieces of this " \
+    "size, each its own system call (UCX's default is 8K); 0: UCX's own.")                \
   X(SPIN_US, INT, "200",                                                                  \
     "Microseconds a rank waiting for messages polls (giving its core away between "       \
     "polls when its machine has more ranks than cores) before it sleeps until UCX "       \
