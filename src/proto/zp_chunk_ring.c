@@ -103,10 +103,14 @@ typedef struct {
   zp_poll_t poll; /* the transport's progress inside the codec (zp_poll) */
 } zp_doc_t;
 
-/* Compression and sum in one pass: the host's, for the stream format. */
-static int zp_fused(const zp_doc_t* d) {
-  return zd_has_hop_values(d->ctx->dev) && (d->codec->caps & ZC_CAP_STREAM);
+/* Compression and sum in one pass (zd_hop_values) where the device has
+ * it and the model's rates say it beats compressing, then summing the two
+ * streams; on the host it does not (zp_algo.h, ZP_AUTO_HOP_VALUES_BPS). */
+static int zp_fuses(const zp_ctx_t* ctx) {
+  return zd_has_hop_values(ctx->dev) && 1 / zp_hop_values_bps(ctx) < 1 / zp_compress_bps(ctx) + 1 / zp_hop_bps(ctx);
 }
+
+static int zp_fused(const zp_doc_t* d) { return zp_fuses(d->ctx) && (d->codec->caps & ZC_CAP_STREAM); }
 
 /* The device stream of chunk k's reduce-scatter work (zp_doc_t.pend). */
 static int zp_ring_lane(const zp_doc_t* d, int k) { return d->ahead ? k : 0; }
@@ -589,11 +593,11 @@ static double zp_pipe_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a, do
 }
 
 /* The homomorphic ring: a step compresses this rank's piece and adds it
- * to the arrived stream, in one pass where the device has it. */
+ * to the arrived stream (in one pass where that is faster, zp_fuses). */
 static double zp_hz_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double C = zp_codec_rate(ctx, zp_compress_bps(ctx)), H = zp_codec_rate(ctx, zp_hop_bps(ctx));
   double F = zp_codec_rate(ctx, zp_hop_values_bps(ctx));
-  return zp_pipe_ring_cost(ctx, a, zd_has_hop_values(ctx->dev) ? 1 / F : 1 / C + 1 / H);
+  return zp_pipe_ring_cost(ctx, a, zp_fuses(ctx) ? 1 / F : 1 / C + 1 / H);
 }
 
 /* The DOC ring: per hop the decompression, reduction and compression of a block. */
