@@ -62,6 +62,27 @@ static zcclResult_t zccl_op_issue(zcclComm_t comm, zccl_op_t* op, const zccl_cal
   return res;
 }
 
+/* A blocking call of one message (x) or one collective (c) runs inline
+ * when it may (zccl_op_inline), its operation on the stack: 1 and its
+ * result in *res; else 0, and the caller queues it. */
+static int zccl_op_inline_one(zcclComm_t comm, const zccl_call_t* how, const char* what, const zp_xfer_t* x,
+                              const zp_coll_args_t* c, zcclResult_t* res) {
+  if (how->ordered) return 0;
+  struct {
+    zccl_op_t op;
+    union {
+      zp_xfer_t x;
+      zp_coll_args_t c;
+    } one;
+  } mem;
+  _Static_assert(offsetof(__typeof__(mem), one) == sizeof(zccl_op_t), "the message or collective after the op");
+  zccl_op_t* op = zccl_op_init(&mem, what, x != NULL, c != NULL);
+  op->dev = how->dev;
+  if (x) op->xfers[0] = *x;
+  if (c) op->colls[0] = *c;
+  return zccl_op_inline(comm, op, res);
+}
+
 /* Point-to-point: one message, issued now or at the group's end. */
 static zcclResult_t zccl_p2p_post(const zp_coll_args_t* a, zcclComm_t comm, const zccl_call_t* how) {
   zp_xfer_t x = {.is_send = a->coll == ZP_COLL_SEND,
@@ -73,17 +94,7 @@ static zcclResult_t zccl_p2p_post(const zp_coll_args_t* a, zcclComm_t comm, cons
   zcclResult_t res;
   if (zccl_group_add(comm, &x, NULL, how, &res)) return res;
   zccl_p2p_tag(comm, &x);
-  if (!how->ordered) { /* blocking, and inline when it may: the operation on the stack */
-    struct {
-      zccl_op_t op;
-      zp_xfer_t x;
-    } mem;
-    _Static_assert(offsetof(__typeof__(mem), x) == sizeof(zccl_op_t), "the message right after the op");
-    zccl_op_t* op = zccl_op_init(&mem, zp_coll_name(a->coll), 1, 0);
-    op->dev = how->dev;
-    op->xfers[0] = x;
-    if (zccl_op_inline(comm, op, &res)) return res;
-  }
+  if (zccl_op_inline_one(comm, how, zp_coll_name(a->coll), &x, NULL, &res)) return res;
   zccl_op_t* op = zccl_op_new(zp_coll_name(a->coll), 1, 0);
   ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "%s: out of memory", zp_coll_name(a->coll));
   op->xfers[0] = x;
@@ -131,23 +142,11 @@ static zcclResult_t zccl_coll_check(zp_coll_args_t* a, zcclComm_t comm) {
   /* The collective runs on the progress thread, in call order. */
   zcclResult_t res;
   if (zccl_group_add(comm, NULL, a, &how, &res)) return res;
-  uint32_t seq = comm->coll_seq++;
-  if (!how.ordered) { /* blocking, and inline when it may: the operation on the stack */
-    struct {
-      zccl_op_t op;
-      zp_coll_args_t coll;
-    } mem;
-    _Static_assert(offsetof(__typeof__(mem), coll) == sizeof(zccl_op_t), "the collective right after the op");
-    zccl_op_t* op = zccl_op_init(&mem, fn, 0, 1);
-    op->dev = how.dev;
-    op->colls[0] = *a;
-    op->colls[0].seq = seq;
-    if (zccl_op_inline(comm, op, &res)) return res;
-  }
+  a->seq = comm->coll_seq++;
+  if (zccl_op_inline_one(comm, &how, fn, NULL, a, &res)) return res;
   zccl_op_t* op = zccl_op_new(fn, 0, 1);
   ZU_RETURN_ERR_IF(op == NULL, zcclSystemError, "%s: out of memory", fn);
   op->colls[0] = *a;
-  op->colls[0].seq = seq;
   return zccl_op_issue(comm, op, &how);
 }
 

@@ -202,11 +202,10 @@ static inline double zp_call_bytes(const zp_coll_args_t* a) { return (double)(a-
  * assumed 4 (TEMP at REL 1e-3 gives 8-11). */
 #define ZP_AUTO_COMPRESS_BPS 1.5e9
 #define ZP_AUTO_HOP_BPS 1.0e9
-/* Compress and sum in one pass (zd_hop_values): slower than the two in
- * turn since the separate steps got their SIMD paths (1.9-2.0 GB/s against
- * compression 4.3-4.8 and the sum 5.0-5.2, zccl-scale on TEMP REL 1e-3,
- * 2026-11-30; 0.8x of the two in turn), so priced at 0.8x of the two
- * defaults in turn, and the ring compresses, then sums (zp_fuses). */
+/* Compress and sum in one pass (zd_hop_values): measured at about 0.8x
+ * of the two in turn since those got their SIMD paths
+ * (docs/measurements/codec.md), so priced at 0.8x of the two defaults in
+ * turn, and the ring compresses, then sums (zp_fuses). */
 #define ZP_AUTO_HOP_VALUES_BPS 0.5e9
 #define ZP_AUTO_RATIO 4.0
 /* The figures the model prices with: the link's zp_speeds_t where set,

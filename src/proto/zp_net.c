@@ -301,18 +301,15 @@ static zcclResult_t zp_framed_left(const zp_ctx_t* ctx, const char* what, char* 
   int left = (ctx->rank + ctx->nranks - 1) % ctx->nranks;
   uint64_t tag = zp_sig_tag(left, ctx->seq);
   if (!zt_probe(ctx->w, tag, ZT_TAG_MASK_ALL)) return zcclSuccess;
+  /* It is in already: taken by a wait of its own, which does not look again. */
   zp_sig_t theirs;
   memset(&theirs, 0, sizeof theirs);
-  zt_req_t r;
-  int got = zt_irecv(ctx->w, left, tag, ZT_TAG_MASK_ALL, &theirs, sizeof theirs, NULL, &r) == zcclSuccess;
-  /* It is in already: a few polls. */
-  for (double until = zu_now() + 1; got && !r.done && zu_now() < until;) zt_progress(ctx->w);
-  if (got && !r.done) {
-    zt_cancel(ctx->w, &r);
-    for (double until = zu_now() + 1; !r.done && zu_now() < until;) zt_progress(ctx->w);
-    if (!r.done) zt_abandon(ctx->w, &r);
-  }
-  if (!(got && r.done && r.status == 0 && zp_sig_differs(ctx->sig_framed, &theirs, ctx->rank, left, what, why, len)))
+  zp_xfer_t x = {.peer = left, .buf = &theirs, .bytes = sizeof theirs, .count = sizeof theirs,
+                 .dtype = zcclUint8, .coll = 1, .tag = tag};
+  zp_ctx_t c = *ctx;
+  c.sig_framed = NULL;
+  if (zp_xfers_run(&c, what, &x, 1) != zcclSuccess ||
+      !zp_sig_differs(ctx->sig_framed, &theirs, ctx->rank, left, what, why, len))
     snprintf(why, len,
              "%s: rank %d's call went another way than rank %d's, with the same arguments: are the buffers of one "
              "kind (host or device) on every rank, and ZCCL_ALGO the same?",

@@ -39,7 +39,7 @@ typedef struct {
 } zp_rd_frame_t;
 
 typedef struct {
-  const zp_sig_t* sig; /* NULL: plain messages */
+  int framed; /* 0: plain messages (only the room is used) */
   zp_rd_frame_t out, in;
 } zp_rd_io_t;
 
@@ -90,7 +90,7 @@ static zcclResult_t zp_rd_frame_check(const zp_ctx_t* ctx, const zp_rd_io_t* io,
  * comes in is checked. */
 static zcclResult_t zp_rd_xchg(const zp_ctx_t* ctx, zp_rd_io_t* io, const char* what, int dst, const void* sbuf,
                                int src, void* rbuf, size_t bytes, uint32_t sub) {
-  if (io == NULL || io->sig == NULL)
+  if (io == NULL || !io->framed)
     return zp_sendrecv(ctx, what, dst, sbuf, dst >= 0 ? bytes : 0, src, rbuf, src >= 0 ? bytes : 0, sub);
   zp_xfer_t x[2];
   int n = 0;
@@ -153,7 +153,7 @@ static zcclResult_t zp_rd_run(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint
                    ZP_RD_STACK_BYTES);
   zp_rd_io_t* io = on_stack ? &local : NULL;
   if (io) {
-    io->sig = sig;
+    io->framed = sig != NULL;
     if (sig) io->out.head = zp_rd_head(sig);
   }
   void* tmp = on_stack ? local.in.data : NULL;

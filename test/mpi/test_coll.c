@@ -473,8 +473,8 @@ int main(int argc, char** argv) {
                  : kase == 1 ? (rank == 0 ? (1u << 20) : 16)
                  : kase == 3 ? (rank == 0 ? 5 : 7)
                  : kase == 4 ? 7
-                 : kase == 6 ? 16
                  : kase == 5 ? (rank == 0 ? 3000 : 16)
+                 : kase == 6 ? 16
                              : 3000;
       float* x = calloc(n + 64, sizeof(float));
       float* y = calloc(n + 64, sizeof(float));
