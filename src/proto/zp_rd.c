@@ -35,8 +35,9 @@ _Static_assert(sizeof(zp_rd_head_t) == 16, "a frame's head is 16 bytes");
 
 typedef struct {
   zp_rd_head_t head;
-  uint8_t data[ZP_RD_STACK_BYTES];
+  _Alignas(16) uint8_t data[ZP_RD_STACK_BYTES]; /* the reduction reads it as the datatype */
 } zp_rd_frame_t;
+_Static_assert(offsetof(zp_rd_frame_t, data) == sizeof(zp_rd_head_t), "the data right after the head");
 
 typedef struct {
   int framed; /* 0: plain messages (only the room is used) */
