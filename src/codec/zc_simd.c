@@ -9,13 +9,13 @@
 
 static const zc_kernels_t zc_kernel_table[ZC_SIMD_NUM] = {
     [ZC_SIMD_SCALAR] = {"scalar", zc_chunk_compress_scalar, zc_chunk_compress_scalar,
-                        zc_chunk_decompress_scalar, zc_chunk_hop_scalar, zc_chunk_hop_values_scalar},
+                        zc_chunk_decompress_scalar, zc_chunk_hop_scalar, zc_chunk_hop_values_scalar, NULL, NULL},
     [ZC_SIMD_AVX2] = {"avx2", zc_chunk_compress_avx2, zc_chunk_compress_scalar, zc_chunk_decompress_avx2,
-                      zc_chunk_hop_avx2, zc_chunk_hop_values_avx2},
+                      zc_chunk_hop_avx2, zc_chunk_hop_values_avx2, zc_range_f32_avx2, zc_range_f64_avx2},
     [ZC_SIMD_GFNI] = {"avx2-gfni", zc_chunk_compress_gfni, zc_chunk_compress_scalar, zc_chunk_decompress_gfni,
-                      zc_chunk_hop_gfni, zc_chunk_hop_values_gfni},
+                      zc_chunk_hop_gfni, zc_chunk_hop_values_gfni, zc_range_f32_gfni, zc_range_f64_gfni},
     [ZC_SIMD_AVX512] = {"avx512", zc_chunk_compress_avx512, zc_chunk_compress_scalar, zc_chunk_decompress_avx512,
-                        zc_chunk_hop_avx512, zc_chunk_hop_values_avx512},
+                        zc_chunk_hop_avx512, zc_chunk_hop_values_avx512, zc_range_f32_avx512, zc_range_f64_avx512},
 };
 
 static _Atomic int zc_level = -1;

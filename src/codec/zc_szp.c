@@ -515,7 +515,6 @@ static void zc_range_values(const void* in, size_t i0, size_t i1, zcclDataType_t
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
-#define ZC_RANGE_BLOCK 1024
 /* Min and max of ZC_RANGE_BLOCK float32 values into lo and hi (4 lanes each),
  * or 0, leaving them, when any value is non-finite or has the bits fb or fb2
  * (the fill). REL mode scans every input once per call; value by value (the
@@ -544,12 +543,52 @@ static int zc_range_block_f32(const float* x, uint32_t fb, uint32_t fb2, __m128*
 }
 #endif
 
+/* The range through the CPU's block kernel (zc_kernels); blocks it flags
+ * go value by value. Returns the values done (whole blocks). */
+static size_t zc_range_kernel(const void* in, size_t count, zcclDataType_t dtype, int has_fill, double fill,
+                              double* lo, double* hi, size_t* n) {
+  const zc_kernels_t* k = zc_kernels();
+  size_t i = 0;
+  if (dtype == zcclFloat32 && k->range_f32) {
+    /* The fill by its bits (both zeros for a zero fill); with no fill, a
+     * NaN, which the finiteness test flags anyway. */
+    float f = has_fill ? (float)fill : NAN, nf = f == 0 ? -f : f, l8[8], h8[8];
+    uint32_t fb, fb2;
+    memcpy(&fb, &f, 4);
+    memcpy(&fb2, &nf, 4);
+    for (int j = 0; j < 8; j++) l8[j] = INFINITY, h8[j] = -INFINITY;
+    for (; i + ZC_RANGE_BLOCK <= count; i += ZC_RANGE_BLOCK) {
+      if (k->range_f32((const float*)in + i, fb, fb2, l8, h8)) *n += ZC_RANGE_BLOCK;
+      else zc_range_values(in, i, i + ZC_RANGE_BLOCK, dtype, has_fill, fill, lo, hi, n);
+    }
+    for (int j = 0; j < 8; j++) {
+      *lo = l8[j] < *lo ? l8[j] : *lo;
+      *hi = h8[j] > *hi ? h8[j] : *hi;
+    }
+  } else if (dtype == zcclFloat64 && k->range_f64) {
+    double f = has_fill ? fill : NAN, nf = f == 0 ? -f : f, l8[8], h8[8];
+    uint64_t fb, fb2;
+    memcpy(&fb, &f, 8);
+    memcpy(&fb2, &nf, 8);
+    for (int j = 0; j < 8; j++) l8[j] = INFINITY, h8[j] = -INFINITY;
+    for (; i + ZC_RANGE_BLOCK <= count; i += ZC_RANGE_BLOCK) {
+      if (k->range_f64((const double*)in + i, fb, fb2, l8, h8)) *n += ZC_RANGE_BLOCK;
+      else zc_range_values(in, i, i + ZC_RANGE_BLOCK, dtype, has_fill, fill, lo, hi, n);
+    }
+    for (int j = 0; j < 8; j++) {
+      *lo = l8[j] < *lo ? l8[j] : *lo;
+      *hi = h8[j] > *hi ? h8[j] : *hi;
+    }
+  }
+  return i;
+}
+
 void zc_value_range(const void* in, size_t count, zcclDataType_t dtype, int has_fill, double fill,
                     double* min, double* max, size_t* valid) {
   double lo = INFINITY, hi = -INFINITY;
-  size_t n = 0, i = 0;
+  size_t n = 0, i = zc_range_kernel(in, count, dtype, has_fill, fill, &lo, &hi, &n);
 #if defined(__SSE2__)
-  if (dtype == zcclFloat32) {
+  if (i == 0 && dtype == zcclFloat32) {
     /* The fill by its bits (both zeros for a zero fill); with no fill, a NaN,
      * which the finiteness test flags anyway. */
     float f = has_fill ? (float)fill : NAN, nf = f == 0 ? -f : f;

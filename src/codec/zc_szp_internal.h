@@ -130,6 +130,20 @@ int zc_hop_values_block_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_gr
 int zc_hop_block_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g, zc_parse_t* pa, zc_parse_t* pb,
                         zc_emit_t* e);
 
+/* Range kernels: min and max of ZC_RANGE_BLOCK values at x folded into
+ * lo[8] and hi[8] (lanes), or 0, leaving them, when any value is
+ * non-finite or has the bits fb or fb2 (the fill, both signs of a zero
+ * fill); the caller then takes that block value by value. */
+#define ZC_RANGE_BLOCK 1024
+typedef int (*zc_range_f32_fn)(const float* x, uint32_t fb, uint32_t fb2, float lo[8], float hi[8]);
+typedef int (*zc_range_f64_fn)(const double* x, uint64_t fb, uint64_t fb2, double lo[8], double hi[8]);
+int zc_range_f32_avx2(const float* x, uint32_t fb, uint32_t fb2, float lo[8], float hi[8]);
+int zc_range_f32_gfni(const float* x, uint32_t fb, uint32_t fb2, float lo[8], float hi[8]);
+int zc_range_f32_avx512(const float* x, uint32_t fb, uint32_t fb2, float lo[8], float hi[8]);
+int zc_range_f64_avx2(const double* x, uint64_t fb, uint64_t fb2, double lo[8], double hi[8]);
+int zc_range_f64_gfni(const double* x, uint64_t fb, uint64_t fb2, double lo[8], double hi[8]);
+int zc_range_f64_avx512(const double* x, uint64_t fb, uint64_t fb2, double lo[8], double hi[8]);
+
 /* The kernels in use, one table per instruction set (STYLE: one table per
  * plug-in point); all write identical bytes. */
 typedef struct {
@@ -138,6 +152,8 @@ typedef struct {
   zc_chunk_decompress_fn decompress;
   zc_chunk_hop_fn hop;
   zc_chunk_hop_values_fn hop_values;
+  zc_range_f32_fn range_f32; /* NULL: zc_value_range's own SSE2 or scalar loop */
+  zc_range_f64_fn range_f64;
 } zc_kernels_t;
 
 const zc_kernels_t* zc_kernels(void);
