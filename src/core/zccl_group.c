@@ -135,9 +135,10 @@ static zcclResult_t zccl_group_issue(void) {
     free(held);
     return ZU_ERROR(zcclSystemError, "zcclGroupEnd: out of memory");
   }
+  int busy = 0; /* communicators with work */
   for (int i = 0; i < zccl_group.n && res == zcclSuccess; i++) {
     zccl_batch_t* b = &zccl_group.batches[i];
-    if (b->n || b->ncolls) res = zccl_comm_enter("zcclGroupEnd", b->comm, &held[i]);
+    if (b->n || b->ncolls) res = zccl_comm_enter("zcclGroupEnd", b->comm, &held[i]), busy++;
   }
   for (int i = 0; i < zccl_group.n && res == zcclSuccess; i++) {
     zccl_batch_t* b = &zccl_group.batches[i];
@@ -166,6 +167,15 @@ static zcclResult_t zccl_group_issue(void) {
       res = zccl_op_order(b->comm, ops[i], b->streams, b->nstreams, &wait);
       if (res != zcclSuccess) zccl_op_free(ops[i]);
       if (res != zcclSuccess || !wait) ops[i] = NULL;
+      continue;
+    }
+    /* One communicator's batch, blocking: on this thread where it may
+     * (zccl_op_inline), as a single blocking call, rather than handed to
+     * the progress thread and back. Several communicators' batches go to
+     * their threads, which progress them together. */
+    if (busy == 1 && zccl_op_inline(b->comm, ops[i], &res)) {
+      zccl_op_free(ops[i]);
+      ops[i] = NULL;
       continue;
     }
     zccl_op_submit(b->comm, ops[i]);
