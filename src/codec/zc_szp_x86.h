@@ -1565,7 +1565,6 @@ int ZC_X86_NAME(zc_chunk_hop_values)(zcclRedOp_t op, const zc_header_t* h, const
 /* ---- value range (REL mode's scan of every input) ---------------------------
  * Eight lanes, two accumulators per bound; the flags of non-finite and
  * fill values are or-ed over the block and tested once. */
-#define ZC_RANGE_AHEAD 2048
 int ZC_X86_NAME(zc_range_f32)(const float* x, uint32_t fb, uint32_t fb2, float lo[8], float hi[8]) {
   const __m256i ex = _mm256_set1_epi32(0x7f800000), f1 = _mm256_set1_epi32((int)fb), f2 = _mm256_set1_epi32((int)fb2);
   __m256 l0 = _mm256_loadu_ps(lo), l1 = l0, h0 = _mm256_loadu_ps(hi), h1 = h0;

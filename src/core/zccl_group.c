@@ -138,7 +138,9 @@ static zcclResult_t zccl_group_issue(void) {
   int busy = 0; /* communicators with work */
   for (int i = 0; i < zccl_group.n && res == zcclSuccess; i++) {
     zccl_batch_t* b = &zccl_group.batches[i];
-    if (b->n || b->ncolls) res = zccl_comm_enter("zcclGroupEnd", b->comm, &held[i]), busy++;
+    if (b->n == 0 && b->ncolls == 0) continue;
+    res = zccl_comm_enter("zcclGroupEnd", b->comm, &held[i]);
+    busy++;
   }
   for (int i = 0; i < zccl_group.n && res == zcclSuccess; i++) {
     zccl_batch_t* b = &zccl_group.batches[i];
