@@ -544,41 +544,48 @@ static int zc_range_block_f32(const float* x, uint32_t fb, uint32_t fb2, __m128*
 #endif
 
 /* The range through the CPU's block kernel (zc_kernels); blocks it flags
- * go value by value. Returns the values done (whole blocks). */
+ * go value by value. Returns the values done (whole blocks). The fill is
+ * matched by its bits (both zeros for a zero fill); with no fill, a NaN,
+ * which the finiteness test flags anyway. */
 static size_t zc_range_kernel(const void* in, size_t count, zcclDataType_t dtype, int has_fill, double fill,
                               double* lo, double* hi, size_t* n) {
   const zc_kernels_t* k = zc_kernels();
-  size_t i = 0;
-  if (dtype == zcclFloat32 && k->range_f32) {
-    /* The fill by its bits (both zeros for a zero fill); with no fill, a
-     * NaN, which the finiteness test flags anyway. */
-    float f = has_fill ? (float)fill : NAN, nf = f == 0 ? -f : f, l8[8], h8[8];
-    uint32_t fb, fb2;
-    memcpy(&fb, &f, 4);
-    memcpy(&fb2, &nf, 4);
-    for (int j = 0; j < 8; j++) l8[j] = INFINITY, h8[j] = -INFINITY;
-    for (; i + ZC_RANGE_BLOCK <= count; i += ZC_RANGE_BLOCK) {
-      if (k->range_f32((const float*)in + i, fb, fb2, l8, h8)) *n += ZC_RANGE_BLOCK;
-      else zc_range_values(in, i, i + ZC_RANGE_BLOCK, dtype, has_fill, fill, lo, hi, n);
+  int f32 = dtype == zcclFloat32;
+  if (!(f32 ? k->range_f32 != NULL : dtype == zcclFloat64 && k->range_f64 != NULL)) return 0;
+  union {
+    float f[8];
+    double d[8];
+  } l, h;
+  uint64_t fb = 0, fb2 = 0;
+  double fd = has_fill ? fill : NAN, nfd = fd == 0 ? -fd : fd;
+  float ff = (float)fd, nff = (float)nfd;
+  if (f32) {
+    memcpy(&fb, &ff, 4);
+    memcpy(&fb2, &nff, 4);
+  } else {
+    memcpy(&fb, &fd, 8);
+    memcpy(&fb2, &nfd, 8);
+  }
+  for (int j = 0; j < 8; j++) {
+    if (f32) {
+      l.f[j] = INFINITY;
+      h.f[j] = -INFINITY;
+    } else {
+      l.d[j] = INFINITY;
+      h.d[j] = -INFINITY;
     }
-    for (int j = 0; j < 8; j++) {
-      *lo = l8[j] < *lo ? l8[j] : *lo;
-      *hi = h8[j] > *hi ? h8[j] : *hi;
-    }
-  } else if (dtype == zcclFloat64 && k->range_f64) {
-    double f = has_fill ? fill : NAN, nf = f == 0 ? -f : f, l8[8], h8[8];
-    uint64_t fb, fb2;
-    memcpy(&fb, &f, 8);
-    memcpy(&fb2, &nf, 8);
-    for (int j = 0; j < 8; j++) l8[j] = INFINITY, h8[j] = -INFINITY;
-    for (; i + ZC_RANGE_BLOCK <= count; i += ZC_RANGE_BLOCK) {
-      if (k->range_f64((const double*)in + i, fb, fb2, l8, h8)) *n += ZC_RANGE_BLOCK;
-      else zc_range_values(in, i, i + ZC_RANGE_BLOCK, dtype, has_fill, fill, lo, hi, n);
-    }
-    for (int j = 0; j < 8; j++) {
-      *lo = l8[j] < *lo ? l8[j] : *lo;
-      *hi = h8[j] > *hi ? h8[j] : *hi;
-    }
+  }
+  size_t i = 0, es = f32 ? 4 : 8;
+  for (; i + ZC_RANGE_BLOCK <= count; i += ZC_RANGE_BLOCK) {
+    const void* x = (const char*)in + i * es;
+    int clean = f32 ? k->range_f32(x, (uint32_t)fb, (uint32_t)fb2, l.f, h.f) : k->range_f64(x, fb, fb2, l.d, h.d);
+    if (clean) *n += ZC_RANGE_BLOCK;
+    else zc_range_values(in, i, i + ZC_RANGE_BLOCK, dtype, has_fill, fill, lo, hi, n);
+  }
+  for (int j = 0; j < 8; j++) {
+    double a = f32 ? l.f[j] : l.d[j], b = f32 ? h.f[j] : h.d[j];
+    *lo = a < *lo ? a : *lo;
+    *hi = b > *hi ? b : *hi;
   }
   return i;
 }
