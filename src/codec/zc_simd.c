@@ -7,9 +7,15 @@
 
 #include "zc_szp_internal.h"
 
+#if defined(__SSE2__)
+#define ZC_RANGE_F32_SSE2 zc_range_f32_sse2
+#else
+#define ZC_RANGE_F32_SSE2 NULL
+#endif
+
 static const zc_kernels_t zc_kernel_table[ZC_SIMD_NUM] = {
     [ZC_SIMD_SCALAR] = {"scalar", zc_chunk_compress_scalar, zc_chunk_compress_scalar,
-                        zc_chunk_decompress_scalar, zc_chunk_hop_scalar, zc_chunk_hop_values_scalar, NULL, NULL},
+                        zc_chunk_decompress_scalar, zc_chunk_hop_scalar, zc_chunk_hop_values_scalar, ZC_RANGE_F32_SSE2, NULL},
     [ZC_SIMD_AVX2] = {"avx2", zc_chunk_compress_avx2, zc_chunk_compress_scalar, zc_chunk_decompress_avx2,
                       zc_chunk_hop_avx2, zc_chunk_hop_values_avx2, zc_range_f32_avx2, zc_range_f64_avx2},
     [ZC_SIMD_GFNI] = {"avx2-gfni", zc_chunk_compress_gfni, zc_chunk_compress_scalar, zc_chunk_decompress_gfni,

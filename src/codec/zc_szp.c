@@ -515,14 +515,12 @@ static void zc_range_values(const void* in, size_t i0, size_t i1, zcclDataType_t
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
-/* Min and max of ZC_RANGE_BLOCK float32 values into lo and hi (4 lanes each),
- * or 0, leaving them, when any value is non-finite or has the bits fb or fb2
- * (the fill). REL mode scans every input once per call; value by value (the
- * compiler does not vectorize a float min without -ffast-math) this ran at a
- * quarter of compression speed. */
-static int zc_range_block_f32(const float* x, uint32_t fb, uint32_t fb2, __m128* lo, __m128* hi) {
+/* The range kernel of the scalar level (zc_kernels): SSE2 is every x86-64's.
+ * Value by value (the compiler does not vectorize a float min without
+ * -ffast-math) the scan ran at a quarter of compression speed. */
+int zc_range_f32_sse2(const float* x, uint32_t fb, uint32_t fb2, float lo[8], float hi[8]) {
   const __m128i ex = _mm_set1_epi32(0x7f800000), f1 = _mm_set1_epi32((int)fb), f2 = _mm_set1_epi32((int)fb2);
-  __m128 l0 = *lo, l1 = *lo, h0 = *hi, h1 = *hi;
+  __m128 l0 = _mm_loadu_ps(lo), l1 = _mm_loadu_ps(lo + 4), h0 = _mm_loadu_ps(hi), h1 = _mm_loadu_ps(hi + 4);
   __m128i bad = _mm_setzero_si128();
   for (int j = 0; j < ZC_RANGE_BLOCK; j += 8) {
     __m128 a = _mm_loadu_ps(x + j), b = _mm_loadu_ps(x + j + 4);
@@ -537,8 +535,10 @@ static int zc_range_block_f32(const float* x, uint32_t fb, uint32_t fb2, __m128*
     h1 = _mm_max_ps(h1, b);
   }
   if (_mm_movemask_epi8(bad)) return 0;
-  *lo = _mm_min_ps(l0, l1);
-  *hi = _mm_max_ps(h0, h1);
+  _mm_storeu_ps(lo, l0);
+  _mm_storeu_ps(lo + 4, l1);
+  _mm_storeu_ps(hi, h0);
+  _mm_storeu_ps(hi + 4, h1);
   return 1;
 }
 #endif
@@ -594,31 +594,6 @@ void zc_value_range(const void* in, size_t count, zcclDataType_t dtype, int has_
                     double* min, double* max, size_t* valid) {
   double lo = INFINITY, hi = -INFINITY;
   size_t n = 0, i = zc_range_kernel(in, count, dtype, has_fill, fill, &lo, &hi, &n);
-#if defined(__SSE2__)
-  if (i == 0 && dtype == zcclFloat32) {
-    /* The fill by its bits (both zeros for a zero fill); with no fill, a NaN,
-     * which the finiteness test flags anyway. */
-    float f = has_fill ? (float)fill : NAN, nf = f == 0 ? -f : f;
-    uint32_t fb, fb2;
-    memcpy(&fb, &f, 4);
-    memcpy(&fb2, &nf, 4);
-    __m128 vlo = _mm_set1_ps(INFINITY), vhi = _mm_set1_ps(-INFINITY);
-    for (; i + ZC_RANGE_BLOCK <= count; i += ZC_RANGE_BLOCK) {
-      if (zc_range_block_f32((const float*)in + i, fb, fb2, &vlo, &vhi)) {
-        n += ZC_RANGE_BLOCK;
-        continue;
-      }
-      zc_range_values(in, i, i + ZC_RANGE_BLOCK, dtype, has_fill, fill, &lo, &hi, &n); /* fill or non-finite */
-    }
-    float l4[4], h4[4];
-    _mm_storeu_ps(l4, vlo);
-    _mm_storeu_ps(h4, vhi);
-    for (int k = 0; k < 4; k++) {
-      lo = l4[k] < lo ? l4[k] : lo;
-      hi = h4[k] > hi ? h4[k] : hi;
-    }
-  }
-#endif
   zc_range_values(in, i, count, dtype, has_fill, fill, &lo, &hi, &n);
   if (n) {
     *min = lo;

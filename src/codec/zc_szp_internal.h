@@ -137,6 +137,7 @@ int zc_hop_block_scalar(zcclRedOp_t op, const zc_header_t* h, const zc_grid_t* g
 #define ZC_RANGE_BLOCK 1024
 typedef int (*zc_range_f32_fn)(const float* x, uint32_t fb, uint32_t fb2, float lo[8], float hi[8]);
 typedef int (*zc_range_f64_fn)(const double* x, uint64_t fb, uint64_t fb2, double lo[8], double hi[8]);
+int zc_range_f32_sse2(const float* x, uint32_t fb, uint32_t fb2, float lo[8], float hi[8]);
 int zc_range_f32_avx2(const float* x, uint32_t fb, uint32_t fb2, float lo[8], float hi[8]);
 int zc_range_f32_gfni(const float* x, uint32_t fb, uint32_t fb2, float lo[8], float hi[8]);
 int zc_range_f32_avx512(const float* x, uint32_t fb, uint32_t fb2, float lo[8], float hi[8]);
@@ -152,7 +153,7 @@ typedef struct {
   zc_chunk_decompress_fn decompress;
   zc_chunk_hop_fn hop;
   zc_chunk_hop_values_fn hop_values;
-  zc_range_f32_fn range_f32; /* NULL: zc_value_range's own SSE2 or scalar loop */
+  zc_range_f32_fn range_f32; /* NULL: value by value */
   zc_range_f64_fn range_f64;
 } zc_kernels_t;
 

@@ -771,8 +771,7 @@ static void test_value_range(void) {
 }
 
 int main(void) {
-  /* Every instruction-set level: the scalar one takes the SSE2 loop, the
-   * others their block kernels. */
+  /* Every instruction-set level's block kernel (the scalar level's is SSE2). */
   int best = zc_simd_get();
   for (int l = 0; l < ZC_SIMD_NUM; l++)
     if (zc_simd_set(l) == 0) test_value_range();
