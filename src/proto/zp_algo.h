@@ -166,11 +166,43 @@ typedef struct zp_algo {
 size_t zp_algo_count(void);
 const zp_algo_t* zp_algo_at(size_t i);
 
-/* Recursive doubling's descriptor, and whether a call of it is small
- * enough for its messages to carry the call signature (ctx->sig_framed:
- * host memory, at most 4 KiB). */
-extern const zp_algo_t zp_algo_rd_allreduce;
-int zp_rd_frames(const zp_coll_args_t* a);
+/* ---- framed messages (zp_frame.c) ------------------------------------------------
+ * A small uncompressed allreduce on host memory run by an algorithm that
+ * frames (recursive doubling, one-shot) carries its call signature in its
+ * own messages (ctx->sig_framed): each starts with a 16-byte head, so that
+ * up to 76 data bytes still go as one of UCX's short shared-memory
+ * messages (92 bytes). A framed call is an allreduce of at most
+ * ZP_FRAME_BYTES: collective and root are implied, the count fits 16 bits,
+ * and the compression setting goes as a hash (its eb rounded, for the
+ * report). */
+#define ZP_FRAME_BYTES 4096
+typedef struct {
+  uint16_t magic;
+  uint8_t dtype, op;
+  uint16_t count;
+  int8_t codec;
+  uint8_t mode;
+  float eb;
+  uint32_t setting; /* codec, mode, eb and minBytes, hashed */
+} zp_frame_head_t;
+_Static_assert(sizeof(zp_frame_head_t) == 16, "a frame's head is 16 bytes");
+typedef struct {
+  zp_frame_head_t head;
+  _Alignas(16) uint8_t data[ZP_FRAME_BYTES]; /* the reduction reads it as the datatype */
+} zp_frame_t;
+_Static_assert(offsetof(zp_frame_t, data) == sizeof(zp_frame_head_t), "the data right after the head");
+
+extern const zp_algo_t zp_algo_rd_allreduce, zp_algo_oneshot_allreduce;
+/* Whether the call is small enough to frame, and whether the algorithm frames. */
+int zp_frames(const zp_coll_args_t* a);
+int zp_algo_frames(const zp_algo_t* algo);
+/* This rank's head for the call's signature. */
+zp_frame_head_t zp_frame_head(const zp_sig_t* s);
+/* zcclInvalidUsage, saying how, unless the frame whose head is `in` that
+ * came from src (got bytes) has this call's length (bytes of data) and
+ * head (mine). */
+zcclResult_t zp_frame_check(const zp_ctx_t* ctx, const char* what, int src, const zp_frame_head_t* mine,
+                            const zp_frame_head_t* in, size_t got, size_t bytes);
 
 /* The algorithm a call runs: the first that `rules` name for its
  * collective and size and that fits its codec (and, uncompressed, can run

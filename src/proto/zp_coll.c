@@ -242,17 +242,17 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   mine.root = zp_coll_rooted(a->coll) ? a->root : -1;
   zp_ctx_t g = *ctx;
   /* A small uncompressed allreduce on host memory that the model gives to
-   * recursive doubling carries the signature in its own messages: one
-   * message pair fewer, most of such a call's time. The choice depends on
-   * the signature's fields and the communicator's model only, so ranks
-   * whose calls agree make it alike; a rank whose call differs sends
-   * messages its peers reject (zp_rd.c). */
-  if (a->coll == ZP_COLL_ALLREDUCE && !a->premul && !zp_wants_compression(ctx, a) && zp_rd_frames(a) &&
+   * an algorithm that frames (recursive doubling, one-shot) carries the
+   * signature in its own messages: one message pair fewer, most of such a
+   * call's time. The choice depends on the signature's fields and the
+   * communicator's model only, so ranks whose calls agree make it alike; a
+   * rank whose call differs sends messages its peers reject (zp_frame.c). */
+  if (a->coll == ZP_COLL_ALLREDUCE && !a->premul && !zp_wants_compression(ctx, a) && zp_frames(a) &&
       zd_dev_kind(ctx->dev) == ZD_HOST) {
     double t = 0;
     int ruled = 0;
     const zp_algo_t* algo = zp_plain_choice(ctx, a, &t, &ruled);
-    if (algo == &zp_algo_rd_allreduce) {
+    if (zp_algo_frames(algo)) {
       g.sig_framed = &mine;
       return zp_plain_run(&g, a, algo, t, ruled);
     }

@@ -191,9 +191,9 @@ typedef struct {
   const zp_sig_t* sig_mine;
   const zp_sig_t* sig_left;
   const zt_req_t* sig_rx;
-  /* Instead: a small allreduce's recursive doubling carries this rank's
-   * signature in front of each of its messages and checks each peer's
-   * (zp_rd.c), without messages of its own. NULL otherwise. */
+  /* Instead: a small allreduce's recursive doubling or one-shot carries
+   * this rank's signature in front of each of its messages and checks each
+   * peer's (zp_frame.c), without messages of its own. NULL otherwise. */
   const zp_sig_t* sig_framed;
   zp_choice_memo_t* memo; /* the communicator's (NULL: none) */
 } zp_ctx_t;

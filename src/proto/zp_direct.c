@@ -103,6 +103,81 @@ out:
   return res;
 }
 
+/* One-shot allreduce for small messages: every rank sends its whole buffer
+ * to every other at once, then reduces the N buffers itself in rank order
+ * (so every rank ends bit-identical). One round instead of recursive
+ * doubling's log2 N (more for N not a power of two), for N-1 times the
+ * bytes on each link: where a round is a wait for the peers to be
+ * scheduled (more ranks than cores) it is the smaller latency
+ * (docs/measurements/latency.md). A framed call (ctx->sig_framed,
+ * zp_frame.c) sends its head and data as one message and checks every
+ * peer's. The received buffers live on the caller's stack when they fit. */
+#define ZP_ONESHOT_STACK_BYTES 16384
+
+static size_t zp_oneshot_stride(size_t bytes, int framed) {
+  return (framed ? sizeof(zp_frame_head_t) : 0) + (bytes + 15) / 16 * 16; /* aligned for the reduction */
+}
+
+static zcclResult_t zp_oneshot_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), n = a->count, bytes = n * es;
+  if (N == 1) return zp_allreduce_alone(ctx, a);
+  const char* what = "one-shot allreduce";
+  const zp_sig_t* sig = ctx->sig_framed;
+  size_t head = sig ? sizeof(zp_frame_head_t) : 0, stride = zp_oneshot_stride(bytes, sig != NULL);
+  _Alignas(16) uint8_t stack[ZP_ONESHOT_STACK_BYTES];
+  int on_stack = (size_t)N * stride <= sizeof stack && zd_dev_kind(ctx->dev) == ZD_HOST;
+  ZU_RETURN_ERR_IF(sig != NULL && zd_dev_kind(ctx->dev) != ZD_HOST, zcclInternalError,
+                   "%s: a framed call not on host memory", what);
+  void* tmp = stack;
+  if (!on_stack) ZU_CHECK(zp_tmp_get(ctx, (size_t)N * stride, &tmp));
+  uint8_t* slots = tmp; /* rank q's buffer at q * stride (its frame when framed) */
+  zp_xfer_t x[2 * N];
+  zcclResult_t res;
+  /* What this rank sends, and its own operand: its input, or its frame
+   * (head, then a copy of the input); in place, a copy (the reduction
+   * writes the input's buffer while it still reads the operands). */
+  const uint8_t* own = a->sendbuff;
+  const void* msg = a->sendbuff;
+  zp_frame_head_t mine;
+  if (sig) {
+    mine = zp_frame_head(sig);
+    uint8_t* f = slots + (size_t)r * stride;
+    memcpy(f, &mine, sizeof mine);
+    memcpy(f + head, a->sendbuff, bytes);
+    own = f + head, msg = f;
+  } else if (a->sendbuff == a->recvbuff) {
+    own = slots + (size_t)r * stride;
+    ZU_CHECK_GOTO(zd_copy(ctx->dev, slots + (size_t)r * stride, a->sendbuff, bytes), res, out);
+  }
+  int nx = 0;
+  for (int s = 1; s < N; s++) {
+    int to = (r + s) % N, from = (r + N - s) % N;
+    zp_recv_at(ctx, &x[nx], from, ZP_SUB_ALGO, slots + (size_t)from * stride, sig ? stride : bytes);
+    x[nx++].var = sig != NULL; /* a peer whose call differs may send any length */
+    zp_send_at(ctx, &x[nx++], to, ZP_SUB_ALGO, msg, head + bytes);
+  }
+  ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nx), res, out);
+  if (sig)
+    for (int s = 1; s < N; s++) {
+      int from = (r + N - s) % N;
+      ZU_CHECK_GOTO(zp_frame_check(ctx, what, from, &mine, (const zp_frame_head_t*)(slots + (size_t)from * stride),
+                                   x[2 * (s - 1)].req.length, bytes),
+                    res, out);
+    }
+#define ZP_OPERAND(q) ((q) == r ? own : slots + (size_t)(q) * stride + head)
+  zcclRedOp_t op = zp_reduce_op(a->op);
+  ZU_CHECK_GOTO(zd_reduce(ctx->dev, a->recvbuff, ZP_OPERAND(0), ZP_OPERAND(1), n, a->datatype, op), res, out);
+  for (int q = 2; q < N; q++)
+    ZU_CHECK_GOTO(zd_reduce(ctx->dev, a->recvbuff, a->recvbuff, ZP_OPERAND(q), n, a->datatype, op), res, out);
+#undef ZP_OPERAND
+  if (a->op == zcclAvg) ZU_CHECK_GOTO(zd_divide(ctx->dev, a->recvbuff, n, a->datatype, N), res, out);
+  res = zd_sync(ctx->dev);
+out:
+  if (!on_stack) zp_tmp_put(ctx, tmp);
+  return res;
+}
+
 /* Rounds in which every rank talks to every other at once: one latency
  * each, plus half a latency per message of a round (posting and matching
  * N-1 of them). Past 8 ranks the incast of a round grows with N; the
@@ -147,3 +222,31 @@ const zp_algo_t zp_algo_direct_allgather = {"direct", "every block to every rank
                                             NULL, zp_direct_allgather_cost, zp_direct_allgather};
 const zp_algo_t zp_algo_direct_broadcast = {"direct", "the root sends to every rank at once", ZP_COLL_BROADCAST, 0, 0,
                                             NULL, zp_direct_broadcast_cost, zp_direct_broadcast};
+
+/* Its N buffers on the stack (host memory) or in one temporary. */
+static int zp_oneshot_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t room) {
+  size_t all = (size_t)ctx->nranks * zp_oneshot_stride(a->count * zu_dtype_size(a->datatype), 1);
+  return all <= room || (zd_dev_kind(ctx->dev) == ZD_HOST && all <= ZP_ONESHOT_STACK_BYTES);
+}
+
+/* One round and N-1 copies of the buffer sent and reduced. Over a network
+ * the round is priced as a direct round (a latency, and half of one per
+ * message: recursive doubling wins at 4 ranks, as measured on netlab).
+ * Where the messages do not queue on one link (the calibrated fan-out
+ * well under N-1: shared memory; 0, not measured, counts as a network) a
+ * round is one latency however many messages it has: with more ranks than
+ * cores it is mostly the wait for the peers' time slices, which one round
+ * pays once and recursive doubling once a step
+ * (docs/measurements/latency.md). */
+static double zp_oneshot_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double N = ctx->nranks, n = zp_call_bytes(a);
+  const zp_link_t* l = ctx->link;
+  double round = l && N > 2 && l->fanout >= 1 && l->fanout < 0.7 * (N - 1) ? zp_link_alpha(ctx)
+                                                                             : zp_direct_rounds(ctx, 1);
+  return round + zp_direct_bytes_factor(ctx) * (N - 1) * n / zp_link_bandwidth(ctx) + (N - 1) * n / zp_reduce_bps(ctx);
+}
+
+const zp_algo_t zp_algo_oneshot_allreduce = {"oneshot",
+                                             "every rank's whole buffer to every rank at once, each reduces all N",
+                                             ZP_COLL_ALLREDUCE, 0, 0, zp_oneshot_usable, zp_oneshot_cost,
+                                             zp_oneshot_allreduce};

@@ -290,7 +290,7 @@ static int zp_noticed(const zp_ctx_t* ctx, const char* what, char* why, size_t l
   return 1;
 }
 
-/* A framed call (ctx->sig_framed, zp_rd.c) sends no signature of its
+/* A framed call (ctx->sig_framed, zp_frame.c) sends no signature of its
  * own; one from the left neighbour means that rank's call went another
  * way (a different count, collective or setting; buffers elsewhere; or
  * ZCCL_ALGO), and both would wait for messages that never come. The wait

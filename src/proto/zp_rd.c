@@ -8,83 +8,13 @@
 
 #include "zp_algo.h"
 
-/* Temporaries up to this size live on the caller's stack (host memory):
- * the pool's bookkeeping would cost as much as the exchange itself. */
-#define ZP_RD_STACK_BYTES 4096
-
-/* A message of a small allreduce whose call signature travels in front of
- * its data (ctx->sig_framed; zp_coll_run): the check of zp_sig_post
- * without a message pair of its own, which costs as much as the data's.
- * The head is 16 bytes so that up to 76 data bytes still go as one of
- * UCX's short shared-memory messages (92 bytes). A framed call is an
- * uncompressed allreduce of at most 4 KiB: collective and root are
- * implied, the count fits 16 bits, and the compression setting goes as a
- * hash (its eb rounded, for the report). The magic tells a framed message
- * from a peer's plain one of the same length (a call that differs). */
-#define ZP_RD_FRAME_MAGIC 0x5a52u
-typedef struct {
-  uint16_t magic;
-  uint8_t dtype, op;
-  uint16_t count;
-  int8_t codec;
-  uint8_t mode;
-  float eb;
-  uint32_t setting; /* codec, mode, eb and minBytes, hashed */
-} zp_rd_head_t;
-_Static_assert(sizeof(zp_rd_head_t) == 16, "a frame's head is 16 bytes");
-
-typedef struct {
-  zp_rd_head_t head;
-  _Alignas(16) uint8_t data[ZP_RD_STACK_BYTES]; /* the reduction reads it as the datatype */
-} zp_rd_frame_t;
-_Static_assert(offsetof(zp_rd_frame_t, data) == sizeof(zp_rd_head_t), "the data right after the head");
-
+/* Temporaries up to a frame's data (ZP_FRAME_BYTES) live on the caller's
+ * stack (host memory): the pool's bookkeeping would cost as much as the
+ * exchange itself. */
 typedef struct {
   int framed; /* 0: plain messages (only the room is used) */
-  zp_rd_frame_t out, in;
+  zp_frame_t out, in;
 } zp_rd_io_t;
-
-int zp_rd_frames(const zp_coll_args_t* a) { return a->count * zu_dtype_size(a->datatype) <= ZP_RD_STACK_BYTES; }
-
-static uint64_t zp_rd_mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  h ^= h >> 31;
-  return h * 0xbf58476d1ce4e5b9ull;
-}
-
-static zp_rd_head_t zp_rd_head(const zp_sig_t* s) {
-  uint64_t eb;
-  memcpy(&eb, &s->eb, sizeof eb);
-  uint64_t h = zp_rd_mix(zp_rd_mix(zp_rd_mix(zp_rd_mix(0, (uint32_t)s->codec), (uint32_t)s->mode), eb), s->min_bytes);
-  return (zp_rd_head_t){.magic = ZP_RD_FRAME_MAGIC, .dtype = (uint8_t)s->dtype, .op = (uint8_t)s->op,
-                        .count = (uint16_t)s->count, .codec = (int8_t)s->codec, .mode = (uint8_t)s->mode,
-                        .eb = (float)s->eb, .setting = (uint32_t)(h ^ (h >> 32))};
-}
-
-/* The head as a signature, for the report (minBytes unknown: 0). */
-static zp_sig_t zp_rd_head_sig(const zp_rd_head_t* h) {
-  return (zp_sig_t){.coll = ZP_COLL_ALLREDUCE, .dtype = h->dtype, .op = h->op, .root = -1, .count = h->count,
-                    .codec = h->codec, .mode = h->mode, .eb = h->eb};
-}
-
-/* zcclInvalidUsage, saying how, unless the frame that came from src has
- * this call's length and head. */
-static zcclResult_t zp_rd_frame_check(const zp_ctx_t* ctx, const zp_rd_io_t* io, const char* what, int src,
-                                      size_t got, size_t bytes) {
-  size_t want = offsetof(zp_rd_frame_t, data) + bytes;
-  ZU_RETURN_ERR_IF(got != want || io->in.head.magic != ZP_RD_FRAME_MAGIC, zcclInvalidUsage,
-                   "%s: rank %d's message does not belong to this call (%zu bytes, not a %zu-byte framed recursive "
-                   "doubling message): the call differs across ranks (collective, count, datatype, compression, or "
-                   "ZCCL_CHECK_CALLS)",
-                   what, src, got, want);
-  if (memcmp(&io->in.head, &io->out.head, sizeof io->in.head) == 0) return zcclSuccess;
-  char why[400];
-  zp_sig_t mine = zp_rd_head_sig(&io->out.head), theirs = zp_rd_head_sig(&io->in.head);
-  if (!zp_sig_differs(&mine, &theirs, ctx->rank, src, what, why, sizeof why))
-    snprintf(why, sizeof why, "%s: the call's compression setting (eb or minBytes) differs between rank %d and "
-             "rank %d", what, ctx->rank, src);
-  return ZU_ERROR(zcclInvalidUsage, "%s", why);
-}
 
 /* One exchange: bytes from sbuf to dst and as many from src into rbuf
  * (dst, src < 0: none). Framed, each goes through io's frames, and what
@@ -97,7 +27,7 @@ static zcclResult_t zp_rd_xchg(const zp_ctx_t* ctx, zp_rd_io_t* io, const char* 
   int n = 0;
   if (dst >= 0) {
     memcpy(io->out.data, sbuf, bytes);
-    zp_send_at(ctx, &x[n++], dst, sub, &io->out, offsetof(zp_rd_frame_t, data) + bytes);
+    zp_send_at(ctx, &x[n++], dst, sub, &io->out, offsetof(zp_frame_t, data) + bytes);
   }
   zp_xfer_t* rx = NULL;
   if (src >= 0) {
@@ -107,7 +37,7 @@ static zcclResult_t zp_rd_xchg(const zp_ctx_t* ctx, zp_rd_io_t* io, const char* 
   }
   ZU_CHECK(zp_xfers_run(ctx, what, x, n));
   if (rx == NULL) return zcclSuccess;
-  ZU_CHECK(zp_rd_frame_check(ctx, io, what, src, rx->req.length, bytes));
+  ZU_CHECK(zp_frame_check(ctx, what, src, &io->out.head, &io->in.head, rx->req.length, bytes));
   if (rbuf != io->in.data) memcpy(rbuf, io->in.data, bytes);
   return zcclSuccess;
 }
@@ -151,11 +81,11 @@ static zcclResult_t zp_rd_run(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint
   /* Framed messages need both (zp_coll_run asks only then). */
   ZU_RETURN_ERR_IF(sig != NULL && !on_stack, zcclInternalError,
                    "recursive doubling: a framed call of %zu bytes, not on host memory or over %d bytes", bytes,
-                   ZP_RD_STACK_BYTES);
+                   ZP_FRAME_BYTES);
   zp_rd_io_t* io = on_stack ? &local : NULL;
   if (io) {
     io->framed = sig != NULL;
-    if (sig) io->out.head = zp_rd_head(sig);
+    if (sig) io->out.head = zp_frame_head(sig);
   }
   void* tmp = on_stack ? local.in.data : NULL;
   zcclResult_t res;

@@ -94,6 +94,34 @@ static void check_case(const select_case_t* c) {
   CHECK(ok);
 }
 
+/* The small allreduce: where the calibrated fan-out says the messages of a
+ * round do not queue on one link (shared memory), the one-shot's single
+ * round beats recursive doubling's log2 N steps; over a network (fan-out
+ * near N-1, or not measured) its N-1 messages cost more. Never for large
+ * calls: the one-shot sends N-1 copies of the buffer ("!": any but). */
+static void check_small_allreduce(void) {
+  struct {
+    double fanout;
+    size_t bytes;
+    int nranks;
+    const char* want;
+  } k[] = {{1.0, 8, 4, "oneshot"}, {1.2, 512, 4, "oneshot"}, {1.0, 8, 3, "oneshot"}, {2.9, 8, 4, "rd"},
+           {0, 8, 4, "rd"},        {1.0, 8, 2, "rd"},          {1.0, 1 << 20, 4, "!oneshot"}};
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    zp_link_t link = {.alpha = 5e-6, .bandwidth = 3e9, .fanout = k[i].fanout, .incast = 1, .cpu_share = 2};
+    zp_ctx_t ctx = {.dev = dev, .link = &link, .rank = 0, .nranks = k[i].nranks};
+    zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .count = k[i].bytes / 4, .datatype = zcclFloat32,
+                        .op = zcclSum, .nranks = k[i].nranks};
+    double t = -1;
+    const zp_algo_t* al = zp_algo_select(&ctx, &a, NULL, &t, NULL);
+    int ok = al && (k[i].want[0] == '!' ? strcmp(al->name, k[i].want + 1) != 0 : strcmp(al->name, k[i].want) == 0);
+    if (!ok)
+      fprintf(stderr, "allreduce %zu bytes, %d ranks, fan-out %.1f: got %s, want %s\n", k[i].bytes, k[i].nranks,
+              k[i].fanout, al ? al->name : "none", k[i].want);
+    CHECK(ok);
+  }
+}
+
 /* Every descriptor is complete, and no two of one collective and codec
  * share a name (a rule could reach only the first). */
 static void check_table(void) {
@@ -205,6 +233,7 @@ int main(void) {
   unsetenv("ZCCL_BUFFER_POOL_BYTES"); /* the cases assume the default pool (64 MiB) */
   CHECK(zd_dev_create(ZD_HOST, &dev) == zcclSuccess);
   check_table();
+  check_small_allreduce();
   check_speeds();
   check_parse();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
