@@ -26,7 +26,7 @@ fail=0
 run() { # run NAME NP COLL ITERS [ENV...]
   local name=$1 np=$2 coll=$3 iters=$4
   shift 4
-  env "$@" timeout -k 10 180 mpirun --bind-to none -np "$np" "$PERF" "$coll" "${SIZES[@]}" -n "$iters" -w 20 \
+  env "$@" timeout -k 10 180 mpirun --bind-to none -np "$np" "$PERF" "$coll" "${SIZES[@]}" -n "$iters" -w 200 \
     --json "$OUT/$name.json" >"$OUT/$name.log" 2>&1 ||
     { echo "latency_table: $name failed (see $OUT/$name.log)" >&2; fail=1; }
 }
@@ -34,8 +34,8 @@ for r in $(seq 1 "$ROUNDS"); do
   echo "latency_table: round $r of $ROUNDS" >&2
   run "pingpong_np2_r$r" 2 pingpong 20
   for np in 2 4; do
-    run "allreduce_np${np}_r$r" "$np" allreduce 300
-    run "allreduce_np${np}_unchecked_r$r" "$np" allreduce 300 ZCCL_CHECK_CALLS=0
+    run "allreduce_np${np}_r$r" "$np" allreduce 3000
+    run "allreduce_np${np}_unchecked_r$r" "$np" allreduce 3000 ZCCL_CHECK_CALLS=0
   done
 done
 

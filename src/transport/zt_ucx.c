@@ -65,21 +65,40 @@ static ucs_status_t zt_tcp_segments(ucp_config_t* config, int64_t seg) {
   return st;
 }
 
+/* UCX's shared-memory FIFO elements from ZCCL_SHM_FIFO_BYTES, where the
+ * user set neither. A message that fits goes inline in the receiver's
+ * FIFO as a short message; with UCX's 128-byte elements only up to 100
+ * bytes did, so a small allreduce's 128 B-2 KiB messages took the slower
+ * buffered path. Larger elements (4352) slowed 64 KiB collectives:
+ * docs/measurements/latency.md ("UCX's shared-memory FIFO"). */
+static ucs_status_t zt_shm_fifo(ucp_config_t* config, int64_t elem) {
+  if (elem <= 0 || getenv("UCX_POSIX_FIFO_ELEM_SIZE") != NULL || getenv("UCX_SYSV_FIFO_ELEM_SIZE") != NULL)
+    return UCS_OK;
+  char v[32];
+  snprintf(v, sizeof v, "%lld", (long long)elem);
+  return ucp_config_modify(config, "MM_FIFO_ELEM_SIZE", v); /* both inherit UCX_MM_FIFO_ELEM_SIZE */
+}
+
 static zcclResult_t zt_ctx_get(ucp_context_h* ctx) {
   zcclResult_t res = zcclSuccess;
   pthread_mutex_lock(&zt_ctx_lock);
   if (zt_ctx_refs == 0) {
     ucp_config_t* config = NULL;
     ucs_status_t st = UCS_ERR_INVALID_PARAM;
-    int64_t seg = 0;
+    int64_t seg = 0, fifo = 0;
     res = zu_param_int(ZU_PARAM_TCP_EAGER_BYTES, &zt_tcp_eager);
     if (res == zcclSuccess) res = zu_param_int(ZU_PARAM_TCP_SEG_BYTES, &seg);
+    if (res == zcclSuccess) res = zu_param_int(ZU_PARAM_SHM_FIFO_BYTES, &fifo);
     if (res == zcclSuccess) st = ucp_config_read(NULL, NULL, &config);
     if (res == zcclSuccess && st == UCS_OK) {
       ucs_status_t seg_st = zt_tcp_segments(config, seg);
       if (seg_st != UCS_OK) /* an older UCX: its own segments */
         ZU_WARN("UCX did not take ZCCL_TCP_SEG_BYTES=%lld: %s (set UCX_TCP_TX_SEG_SIZE instead)", (long long)seg,
                 ucs_status_string(seg_st));
+      ucs_status_t fifo_st = zt_shm_fifo(config, fifo);
+      if (fifo_st != UCS_OK)
+        ZU_WARN("UCX did not take ZCCL_SHM_FIFO_BYTES=%lld: %s (set UCX_POSIX_FIFO_ELEM_SIZE instead)",
+                (long long)fifo, ucs_status_string(fifo_st));
     }
     /* FAST_CMPL sends (zt_send) stay eager up to UCX's threshold for them. */
     if (res == zcclSuccess && st == UCS_OK && zt_tcp_eager > 0 && getenv("UCX_RNDV_SEND_NBR_THRESH") == NULL) {

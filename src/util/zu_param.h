@@ -58,6 +58,11 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "UCX's TCP send segment (UCX_TCP_TX_SEG_SIZE; receive segments 4 times as large, "    \
     "UCX_TCP_RX_SEG_SIZE) unless those are set: an eager message goes in pieces of this " \
     "size, each its own system call (UCX's default is 8K); 0: UCX's own.")                \
+  X(SHM_FIFO_BYTES, SIZE, "2048",                                                        \
+    "The element of UCX's shared-memory FIFOs (UCX_POSIX_FIFO_ELEM_SIZE and "             \
+    "UCX_SYSV_FIFO_ELEM_SIZE) unless either is set: a message that fits in one, less "    \
+    "UCX's header, goes straight into the receiver's FIFO as a short message (UCX 1.13: " \
+    "up to 2020 bytes with the default, 100 with UCX's own 128); 0: UCX's own.")          \
   X(SPIN_US, INT, "200",                                                                  \
     "Microseconds a rank waiting for messages polls (giving its core away between "       \
     "polls when its machine has more ranks than cores) before it sleeps until UCX "       \
