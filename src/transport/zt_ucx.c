@@ -51,12 +51,31 @@ static int zt_ctx_refs;
 static int zt_ctx_wakeup; /* the context has UCP_FEATURE_WAKEUP */
 static int64_t zt_tcp_eager; /* ZCCL_TCP_EAGER_BYTES, read with the context */
 
+/* Whether UCX_TLS lets UCX use a transport of the family: TCP (tcp) or
+ * shared memory (posix, sysv; sm, shm and mm name both). A setting that
+ * no transport takes makes UCX warn at every worker's creation. */
+static int zt_tls_allows(int shm) {
+  const char* tls = getenv("UCX_TLS");
+  if (tls == NULL || *tls == '\0') return 1;
+  int exclude = tls[0] == '^', named = 0, whole = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", tls + exclude);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int family = shm ? strcmp(t, "sm") == 0 || strcmp(t, "shm") == 0 || strcmp(t, "mm") == 0 : strcmp(t, "tcp") == 0;
+    whole |= family;
+    named |= family || strcmp(t, "all") == 0 || (shm && (strcmp(t, "posix") == 0 || strcmp(t, "sysv") == 0));
+  }
+  return exclude ? !whole : named; /* "^posix" leaves sysv */
+}
+
 /* UCX's TCP segments from ZCCL_TCP_SEG_BYTES, where the user set neither.
  * A 64 KiB message went in 8 segments of 8 KiB, each a send of its own,
  * which the kernel's TCP path prices per call: docs/measurements/collectives.md
  * ("UCX's TCP segments"). */
 static ucs_status_t zt_tcp_segments(ucp_config_t* config, int64_t seg) {
-  if (seg <= 0 || getenv("UCX_TCP_TX_SEG_SIZE") != NULL || getenv("UCX_TCP_RX_SEG_SIZE") != NULL) return UCS_OK;
+  if (seg <= 0 || getenv("UCX_TCP_TX_SEG_SIZE") != NULL || getenv("UCX_TCP_RX_SEG_SIZE") != NULL ||
+      !zt_tls_allows(0))
+    return UCS_OK;
   char v[32];
   snprintf(v, sizeof v, "%lld", (long long)seg);
   ucs_status_t st = ucp_config_modify(config, "TX_SEG_SIZE", v);
@@ -72,7 +91,8 @@ static ucs_status_t zt_tcp_segments(ucp_config_t* config, int64_t seg) {
  * buffered path. Larger elements (4352) slowed 64 KiB collectives:
  * docs/measurements/latency.md ("UCX's shared-memory FIFO"). */
 static ucs_status_t zt_shm_fifo(ucp_config_t* config, int64_t elem) {
-  if (elem <= 0 || getenv("UCX_POSIX_FIFO_ELEM_SIZE") != NULL || getenv("UCX_SYSV_FIFO_ELEM_SIZE") != NULL)
+  if (elem <= 0 || getenv("UCX_POSIX_FIFO_ELEM_SIZE") != NULL || getenv("UCX_SYSV_FIFO_ELEM_SIZE") != NULL ||
+      !zt_tls_allows(1))
     return UCS_OK;
   char v[32];
   snprintf(v, sizeof v, "%lld", (long long)elem);
