@@ -54,7 +54,7 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "eagerly (UCX's buffered protocol; zccl sets UCX_RNDV_SEND_NBR_THRESH to match "      \
     "unless it is set) instead of by rendezvous; 0: UCX's own choice. Other transports "  \
     "are left to UCX.")                                                                   \
-  X(TCP_SEG_BYTES, SIZE, "128K",                                                          \
+  X(TCP_SEG_BYTES, SIZE, "32K",                                                           \
     "UCX's TCP send segment (UCX_TCP_TX_SEG_SIZE; receive segments 4 times as large, "    \
     "UCX_TCP_RX_SEG_SIZE) unless those are set: an eager message goes in pieces of this " \
     "size, each its own system call (UCX's default is 8K); 0: UCX's own.")                \
