@@ -67,6 +67,7 @@ typedef struct {
   size_t min_bytes, max_bytes;
   double factor;
   int iters, warmup, check;
+  int loop; /* --timing loop: iterations back to back, their mean */
   int is_double;
   zcclRedOp_t op;
   const char* data_spec;
@@ -126,6 +127,10 @@ static void usage(FILE* out) {
           "  -f FACTOR   size multiplication factor (default 2)\n"
           "  -n ITERS    timed iterations per size (default 10); the median is reported\n"
           "  -w WARMUP   untimed iterations first (default 2)\n"
+          "  --timing each|loop  each (default): an MPI_Barrier before every timed iteration, the\n"
+          "              median of the slowest rank's times (nccl-tests' way); loop: one barrier,\n"
+          "              then the iterations back to back, the slowest rank's mean: what a program\n"
+          "              calling in a loop sees, stalls included\n"
           "  -d TYPE     float|double (default float)\n"
           "  -o OP       sum|prod|max|min|avg (default sum; allreduce, reducescatter, reduce)\n"
           "  -c 0|1      check results (default 1): data movement exactly, reductions within\n"
@@ -257,6 +262,10 @@ static int parse_args(int argc, char** argv, opts_t* o) {
     else if (strcmp(a, "--csv") == 0) o->csv_path = v;
     else if (strcmp(a, "--json") == 0) o->json_path = v;
     else if (strcmp(a, "--algo") == 0) o->algo = v;
+    else if (strcmp(a, "--timing") == 0) {
+      if (strcmp(v, "each") != 0 && strcmp(v, "loop") != 0) return perr("zccl-perf: --timing each|loop\n"), -1;
+      o->loop = strcmp(v, "loop") == 0;
+    }
     else {
       perr("zccl-perf: unknown option %s\n", a);
       return -1;
@@ -659,7 +668,16 @@ static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* rec
   if (c->comp) zcclCommCompressionStats(c->comm, &raw0, &wire0);
   for (int i = 0; i < o->warmup && ok; i++) ok = run(c, send, recv, count) == 0;
   double* t = malloc(sizeof(double) * (size_t)o->iters);
-  for (int i = 0; i < o->iters; i++) {
+  if (o->loop) { /* back to back: every iteration gets the mean */
+    if (o->check) memset(recv, 0xff, count * esize);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < o->iters && ok; i++)
+      for (int k = 0; k < calls && ok; k++) ok = run(c, send, recv, count) == 0;
+    double mean = (MPI_Wtime() - t0) * scale / o->iters;
+    for (int i = 0; i < o->iters; i++) t[i] = mean;
+  }
+  for (int i = 0; i < o->iters && !o->loop; i++) {
     /* A result left over from an earlier run or method must not pass the check. */
     if (o->check && i == o->iters - 1) memset(recv, 0xff, count * esize);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -708,11 +726,12 @@ static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* rec
 
 static void print_header(const ctx_t* c) {
   const opts_t* o = c->o;
-  printf("# zccl-perf %s: %d ranks, %s, %s%s, op %s, %d iterations (+%d warm-up), median of the slowest rank\n",
+  printf("# zccl-perf %s: %d ranks, %s, %s%s, op %s, %d iterations (+%d warm-up), %s\n",
          coll_names[o->coll], c->nranks, c->field.source, o->is_double ? "double" : "float",
          c->field.has_fill ? (o->fill_zero ? " (fill values set to 0)" : " (fill values kept)") : "",
          is_reduction(o->coll) ? op_names[o->op] : "-",
-         o->iters, o->warmup);
+         o->iters, o->warmup,
+         o->loop ? "back to back, the slowest rank's mean" : "a barrier before each, median of the slowest rank");
   if (is_blocked(o->coll) || o->coll == COLL_BROADCAST || o->coll == COLL_REDUCE)
     printf("# %s%s: size = %s; busbw = algbw * %s\n", coll_names[o->coll],
            o->coll == COLL_ALLGATHER || o->coll == COLL_REDUCESCATTER || o->coll == COLL_ALLTOALL ? "" : " (root 0)",
