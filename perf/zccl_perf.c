@@ -676,14 +676,15 @@ static int time_method(ctx_t* c, run_fn run, size_t count, void* send, void* rec
       for (int k = 0; k < calls && ok; k++) ok = run(c, send, recv, count) == 0;
     double mean = (MPI_Wtime() - t0) * scale / o->iters;
     for (int i = 0; i < o->iters; i++) t[i] = mean;
-  }
-  for (int i = 0; i < o->iters && !o->loop; i++) {
-    /* A result left over from an earlier run or method must not pass the check. */
-    if (o->check && i == o->iters - 1) memset(recv, 0xff, count * esize);
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    for (int k = 0; k < calls && ok; k++) ok = run(c, send, recv, count) == 0;
-    t[i] = (MPI_Wtime() - t0) * scale;
+  } else {
+    for (int i = 0; i < o->iters; i++) {
+      /* A result left over from an earlier run or method must not pass the check. */
+      if (o->check && i == o->iters - 1) memset(recv, 0xff, count * esize);
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = MPI_Wtime();
+      for (int k = 0; k < calls && ok; k++) ok = run(c, send, recv, count) == 0;
+      t[i] = (MPI_Wtime() - t0) * scale;
+    }
   }
   int all_ok = ok;
   MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

@@ -139,16 +139,16 @@ static zcclResult_t zp_oneshot_allreduce(const zp_ctx_t* ctx, const zp_coll_args
    * writes the input's buffer while it still reads the operands). */
   const uint8_t* own = a->sendbuff;
   const void* msg = a->sendbuff;
+  uint8_t* slot = slots + (size_t)r * stride;
   zp_frame_head_t mine;
   if (sig) {
     mine = zp_frame_head(sig);
-    uint8_t* f = slots + (size_t)r * stride;
-    memcpy(f, &mine, sizeof mine);
-    memcpy(f + head, a->sendbuff, bytes);
-    own = f + head, msg = f;
+    memcpy(slot, &mine, sizeof mine);
+    memcpy(slot + head, a->sendbuff, bytes);
+    own = slot + head, msg = slot;
   } else if (a->sendbuff == a->recvbuff) {
-    own = slots + (size_t)r * stride;
-    ZU_CHECK_GOTO(zd_copy(ctx->dev, slots + (size_t)r * stride, a->sendbuff, bytes), res, out);
+    own = slot;
+    ZU_CHECK_GOTO(zd_copy(ctx->dev, slot, a->sendbuff, bytes), res, out);
   }
   int nx = 0;
   for (int s = 1; s < N; s++) {

@@ -68,20 +68,27 @@ static int zt_tls_allows(int shm) {
   return exclude ? !whole : named; /* "^posix" leaves sysv */
 }
 
+/* Whether zccl sets a UCX size of its own: not when value <= 0, when the
+ * user set either of UCX's variables for it, or when UCX_TLS leaves its
+ * transport out. */
+static int zt_sets(int64_t value, const char* var1, const char* var2, int shm) {
+  return value > 0 && getenv(var1) == NULL && getenv(var2) == NULL && zt_tls_allows(shm);
+}
+
+static ucs_status_t zt_config_size(ucp_config_t* config, const char* key, int64_t value) {
+  char v[32];
+  snprintf(v, sizeof v, "%lld", (long long)value);
+  return ucp_config_modify(config, key, v);
+}
+
 /* UCX's TCP segments from ZCCL_TCP_SEG_BYTES, where the user set neither.
  * A 64 KiB message went in 8 segments of 8 KiB, each a send of its own,
  * which the kernel's TCP path prices per call: docs/measurements/collectives.md
  * ("UCX's TCP segments"). */
 static ucs_status_t zt_tcp_segments(ucp_config_t* config, int64_t seg) {
-  if (seg <= 0 || getenv("UCX_TCP_TX_SEG_SIZE") != NULL || getenv("UCX_TCP_RX_SEG_SIZE") != NULL ||
-      !zt_tls_allows(0))
-    return UCS_OK;
-  char v[32];
-  snprintf(v, sizeof v, "%lld", (long long)seg);
-  ucs_status_t st = ucp_config_modify(config, "TX_SEG_SIZE", v);
-  snprintf(v, sizeof v, "%lld", (long long)seg * 4);
-  if (st == UCS_OK) st = ucp_config_modify(config, "RX_SEG_SIZE", v);
-  return st;
+  if (!zt_sets(seg, "UCX_TCP_TX_SEG_SIZE", "UCX_TCP_RX_SEG_SIZE", 0)) return UCS_OK;
+  ucs_status_t st = zt_config_size(config, "TX_SEG_SIZE", seg);
+  return st == UCS_OK ? zt_config_size(config, "RX_SEG_SIZE", seg * 4) : st;
 }
 
 /* UCX's shared-memory FIFO elements from ZCCL_SHM_FIFO_BYTES, where the
@@ -91,12 +98,8 @@ static ucs_status_t zt_tcp_segments(ucp_config_t* config, int64_t seg) {
  * buffered path. Larger elements (4352) slowed 64 KiB collectives:
  * docs/measurements/latency.md ("UCX's shared-memory FIFO"). */
 static ucs_status_t zt_shm_fifo(ucp_config_t* config, int64_t elem) {
-  if (elem <= 0 || getenv("UCX_POSIX_FIFO_ELEM_SIZE") != NULL || getenv("UCX_SYSV_FIFO_ELEM_SIZE") != NULL ||
-      !zt_tls_allows(1))
-    return UCS_OK;
-  char v[32];
-  snprintf(v, sizeof v, "%lld", (long long)elem);
-  return ucp_config_modify(config, "MM_FIFO_ELEM_SIZE", v); /* both inherit UCX_MM_FIFO_ELEM_SIZE */
+  if (!zt_sets(elem, "UCX_POSIX_FIFO_ELEM_SIZE", "UCX_SYSV_FIFO_ELEM_SIZE", 1)) return UCS_OK;
+  return zt_config_size(config, "MM_FIFO_ELEM_SIZE", elem); /* both inherit UCX_MM_FIFO_ELEM_SIZE */
 }
 
 static zcclResult_t zt_ctx_get(ucp_context_h* ctx) {
