@@ -41,6 +41,12 @@ if [ -n "${NCCL_TESTS:-}" ]; then
     cp "$NCCL_TESTS/${t}_perf" "$S/build/nccl-tests/"
   done
   cp -L "$B/nccl/libnccl.so.2" "$S/lib/zccl-nccl/"
+  # Built with MPI (MPI=1, against MPICH): one process a rank, which is how
+  # two ranks share one GPU (NCCL_TESTS_DEVICE=0); MPICH's launcher and its
+  # proxy go along (its fork launcher needs nothing else).
+  if ldd "$NCCL_TESTS/all_reduce_perf" | grep -q libmpi; then
+    cp "$(command -v mpiexec.hydra)" "$(command -v hydra_pmi_proxy)" "$S/build/nccl-tests/"
+  fi
 fi
 for alt in "${@:3}"; do
   cta=$(sed -n 's/^ZCCL_CUDA_CODEC_CTA:[A-Z]*=//p' "$alt/CMakeCache.txt" 2>/dev/null || true)
@@ -70,6 +76,14 @@ out=$(mkdir -p "${1:-$here/out}" && cd "${1:-$here/out}" && pwd)
 cd "$here"
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export UCX_MODULE_DIR="$here/lib/ucx" UCX_MEM_MMAP_HOOK_MODE=none
+# NVIDIA's NCCL for zccl-gpu-coll's nccl rows: the bundle leaves it out, so
+# take the machine's own (a system library, or the one PyTorch's
+# nvidia-nccl wheel installs), unless ZCCL_PERF_NCCL_LIB names one.
+if [ -z "${ZCCL_PERF_NCCL_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
+  n=$(find /opt /usr -path '*/nvidia/nccl/lib/libnccl.so.2' 2>/dev/null | head -n 1)
+  [ -n "$n" ] && export ZCCL_PERF_NCCL_LIB=$n
+fi
+echo "run.sh: NVIDIA NCCL for the baseline rows: ${ZCCL_PERF_NCCL_LIB:-libnccl.so.2 on the library path}"
 exec bash "$here/gpu-check.sh" "$here/build" "$out"
 EOF
 chmod +x "$S/run.sh"
