@@ -56,14 +56,25 @@ for alt in "${@:3}"; do
     cp "$alt/$b" "$S/build/$b-cta$cta"
   done
 done
+# UCX built with CUDA (scripts/ucx-cuda-build.sh; UCX_CUDA names its
+# prefix, default .gpu/ucx-cuda when there): its libraries and modules in
+# lib/ucx-cuda, which gpu-check.sh puts first for the runs where UCX moves
+# device memory itself, beside the staged path on Debian's UCX.
+UCX_CUDA=${UCX_CUDA:-$ROOT/.gpu/ucx-cuda}
+if [ -e "$UCX_CUDA/lib/libucp.so.0" ]; then
+  mkdir -p "$S/lib/ucx-cuda/ucx"
+  cp -P "$UCX_CUDA"/lib/libuc[mpst]*.so* "$S/lib/ucx-cuda/"
+  cp -P "$UCX_CUDA"/lib/ucx/*.so* "$S/lib/ucx-cuda/ucx/" 2>/dev/null || true
+fi
 UCXMOD=$(find /usr/lib /usr/lib64 -maxdepth 3 -type d -name ucx 2>/dev/null | head -n 1 || true)
 [ -n "$UCXMOD" ] && cp -L "$UCXMOD"/*.so* "$S/lib/ucx/" 2>/dev/null || true
 # The libraries every binary and UCX module loads, but glibc's (the GPU
 # machine has its own, and mixing them breaks), the driver's, and NVIDIA's
 # NCCL (200 MB; nccl-tests run on zccl's, in lib/zccl-nccl).
-for f in "$S"/build/*/* "$S"/lib/ucx/* "$S"/lib/zccl-nccl/*; do
+for f in "$S"/build/*/* "$S"/lib/ucx/* "$S"/lib/zccl-nccl/* "$S"/lib/ucx-cuda/ucx/*; do
   ldd "$f" 2>/dev/null | awk '/=> \// {print $3}'
 done | sort -u | grep -Ev '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*|libcuda|libnvidia[^/]*|libnccl)\.so' |
+  grep -v "^$UCX_CUDA/" | # its own UCX libraries are in lib/ucx-cuda: not over Debian's in lib
   while read -r l; do cp -L "$l" "$S/lib/"; done
 data=$(ls "$ROOT/levitus_climatology.cdf" /usr/share/ferret-vis/data/levitus_climatology.cdf 2>/dev/null | head -n 1 || true)
 [ -n "$data" ] && cp -L "$data" "$S/"

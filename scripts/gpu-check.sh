@@ -106,7 +106,8 @@ fi
   step 240 "$B/test/gpu_codec"
   [ -z "${GPU_CHECK_QUICK:-}" ] && codec_figures
   step 150 "$B/test/gpu_coll" 2
-  step 150 env ZCCL_STREAM_MODE=async "$B/test/gpu_coll" 2
+  # (hung on the H200 on 2026-11-30 at the first compressed call: 60 s)
+  step 60 env ZCCL_STREAM_MODE=async "$B/test/gpu_coll" 2
   if [ -z "${GPU_CHECK_QUICK:-}" ]; then
     # Collectives on device buffers beside host buffers and NCCL (2 ranks
     # on the GPU; NCCL rows when libnccl.so.2 loads: ZCCL_PERF_NCCL_LIB).
@@ -117,9 +118,21 @@ fi
     # the time in those waits) when its device goes.
     step 120 env ZCCL_DEBUG=INFO ZCCL_DEBUG_SUBSYS=DEVICE "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 1M --reps 20 \
       --memory device --colls allreduce
+    # UCX moving device memory itself (cuda_copy, cuda_ipc: the bundle's
+    # lib/ucx-cuda, scripts/ucx-cuda-build.sh) against the staged rows
+    # above: zccl-info says whether UCX reports CUDA memory, then the
+    # tests and the same device rows.
+    uc=$B/../lib/ucx-cuda
+    if [ -e "$uc/libucp.so.0" ]; then
+      ucx_cuda=(env LD_LIBRARY_PATH="$uc:${LD_LIBRARY_PATH:-}" UCX_MODULE_DIR="$uc/ucx")
+      step 20 "${ucx_cuda[@]}" "$B/tools/zccl-info"
+      step 90 "${ucx_cuda[@]}" "$B/test/gpu_coll" 2
+      step 180 "${ucx_cuda[@]}" "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M -f 4 --reps 5 --memory device \
+        --colls allreduce,allgather,broadcast,reducescatter --json "$OUT/coll_ucx_cuda.json"
+    fi
     # The asynchronous stream order on the same device rows (the default
     # is blocking; async becomes it only if faster).
-    step 180 env ZCCL_STREAM_MODE=async "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M -f 4 --reps 5 --memory device \
+    step 90 env ZCCL_STREAM_MODE=async "$B/perf/zccl-gpu-coll" --ranks 2 -b 1M -e 64M -f 4 --reps 5 --memory device \
       --colls allreduce,allgather,broadcast,reducescatter --json "$OUT/coll_async.json"
     # NVIDIA's nccl-tests, unmodified, on zccl's libnccl.so.2 (when bundled,
     # gpu-bundle.sh's NCCL_TESTS): 2 ranks on the one GPU (NVIDIA's NCCL

@@ -15,13 +15,6 @@ CUDA=${CUDA_HOME:-/usr/local/cuda}
 mkdir -p "$PREFIX"
 PREFIX=$(cd "$PREFIX" && pwd)
 [ -x "$CUDA/bin/nvcc" ] || { echo "ucx-cuda-build: no CUDA toolkit at $CUDA (set CUDA_HOME)" >&2; exit 1; }
-# UCX's CUDA transports need NVML's header and library (CUDA's
-# cuda-nvml-dev component; the driver brings libnvidia-ml.so.1 at run time).
-if [ ! -f "$CUDA/include/nvml.h" ]; then
-  echo "ucx-cuda-build: $CUDA/include/nvml.h missing: UCX's CUDA support needs NVML's development files" \
-    "(NVIDIA's cuda-nvml-dev, not in Debian main); install them into the toolkit and rerun" >&2
-  exit 1
-fi
 version=$(dpkg-query -W -f='${Version}' libucx-dev 2>/dev/null || true)
 [ -n "$version" ] || { echo "ucx-cuda-build: libucx-dev is not installed (scripts/install-deps.sh)" >&2; exit 1; }
 if [ -f "$PREFIX/VERSION" ] && [ "$(cat "$PREFIX/VERSION")" = "$version" ] && [ -e "$PREFIX/lib/libucp.so.0" ]; then
@@ -46,17 +39,49 @@ if [ ${#tools[@]} -gt 0 ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# UCX's CUDA transports need NVML's header and a library to link (the
+# driver brings libnvidia-ml.so.1 at run time). Where the toolkit lacks
+# them (CUDA's cuda-nvml-dev component), they come from Debian's non-free
+# archive: libnvidia-ml-dev (the header) and libnvidia-ml1 (the library,
+# for the link only), downloaded with a private source list and unpacked
+# here, nothing installed.
+nvml_flags=()
+if [ ! -f "$CUDA/include/nvml.h" ]; then
+  nf=$work/nonfree
+  mkdir -p "$nf/lists/partial" "$nf/debs" "$nf/root" "$nf/lib"
+  suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  echo "deb http://deb.debian.org/debian $suite non-free" >"$nf/sources.list"
+  o=(-o Dir::Etc::SourceList="$nf/sources.list" -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists="$nf/lists")
+  apt-get "${o[@]}" update -q >/dev/null 2>&1 &&
+    (cd "$nf/debs" && apt-get "${o[@]}" download libnvidia-ml-dev libnvidia-ml1 >/dev/null 2>&1) || {
+    echo "ucx-cuda-build: $CUDA/include/nvml.h missing, and NVML's development files could not be fetched from" \
+      "Debian's non-free archive (libnvidia-ml-dev, libnvidia-ml1)" >&2
+    exit 1
+  }
+  for d in "$nf"/debs/*.deb; do dpkg -x "$d" "$nf/root"; done
+  ml=$(find "$nf/root" -name 'libnvidia-ml.so.[0-9]*.*' | head -n 1)
+  [ -f "$nf/root/usr/include/nvml.h" ] && [ -n "$ml" ] || { echo "ucx-cuda-build: the NVML packages lack nvml.h or libnvidia-ml" >&2; exit 1; }
+  ln -s "$ml" "$nf/lib/libnvidia-ml.so"
+  nvml_flags=(CPPFLAGS="-I$nf/root/usr/include" LDFLAGS="-L$nf/lib")
+  echo "ucx-cuda-build: NVML from Debian's non-free archive ($(cd "$nf/debs" && ls | tr '\n' ' '))"
+fi
 (cd "$work" && apt-get source -q "ucx=$version" >/dev/null 2>&1)
 src=$(find "$work" -maxdepth 1 -type d -name 'ucx-*' | head -n 1)
+rm -f "$PREFIX/build.log"
 echo "ucx-cuda-build: building $(basename "$src") with CUDA from $CUDA into $PREFIX (some minutes)"
 cd "$src"
 [ -x ./configure ] || ./autogen.sh >"$PREFIX/autogen.log" 2>&1 || { tail -20 "$PREFIX/autogen.log"; exit 1; }
 ./configure --prefix="$PREFIX" --with-cuda="$CUDA" --without-rocm --without-java --without-go \
   --disable-doxygen-doc --enable-optimizations --disable-logging --disable-debug --disable-assertions \
-  --disable-params-check >"$PREFIX/configure.log" 2>&1 || { tail -20 "$PREFIX/configure.log"; exit 1; }
+  --disable-params-check "${nvml_flags[@]}" >"$PREFIX/configure.log" 2>&1 || { tail -20 "$PREFIX/configure.log"; exit 1; }
 grep -q "cuda_copy\|cuda" "$PREFIX/configure.log" || echo "ucx-cuda-build: warning: configure did not mention CUDA"
-make -j "$(nproc)" >"$PREFIX/build.log" 2>&1 || { tail -30 "$PREFIX/build.log"; exit 1; }
-make install >>"$PREFIX/build.log" 2>&1
+# The libraries, their modules and ucx_info only: UCX 1.13's test
+# programs (test/apps) call cuCtxCreate with the arguments CUDA 13 no
+# longer takes.
+for d in src/ucm src/ucs src/uct src/ucp src/tools/info; do
+  { make -C "$d" -j "$(nproc)" && make -C "$d" install; } >>"$PREFIX/build.log" 2>&1 ||
+    { tail -30 "$PREFIX/build.log"; exit 1; }
+done
 echo "$version" >"$PREFIX/VERSION"
 ls "$PREFIX"/lib/ucx/libuct_cuda*.so* >/dev/null 2>&1 || { echo "ucx-cuda-build: no CUDA transport module built" >&2; exit 1; }
 echo "ucx-cuda-build: $PREFIX/lib (UCX $version; CUDA modules: $(cd "$PREFIX/lib/ucx" && ls libuct_cuda*.so | tr '\n' ' '))"
