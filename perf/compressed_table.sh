@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compressed collectives on 4 netlab hosts at RATE (default 1gbit): every
+# Compressed collectives on netlab hosts (HOSTS, default 4) at RATE (default 1gbit): every
 # collective zccl compresses, zccl-perf with OpenMPI's default beside zccl
 # and zccl compressed (codec, REL bound) on a real field, plus OpenMPI's ring
 # allreduce forced. Prints one Markdown table: time, speedup against each
@@ -12,6 +12,8 @@
 # specs: one or more zccl-perf --compression SPEC[@ALGO], space separated; each
 # is a row of its own (e.g. "codec=hz,mode=rel,eb=1e-3 codec=hz,mode=rel,eb=1e-3@rd").
 # COLLS="allreduce allgather" limits the collectives (default: all 8).
+# HOSTS=2 runs on 2 hosts: one rank per core of this 2-core machine, where 4
+# share them (docs/measurements/compressed.md, "Where the 1 Gbit/s time goes").
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 BUILD=$(cd "${1:-build}" && pwd) || exit 2
@@ -28,7 +30,7 @@ mkdir -p "$OUT"
 rm -f "$OUT"/*.json "$OUT"/*.log
 export NETLAB_PREFIX=zt$$ NETLAB_NET=10.203.87
 trap '"$NETLAB" down >/dev/null 2>&1' EXIT
-"$NETLAB" up 4 "$RATE" >"$OUT/netlab.log" 2>&1 || { echo "compressed_table: netlab up failed (root?)" >&2; exit 2; }
+"$NETLAB" up "${HOSTS:-4}" "$RATE" >"$OUT/netlab.log" 2>&1 || { echo "compressed_table: netlab up failed (root?)" >&2; exit 2; }
 run() { # run COLL TAG [ENV...]
   local coll=$1 tag=$2
   shift 2
@@ -42,9 +44,9 @@ for coll in ${COLLS:-allreduce reducescatter reduce allgather broadcast scatter 
 done
 [[ " ${COLLS:-allreduce} " == *" allreduce "* ]] && run allreduce mpiring OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4
 
-/usr/bin/python3 - "$OUT" "$RATE" "$SPEC" <<'EOF'
+/usr/bin/python3 - "$OUT" "$RATE" "$SPEC" "${HOSTS:-4}" <<'EOF'
 import glob, json, os, re, sys
-out, rate, spec = sys.argv[1:4]
+out, rate, spec, hosts = sys.argv[1:5]
 m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", rate)
 rate_Bps = float(m[1]) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m[2]] / 8 if m else float("nan")
 rows = {}
@@ -58,7 +60,7 @@ for f in sorted(glob.glob(os.path.join(out, "*.json"))):
         if key == "zccl-compressed":
             key = f"zccl-compressed {r['codec']} {r['algo']}"
         d[key] = r
-print(f"netlab, 4 hosts at {rate}; levitus TEMP tiled; zccl-compressed {spec}; time in ms (median of 3)")
+print(f"netlab, {hosts} hosts at {rate}; levitus TEMP tiled; zccl-compressed {spec}; time in ms (median of 3)")
 print("max err / eb: the largest error in units of the absolute bound eb (docs/compressed.md gives each "
       "algorithm's bound: N eb for a homomorphic SUM of N ranks)\n")
 print("× link time: zccl compressed's time over the compressed link time (each link's bytes at the achieved "

@@ -82,7 +82,8 @@ static void usage(FILE* out) {
           "  --speeds cpu|gpu|both  codec rates: measured here (cpu), assumed (gpu; default both)\n"
           "  --gpu-speeds C,D,H[,R]  GPU compress, decompress, homomorphic hop [, uncompressed\n"
           "              sum] in GB/s of raw values (default 230,108,69,1350: zccl's CUDA kernels\n"
-          "              on an H200, docs/measurements/cuda.md); the cpu share does not apply\n"
+          "              on an H200, docs/measurements/cuda.md; a REL bound's range scan at R);\n"
+          "              the cpu share does not apply\n"
           "  --codec NAME      codec measured and priced (default hz)\n"
           "  --eb-rel X        REL error bound (default 1e-3)\n"
           "  --data SPEC       file.f32, file.f64 or file.nc:VAR (default: a synthetic smooth field)\n"
@@ -248,8 +249,8 @@ typedef struct {
   char source[1100];
 } measured_t;
 
-/* What is timed: the codec's operations and the uncompressed sum. */
-typedef enum { OP_ENCODE, OP_DECODE, OP_HOP, OP_HOP_VALUES, OP_REDUCE } op_t;
+/* What is timed: the codec's operations, the uncompressed sum and the range scan. */
+typedef enum { OP_ENCODE, OP_DECODE, OP_HOP, OP_HOP_VALUES, OP_REDUCE, OP_RANGE } op_t;
 typedef struct {
   const zc_codec_info_t* ci;
   zc_params_t p;
@@ -270,6 +271,11 @@ static int run_op(bench_t* b, op_t op) {
     case OP_REDUCE:
       return zd_reduce(b->dev, b->y, b->x, b->x2, b->n, b->p.dtype, zcclSum) != zcclSuccess ||
              zd_sync(b->dev) != zcclSuccess;
+    case OP_RANGE: {
+      double lo = 0, hi = 0;
+      zc_value_range(b->x, b->n, b->p.dtype, b->p.has_fill, b->p.fill, &lo, &hi, &got);
+      return 0;
+    }
   }
   return 1;
 }
@@ -347,20 +353,21 @@ static int measure(const opts_t* o, measured_t* m) {
     goto out;
   }
   int reps = o->quick ? 3 : 7, nops = 0;
-  op_t ops[5];
-  double bps[5] = {0};
-  ops[nops++] = OP_ENCODE, ops[nops++] = OP_DECODE, ops[nops++] = OP_REDUCE;
+  op_t ops[6];
+  double bps[6] = {0};
+  ops[nops++] = OP_ENCODE, ops[nops++] = OP_DECODE, ops[nops++] = OP_REDUCE, ops[nops++] = OP_RANGE;
   m->has_hop = ci->ops->reduce != NULL;
   if (m->has_hop) ops[nops++] = OP_HOP;
   /* The fused step exists for zccl's own homomorphic stream (zc_hop_values). */
   m->has_fused = (ci->caps & ZC_CAP_HOMOMORPHIC) && (ci->caps & ZC_CAP_STREAM);
   if (m->has_fused) ops[nops++] = OP_HOP_VALUES;
   rates(&b, ops, nops, reps, bps);
-  m->s.compress_bps = bps[0], m->s.decompress_bps = bps[1], m->s.reduce_bps = bps[2];
-  if (m->has_hop) m->s.hop_bps = bps[3];
-  if (m->has_fused) m->s.hop_values_bps = bps[4];
+  m->s.compress_bps = bps[0], m->s.decompress_bps = bps[1], m->s.reduce_bps = bps[2], m->s.range_bps = bps[3];
+  if (m->has_hop) m->s.hop_bps = bps[4];
+  if (m->has_fused) m->s.hop_values_bps = bps[5];
   m->s.ratio = b.size ? (double)vbytes / (double)b.size : 0;
-  if (!(m->s.compress_bps > 0 && m->s.decompress_bps > 0 && m->s.reduce_bps > 0 && m->s.ratio > 0) ||
+  if (!(m->s.compress_bps > 0 && m->s.decompress_bps > 0 && m->s.reduce_bps > 0 && m->s.range_bps > 0 &&
+        m->s.ratio > 0) ||
       (m->has_hop && !(m->s.hop_bps > 0)) || (m->has_fused && !(m->s.hop_values_bps > 0))) {
     fprintf(stderr, "zccl-scale: measuring %s failed: %s\n", ci->name, zcclGetLastError(NULL));
     goto out;
@@ -381,10 +388,11 @@ out_data:
 
 /* The GPU's rates (GB/s given), the ratio measured here: the streams are
  * the same bytes on either side. No fused step is assumed: a hop costs a
- * compression and a homomorphic sum. */
+ * compression and a homomorphic sum. The range scan, like the sum, is one
+ * pass over device memory: priced at the sum's rate. */
 static zp_speeds_t gpu_speeds(const opts_t* o, double ratio) {
   zp_speeds_t s = {.compress_bps = o->gpu[0] * 1e9, .decompress_bps = o->gpu[1] * 1e9, .hop_bps = o->gpu[2] * 1e9,
-                   .reduce_bps = o->gpu[3] * 1e9, .ratio = ratio};
+                   .reduce_bps = o->gpu[3] * 1e9, .ratio = ratio, .range_bps = o->gpu[3] * 1e9};
   s.hop_values_bps = 1 / (1 / s.compress_bps + 1 / s.hop_bps);
   return s;
 }
@@ -456,9 +464,10 @@ static zp_coll_args_t call_args(int c, size_t bytes, int N, int is_double) {
 
 /* ---- the scale table ----------------------------------------------------------------- */
 static void print_speeds(const char* what, const zp_speeds_t* s, const char* note) {
-  printf("# %-15s compress %7.2f  decompress %7.2f  hop %7.2f  fused hop %7.2f  sum %7.2f GB/s; ratio %.2f%s\n",
+  printf("# %-15s compress %7.2f  decompress %7.2f  hop %7.2f  fused hop %7.2f  sum %7.2f  range %7.2f GB/s; "
+         "ratio %.2f%s\n",
          what, s->compress_bps / 1e9, s->decompress_bps / 1e9, s->hop_bps / 1e9, s->hop_values_bps / 1e9,
-         s->reduce_bps / 1e9, s->ratio, note);
+         s->reduce_bps / 1e9, s->range_bps / 1e9, s->ratio, note);
 }
 
 /* v with fmt, or `none` (JSON null, an empty CSV field) where it is NaN. */
@@ -489,9 +498,10 @@ static int scale_table(const opts_t* o, const measured_t* m, zd_dev_t* dev) {
             o->eb_rel, m->source, o->cpu_share);
     for (int k = 0; k < 2; k++)
       fprintf(json, "%s\n  {\"speeds\": \"%s\", \"compress_gbs\": %.4f, \"decompress_gbs\": %.4f, \"hop_gbs\": %.4f, "
-                    "\"hop_values_gbs\": %.4f, \"reduce_gbs\": %.4f, \"ratio\": %.4f}",
+                    "\"hop_values_gbs\": %.4f, \"reduce_gbs\": %.4f, \"range_gbs\": %.4f, \"ratio\": %.4f}",
               k ? "," : "", kind_names[k], kinds[k].compress_bps / 1e9, kinds[k].decompress_bps / 1e9,
-              kinds[k].hop_bps / 1e9, kinds[k].hop_values_bps / 1e9, kinds[k].reduce_bps / 1e9, kinds[k].ratio);
+              kinds[k].hop_bps / 1e9, kinds[k].hop_values_bps / 1e9, kinds[k].reduce_bps / 1e9,
+              kinds[k].range_bps / 1e9, kinds[k].ratio);
     fprintf(json, "],\n\"rows\": [");
   }
   printf("# %-13s %10s %5s %5s %-13s %-18s %11s %-18s %11s %-18s %11s %7s %7s\n", "collective", "bytes", "ranks",

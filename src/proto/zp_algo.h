@@ -240,6 +240,9 @@ static inline double zp_call_bytes(const zp_coll_args_t* a) { return (double)(a-
  * turn, and the ring compresses, then sums (zp_fuses). */
 #define ZP_AUTO_HOP_VALUES_BPS 0.5e9
 #define ZP_AUTO_RATIO 4.0
+/* The value-range scan a REL bound needs (zp_eb_cost) reads the input
+ * once: about twice compression's rate on one core (zccl-scale). */
+#define ZP_AUTO_RANGE_BPS 3.0e9
 /* The figures the model prices with: the link's zp_speeds_t where set,
  * else the defaults above (a communicator's: always the defaults). */
 static inline double zp_speed_pick(double set, double dflt) { return set > 0 ? set : dflt; }
@@ -260,6 +263,9 @@ static inline double zp_reduce_bps(const zp_ctx_t* ctx) {
   return zp_speed_pick(ZP_SPEED(ctx, reduce_bps), ZP_REDUCE_BYTES_PER_S);
 }
 static inline double zp_ratio(const zp_ctx_t* ctx) { return zp_speed_pick(ZP_SPEED(ctx, ratio), ZP_AUTO_RATIO); }
+static inline double zp_range_bps(const zp_ctx_t* ctx) {
+  return zp_speed_pick(ZP_SPEED(ctx, range_bps), ZP_AUTO_RANGE_BPS);
+}
 #undef ZP_SPEED
 /* A host codec's rate per rank: rate over the ranks sharing each core of
  * the busiest machine (a GPU's codec shares nothing). Only the agreed link

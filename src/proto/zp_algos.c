@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "zp_algo.h"
+#include "zp_stream.h"
 #include "zu_log.h"
 #include "zu_param.h"
 
@@ -117,6 +118,7 @@ const zp_algo_t* zp_algo_select(const zp_ctx_t* ctx, const zp_coll_args_t* a, co
       if (best == NULL || ti < *t) best = al, *t = ti;
     }
   }
+  if (best && codec != zcclCodecNone) *t += zp_eb_cost(ctx, a);
   if (by_rule) *by_rule = ruled;
   if (memo && best)
     *memo = (zp_choice_memo_t){.valid = 1, .a = *a, .link = *ctx->link, .dev = ctx->dev, .rules = rules,

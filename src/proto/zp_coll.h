@@ -61,6 +61,7 @@ typedef struct {
   double hop_values_bps; /* compress and add to a stream in one pass (zd_hop_values) */
   double reduce_bps;     /* uncompressed sum of two buffers (every algorithm's) */
   double ratio;          /* raw bytes / stream bytes */
+  double range_bps;      /* a REL bound's scan of the input for its value range (zp_eb_abs) */
 } zp_speeds_t;
 
 /* The link as the cost model sees it: latency alpha (s) and bandwidth

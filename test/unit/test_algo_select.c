@@ -1,6 +1,7 @@
 /* Algorithm selection without a launcher (white box: proto layer): a table
  * of (collective, bytes, ranks, link, codec, ZCCL_ALGO) -> the algorithm
  * the cost model or a rule picks, and the parser of ZCCL_ALGO's rules. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "test_util.h"
 #include "zd_device.h"
 #include "zp_algo.h"
+#include "zp_stream.h"
 
 static zd_dev_t* dev;
 
@@ -179,6 +181,40 @@ static void check_speeds(void) {
   CHECK(lower > 0);
 }
 
+/* A REL bound's range scan and agreement (zp_eb_cost): the compressed
+ * pick is the same as under ABS, priced higher by exactly the scan of the
+ * rank's input at the range rate over the cpu share plus ceil(log2 N)
+ * latencies; ABS, lossless codecs and uncompressed calls pay nothing. */
+static void check_eb_cost(void) {
+  const struct {
+    zp_coll_id_t coll;
+    size_t count;
+    double scanned; /* values a rank scans */
+  } c[] = {{ZP_COLL_ALLREDUCE, 16u << 20, 16u << 20},
+           {ZP_COLL_ALLGATHER, 1u << 20, 1u << 20},
+           {ZP_COLL_REDUCESCATTER, 1u << 20, 5.0 * (1u << 20)},
+           {ZP_COLL_BROADCAST, 4u << 20, 4u << 20}};
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    zp_link_t link = {.alpha = 30e-6, .bandwidth = GBIT, .incast = 1, .cpu_share = 2};
+    zp_ctx_t ctx = {.dev = dev, .link = &link, .rank = 0, .nranks = 5};
+    zp_coll_args_t a = {.coll = c[i].coll, .count = c[i].count, .datatype = zcclFloat32, .op = zcclSum,
+                        .nranks = 5};
+    a.compression.codec = zcclCodecHz;
+    a.compression.mode = zcclErrorAbs;
+    a.compression.eb = 1e-3;
+    double t_abs = 0, t_rel = 0;
+    const zp_algo_t* al_abs = zp_algo_select(&ctx, &a, NULL, &t_abs, NULL);
+    CHECK(zp_eb_cost(&ctx, &a) == 0);
+    a.compression.mode = zcclErrorRel;
+    const zp_algo_t* al_rel = zp_algo_select(&ctx, &a, NULL, &t_rel, NULL);
+    double want = c[i].scanned * 4 / (ZP_AUTO_RANGE_BPS / 2) + 3 * link.alpha; /* ceil(log2 5) = 3 */
+    CHECK(al_abs != NULL && al_abs == al_rel);
+    CHECK(fabs((t_rel - t_abs) - want) <= 1e-9 * want);
+    a.compression.codec = zcclCodecRle;
+    CHECK(zp_eb_cost(&ctx, &a) == 0);
+  }
+}
+
 static void check_parse(void) {
   zp_algo_rules_t r;
   zp_algo_rules_parse("allreduce:ring@0-4M,rd;broadcast:tree", &r);
@@ -235,6 +271,7 @@ int main(void) {
   check_table();
   check_small_allreduce();
   check_speeds();
+  check_eb_cost();
   check_parse();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
   zd_dev_destroy(dev);
