@@ -54,14 +54,18 @@ double zp_eb_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const zcclCompression_t* c = &a->compression;
   const zc_codec_info_t* ci = zc_codec_info(c->codec);
   int lossy = c->codec == zcclCodecAuto || (ci && (ci->caps & ZC_CAP_LOSSY));
-  if (!lossy || !(c->mode == zcclErrorRel || c->mode == zcclErrorTargetRel) || ctx->nranks < 2) return 0;
+  /* Scans: the range under REL; a finite-only codec (ZFP) also checks
+   * every value, under any mode (zp_eb_agreed). Each ends in an agreement. */
+  int scans = (lossy && (c->mode == zcclErrorRel || c->mode == zcclErrorTargetRel)) +
+              (ci && (ci->caps & ZC_CAP_FINITE) ? 1 : 0);
+  if (scans == 0 || ctx->nranks < 2) return 0;
   /* The values a rank scans: count is per rank for allgather and gather,
    * per block (N of them) for reducescatter, scatter and alltoall. */
   double n = zp_call_bytes(a), N = ctx->nranks;
   if (a->coll == ZP_COLL_REDUCESCATTER || a->coll == ZP_COLL_SCATTER || a->coll == ZP_COLL_ALLTOALL) n *= N;
-  /* The agreement: one small allreduce (or the root's bound sent on) by
+  /* An agreement: one small allreduce (or the root's word sent on) by
    * recursive doubling. */
-  return n / zp_codec_rate(ctx, zp_range_bps(ctx)) + ceil(log2(N)) * zp_link_alpha(ctx);
+  return scans * (n / zp_codec_rate(ctx, zp_range_bps(ctx)) + ceil(log2(N)) * zp_link_alpha(ctx));
 }
 
 zcclResult_t zp_eb_agreed(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t in_n, int root,

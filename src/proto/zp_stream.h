@@ -27,12 +27,14 @@ double zp_rel_span(double lo, double hi);
 zcclResult_t zp_eb_abs(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t n, int global,
                        double* eb);
 zc_params_t zp_params(const zp_ctx_t* ctx, const zp_coll_args_t* a, double eb);
-/* The model's price of zp_eb_abs for a compressed call: under a REL bound
- * the scan of the input a rank holds (the root's for a rooted call) and
- * the rounds that agree on the range; 0 for ABS or a lossless codec. Every
- * compressed algorithm of a call pays it once, before its first
- * compression, so it moves no choice among them, only against sending
- * uncompressed (codec=auto) and the time the model reports. */
+/* The model's price of zp_eb_abs and zp_eb_agreed for a compressed call:
+ * under a REL bound the scan of the input a rank holds (the root's for a
+ * rooted call) and the rounds that agree on the range, and for a
+ * finite-only codec (ZFP) its check of every value likewise; 0 for ABS
+ * with any other codec, or a lossless one. Every compressed algorithm of
+ * a call pays it once, before its first compression, so it moves no
+ * choice among them, only against sending uncompressed (codec=auto) and
+ * the time the model reports. */
 double zp_eb_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a);
 /* zp_eb_abs agreed: every rank's values (root < 0) or the root's, which
  * it then sends to every rank (the others pass in_n 0). With codec=zfp

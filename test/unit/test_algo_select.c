@@ -184,7 +184,8 @@ static void check_speeds(void) {
 /* A REL bound's range scan and agreement (zp_eb_cost): the compressed
  * pick is the same as under ABS, priced higher by exactly the scan of the
  * rank's input at the range rate over the cpu share plus ceil(log2 N)
- * latencies; ABS, lossless codecs and uncompressed calls pay nothing. */
+ * latencies; ABS with hz and lossless codecs pay nothing, ZFP's finiteness
+ * check one more scan. */
 static void check_eb_cost(void) {
   const struct {
     zp_coll_id_t coll;
@@ -212,6 +213,12 @@ static void check_eb_cost(void) {
     CHECK(fabs((t_rel - t_abs) - want) <= 1e-9 * want);
     a.compression.codec = zcclCodecRle;
     CHECK(zp_eb_cost(&ctx, &a) == 0);
+    /* ZFP checks every value for finiteness under any mode: one scan and
+     * agreement under ABS, two under REL. */
+    a.compression.codec = zcclCodecZfp;
+    CHECK(fabs(zp_eb_cost(&ctx, &a) - 2 * want) <= 1e-9 * want);
+    a.compression.mode = zcclErrorAbs;
+    CHECK(fabs(zp_eb_cost(&ctx, &a) - want) <= 1e-9 * want);
   }
 }
 
