@@ -20,6 +20,7 @@ BUILD=$(cd "${1:-build}" && pwd) || exit 2
 RATE=${2:-1gbit}
 SIZES=${3:-"-b 4M -e 128M -f 4"}
 SPEC=${4:-codec=hz,mode=rel,eb=1e-3}
+HOSTS=${HOSTS:-4}
 COMP=()
 for s in $SPEC; do COMP+=(--compression "$s"); done
 PERF=$BUILD/perf/zccl-perf
@@ -30,7 +31,7 @@ mkdir -p "$OUT"
 rm -f "$OUT"/*.json "$OUT"/*.log
 export NETLAB_PREFIX=zt$$ NETLAB_NET=10.203.87
 trap '"$NETLAB" down >/dev/null 2>&1' EXIT
-"$NETLAB" up "${HOSTS:-4}" "$RATE" >"$OUT/netlab.log" 2>&1 || { echo "compressed_table: netlab up failed (root?)" >&2; exit 2; }
+"$NETLAB" up "$HOSTS" "$RATE" >"$OUT/netlab.log" 2>&1 || { echo "compressed_table: netlab up failed (root?)" >&2; exit 2; }
 run() { # run COLL TAG [ENV...]
   local coll=$1 tag=$2
   shift 2
@@ -44,7 +45,7 @@ for coll in ${COLLS:-allreduce reducescatter reduce allgather broadcast scatter 
 done
 [[ " ${COLLS:-allreduce} " == *" allreduce "* ]] && run allreduce mpiring OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4
 
-/usr/bin/python3 - "$OUT" "$RATE" "$SPEC" "${HOSTS:-4}" <<'EOF'
+/usr/bin/python3 - "$OUT" "$RATE" "$SPEC" "$HOSTS" <<'EOF'
 import glob, json, os, re, sys
 out, rate, spec, hosts = sys.argv[1:5]
 m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", rate)

@@ -392,7 +392,8 @@ out_data:
  * pass over device memory: priced at the sum's rate. */
 static zp_speeds_t gpu_speeds(const opts_t* o, double ratio) {
   zp_speeds_t s = {.compress_bps = o->gpu[0] * 1e9, .decompress_bps = o->gpu[1] * 1e9, .hop_bps = o->gpu[2] * 1e9,
-                   .reduce_bps = o->gpu[3] * 1e9, .ratio = ratio, .range_bps = o->gpu[3] * 1e9};
+                   .reduce_bps = o->gpu[3] * 1e9, .ratio = ratio};
+  s.range_bps = s.reduce_bps;
   s.hop_values_bps = 1 / (1 / s.compress_bps + 1 / s.hop_bps);
   return s;
 }

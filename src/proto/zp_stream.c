@@ -61,11 +61,11 @@ double zp_eb_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   if (scans == 0 || ctx->nranks < 2) return 0;
   /* The values a rank scans: count is per rank for allgather and gather,
    * per block (N of them) for reducescatter, scatter and alltoall. */
-  double n = zp_call_bytes(a), N = ctx->nranks;
-  if (a->coll == ZP_COLL_REDUCESCATTER || a->coll == ZP_COLL_SCATTER || a->coll == ZP_COLL_ALLTOALL) n *= N;
+  double n = zp_call_bytes(a);
+  if (a->coll == ZP_COLL_REDUCESCATTER || a->coll == ZP_COLL_SCATTER || a->coll == ZP_COLL_ALLTOALL) n *= ctx->nranks;
   /* An agreement: one small allreduce (or the root's word sent on) by
    * recursive doubling. */
-  return scans * (n / zp_codec_rate(ctx, zp_range_bps(ctx)) + ceil(log2(N)) * zp_link_alpha(ctx));
+  return scans * (n / zp_codec_rate(ctx, zp_range_bps(ctx)) + zp_log2_ceil(ctx->nranks) * zp_link_alpha(ctx));
 }
 
 zcclResult_t zp_eb_agreed(const zp_ctx_t* ctx, const zp_coll_args_t* a, const void* in, size_t in_n, int root,
