@@ -219,6 +219,24 @@ static zcclResult_t zp_coll_exec(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   return a->premul ? zp_premul_run(ctx, a) : zp_coll_dispatch(ctx, a);
 }
 
+/* Whether an uncompressed call on host memory carries its signature in its
+ * own messages (frames or carries it, below) instead of a message pair of
+ * its own, which over TCP costs a fifth of a 64 KiB allgather
+ * (docs/measurements/collectives.md). Only collectives in which every rank
+ * receives, so that every rank checks a peer's signature (a broadcast's
+ * root would not), and up to ZP_CARRY_BYTES a rank: above it the message
+ * pair costs nothing next to the data. What it reads is the call's fields
+ * and the device's kind, alike on ranks whose calls agree. */
+#define ZP_CARRY_BYTES (1u << 20)
+
+static int zp_carries(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  size_t bytes = a->count * zu_dtype_size(a->datatype);
+  int everyone_receives = a->coll == ZP_COLL_ALLREDUCE || a->coll == ZP_COLL_ALLGATHER ||
+                          a->coll == ZP_COLL_REDUCESCATTER || a->coll == ZP_COLL_ALLTOALL;
+  return everyone_receives && bytes > 0 && bytes <= ZP_CARRY_BYTES && !a->premul && !zp_wants_compression(ctx, a) &&
+         zd_dev_kind(ctx->dev) == ZD_HOST;
+}
+
 /* Every collective sends its call signature to the right neighbour beside
  * its own messages (one small eager message, not waited for until the
  * end): a rank whose arguments differ from its neighbour's fails as soon
@@ -240,22 +258,29 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   /* A pre-multiplied sum is an op of its own: a plain sum beside it differs. */
   if (zp_coll_reduces(a->coll)) mine.op = a->premul ? (uint32_t)zcclNumOps : (uint32_t)a->op;
   mine.root = zp_coll_rooted(a->coll) ? a->root : -1;
+  /* A peer whose call stalled may have sent its signature already. */
+  char why[400];
+  if (zp_stall_sig_check(ctx, &mine, fn, why, sizeof why) != zcclSuccess)
+    return ZU_ERROR(zcclInvalidUsage, "%s", why);
   zp_ctx_t g = *ctx;
   /* A small uncompressed allreduce on host memory that the model gives to
    * an algorithm that frames (recursive doubling, one-shot) carries the
-   * signature in its own messages: one message pair fewer, most of such a
-   * call's time. The choice depends on the signature's fields and the
+   * signature in its own messages, a 16-byte head in a copy (zp_frame.c):
+   * one message pair fewer, most of such a call's time. Other calls that
+   * zp_carries takes carry all of it in front of each message instead
+   * (zp_xfers_post). The choice depends on the signature's fields and the
    * communicator's model only, so ranks whose calls agree make it alike; a
-   * rank whose call differs sends messages its peers reject (zp_frame.c). */
-  if (a->coll == ZP_COLL_ALLREDUCE && !a->premul && !zp_wants_compression(ctx, a) && zp_frames(a) &&
-      zd_dev_kind(ctx->dev) == ZD_HOST) {
+   * rank whose call differs sends messages its peers reject, and a peer
+   * that stalls looks for its stray messages (zp_xfers_wait). */
+  if (zp_carries(ctx, a)) {
     double t = 0;
     int ruled = 0;
     const zp_algo_t* algo = zp_plain_choice(ctx, a, &t, &ruled);
-    if (zp_algo_frames(algo)) {
+    if (a->coll == ZP_COLL_ALLREDUCE && zp_frames(a) && zp_algo_frames(algo))
       g.sig_framed = &mine;
-      return zp_plain_run(&g, a, algo, t, ruled);
-    }
+    else
+      g.sig_carried = &mine;
+    return zp_plain_run(&g, a, algo, t, ruled);
   }
   zp_xfer_t x[2];
   g.sig_mine = &mine;

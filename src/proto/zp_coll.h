@@ -89,6 +89,27 @@ typedef struct {
   uint64_t raw_bytes, wire_bytes;
 } zp_stats_t;
 
+/* What a rank calls a collective with, checked against its left
+ * neighbour's in every collective (so any difference across ranks is seen
+ * by some rank, which then tells all: zp_notice_send). */
+typedef struct {
+  uint32_t coll, dtype, op;
+  int32_t root;
+  uint64_t count;
+  int32_t codec, mode;
+  double eb;
+  uint64_t min_bytes;
+} zp_sig_t;
+
+/* A call signature sent by a call that stalls while carrying its
+ * signature in its messages (zp_xfers_wait): its sequence number says
+ * which call. */
+typedef struct {
+  uint32_t seq;
+  int32_t rank;
+  zp_sig_t sig;
+} zp_stall_sig_t;
+
 /* A rank's word that its communicator broke: sent to every peer when an
  * operation fails there (zp_notice_send), so that ranks that do not wait
  * on it directly fail at once, naming it, instead of at ZCCL_TIMEOUT. */
@@ -105,26 +126,24 @@ typedef struct {
   zt_req_t* tx;         /* one per peer, sent once */
   int ntx;
   zp_notice_msg_t out;
+  /* A stalled call's signature (zp_stall_sig_send), sent to the peers the
+   * call waits on, and the receive for peers' (posted with rx). */
+  zt_req_t stall_rx;
+  int stall_listening;
+  zp_stall_sig_t stall_in;
+  zt_req_t* stall_tx;   /* one per peer (nstall) */
+  int nstall;
+  zp_stall_sig_t stall_out;
 } zp_notice_t;
 
-/* Posts the receive for peers' notices (once; a no-op after). */
+/* Posts the receive for peers' notices (once; a no-op after), and for
+ * stalled calls' signatures. */
 zcclResult_t zp_notice_listen(zt_worker_t* w, zp_notice_t* n);
 /* Tells every peer once that this rank's communicator broke, and why. */
 void zp_notice_send(zt_worker_t* w, zp_notice_t* n, int rank, int nranks, zcclResult_t code, const char* why);
 /* Cancels the receive and gives back sends not done (before the worker goes). */
 void zp_notice_close(zt_worker_t* w, zp_notice_t* n);
 
-/* What a rank calls a collective with, checked against its left
- * neighbour's in every collective (so any difference across ranks is seen
- * by some rank, which then tells all: zp_notice_send). */
-typedef struct {
-  uint32_t coll, dtype, op;
-  int32_t root;
-  uint64_t count;
-  int32_t codec, mode;
-  double eb;
-  uint64_t min_bytes;
-} zp_sig_t;
 
 /* A communicator's last uncompressed choice of algorithm (zp_algo_select):
  * a small call's selection costs about as much as its exchange, and calls
@@ -196,6 +215,11 @@ typedef struct {
    * this rank's signature in front of each of its messages and checks each
    * peer's (zp_frame.c), without messages of its own. NULL otherwise. */
   const zp_sig_t* sig_framed;
+  /* Or: every collective message of the call carries this rank's signature
+   * as a head in front of its bytes (one UCX message from two places, no
+   * copy), and every receive checks its sender's (zp_coll_run: a medium
+   * uncompressed call on host memory). NULL otherwise. */
+  const zp_sig_t* sig_carried;
   zp_choice_memo_t* memo; /* the communicator's (NULL: none) */
 } zp_ctx_t;
 
@@ -221,6 +245,8 @@ typedef struct {
                              * (stage_late then set: it goes back only after stage_ev) */
   int stage_late;           /* stage goes back with zd_stage_put_after(stage_ev), not at once */
   zd_event_t stage_ev;
+  int carried;              /* sent with ctx->sig_carried in front; a receive's head lands in head_in */
+  zp_sig_t head_in;
 } zp_xfer_t;
 
 /* Whether messages of ctx's device go through host staging buffers. */
@@ -253,6 +279,11 @@ zcclResult_t zp_sendrecv(const zp_ctx_t* ctx, const char* what, int dst, const v
  * rank's m. */
 int zp_sig_differs(const zp_sig_t* m, const zp_sig_t* l, int rank, int peer, const char* what, char* why,
                    size_t len);
+
+/* zcclInvalidUsage (why says so) when a peer's stalled call signature
+ * for this operation (ctx->seq) has come in and differs from mine; the
+ * ones of other operations are dropped. */
+zcclResult_t zp_stall_sig_check(const zp_ctx_t* ctx, const zp_sig_t* mine, const char* what, char* why, size_t len);
 
 /* Posts the call signature's messages (x[0] to the right neighbour, x[1]
  * from the left into *left). */

@@ -172,9 +172,18 @@ zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
     for (int i = 0; i < n; i++) x[i].stage = NULL;
   for (int i = 0; i < n && res == zcclSuccess; i++) {
     void* buf = x[i].stage ? x[i].stage : x[i].buf;
-    void* memh = zt_mem_find(ctx->w, buf, x[i].bytes); /* a buffer the user registered (zcclCommRegister) */
-    res = x[i].is_send ? zt_isend(ctx->w, x[i].peer, x[i].tag, buf, x[i].bytes, memh, &x[i].req)
-                       : zt_irecv(ctx->w, x[i].peer, x[i].tag, ZT_TAG_MASK_ALL, buf, x[i].bytes, memh, &x[i].req);
+    x[i].carried = ctx->sig_carried != NULL && x[i].coll && x[i].stage == NULL;
+    if (x[i].carried) {
+      const size_t h = sizeof x[i].head_in;
+      if (!x[i].is_send) memset(&x[i].head_in, 0, h);
+      res = x[i].is_send ? zt_isend_head(ctx->w, x[i].peer, x[i].tag, ctx->sig_carried, h, buf, x[i].bytes, &x[i].req)
+                         : zt_irecv_head(ctx->w, x[i].peer, x[i].tag, ZT_TAG_MASK_ALL, &x[i].head_in, h, buf,
+                                         x[i].bytes, &x[i].req);
+    } else {
+      void* memh = zt_mem_find(ctx->w, buf, x[i].bytes); /* a buffer the user registered (zcclCommRegister) */
+      res = x[i].is_send ? zt_isend(ctx->w, x[i].peer, x[i].tag, buf, x[i].bytes, memh, &x[i].req)
+                         : zt_irecv(ctx->w, x[i].peer, x[i].tag, ZT_TAG_MASK_ALL, buf, x[i].bytes, memh, &x[i].req);
+    }
     if (res != zcclSuccess) {
       for (int k = i + 1; k < n; k++) memset(&x[k].req, 0, sizeof x[k].req), x[k].req.done = 1;
       return res;
@@ -188,12 +197,20 @@ zcclResult_t zp_xfers_post(const zp_ctx_t* ctx, zp_xfer_t* x, int n) {
 }
 
 /* ---- failures told to every peer ------------------------------------------------ */
+static zcclResult_t zp_stall_listen(zt_worker_t* w, zp_notice_t* n) {
+  if (n->stall_listening) return zcclSuccess;
+  ZU_CHECK(zt_irecv(w, 0, zp_stall_sig_tag(0), zp_notice_mask(), &n->stall_in, sizeof n->stall_in, NULL,
+                    &n->stall_rx));
+  n->stall_listening = 1;
+  return zcclSuccess;
+}
+
 zcclResult_t zp_notice_listen(zt_worker_t* w, zp_notice_t* n) {
   if (n->listening) return zcclSuccess;
   /* From any sender (zp_notice_mask). */
   ZU_CHECK(zt_irecv(w, 0, zp_notice_tag(0), zp_notice_mask(), &n->in, sizeof n->in, NULL, &n->rx));
   n->listening = 1;
-  return zcclSuccess;
+  return zp_stall_listen(w, n);
 }
 
 void zp_notice_send(zt_worker_t* w, zp_notice_t* n, int rank, int nranks, zcclResult_t code, const char* why) {
@@ -221,18 +238,23 @@ void zp_notice_close(zt_worker_t* w, zp_notice_t* n) {
     if (zp_notice_listen(w, n) != zcclSuccess) break;
   }
   if (n->listening) zt_cancel(w, &n->rx);
+  if (n->stall_listening) zt_cancel(w, &n->stall_rx);
   /* Small eager messages, done once the endpoint is wired up (which takes
    * the peer's progress too), or never (a dead peer). */
   double deadline = zu_now() + 0.5;
   for (;;) {
-    int pending = zt_req_pending(&n->rx);
+    int pending = zt_req_pending(&n->rx) + zt_req_pending(&n->stall_rx);
     for (int p = 0; p < n->ntx; p++) pending += zt_req_pending(&n->tx[p]);
+    for (int p = 0; p < n->nstall; p++) pending += zt_req_pending(&n->stall_tx[p]);
     if (!pending || zu_now() > deadline) break;
     zt_progress(w);
   }
   zt_abandon(w, &n->rx);
+  zt_abandon(w, &n->stall_rx);
   for (int p = 0; p < n->ntx; p++) zt_abandon(w, &n->tx[p]);
+  for (int p = 0; p < n->nstall; p++) zt_abandon(w, &n->stall_tx[p]);
   free(n->tx);
+  free(n->stall_tx);
   memset(n, 0, sizeof *n);
 }
 
@@ -290,14 +312,40 @@ static int zp_noticed(const zp_ctx_t* ctx, const char* what, char* why, size_t l
   return 1;
 }
 
-/* A framed call (ctx->sig_framed, zp_frame.c) sends no signature of its
- * own; one from the left neighbour means that rank's call went another
- * way (a different count, collective or setting; buffers elsewhere; or
- * ZCCL_ALGO), and both would wait for messages that never come. The wait
- * looks for it once it stalls this long. */
+/* A carried receive (zp_xfers_post): its head must be this call's
+ * signature, and its length then counts the bytes after the head only.
+ * zcclInvalidUsage (why says so) when it is not. */
+static zcclResult_t zp_carried_in(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, char* why, size_t len) {
+  const size_t h = sizeof x->head_in;
+  if (x->req.status != 0 && !zt_req_truncated(&x->req)) return zcclSuccess; /* failed: zp_xfer_check says how */
+  size_t got = x->req.length;
+  int whole = x->req.status == 0 && got >= h;
+  if (whole && memcmp(&x->head_in, ctx->sig_carried, h) == 0) {
+    x->req.length = got - h;
+    return zcclSuccess;
+  }
+  /* A head that reads as a signature is named field by field; anything
+   * else (a framed or plain message of another call) only as not this call's. */
+  if (whole && x->head_in.coll < ZP_NUM_COLLS &&
+      zp_sig_differs(ctx->sig_carried, &x->head_in, ctx->rank, x->peer, what, why, len))
+    return zcclInvalidUsage;
+  snprintf(why, len,
+           "%s: rank %d's message of %zu bytes is not this call's (a %zu-byte call signature, then %zu bytes): the "
+           "call differs across ranks (collective, count, datatype, compression, ZCCL_CHECK_CALLS or ZCCL_ALGO)",
+           what, x->peer, got, h, x->bytes);
+  return zcclInvalidUsage;
+}
+
+/* A call whose signature travels in its own messages (ctx->sig_framed,
+ * zp_frame.c; ctx->sig_carried) sends no signature message; one from the
+ * left neighbour means that rank's call went another way (a different
+ * count, collective or setting; buffers elsewhere; or ZCCL_ALGO), and both
+ * would wait for messages that never come. The wait looks for it once it
+ * stalls this long. */
 #define ZP_FRAMED_PROBE_SECONDS 0.01
 
-static zcclResult_t zp_framed_left(const zp_ctx_t* ctx, const char* what, char* why, size_t len) {
+static zcclResult_t zp_framed_left(const zp_ctx_t* ctx, const zp_sig_t* mine, const char* what, char* why,
+                                   size_t len) {
   int left = (ctx->rank + ctx->nranks - 1) % ctx->nranks;
   uint64_t tag = zp_sig_tag(left, ctx->seq);
   if (!zt_probe(ctx->w, tag, ZT_TAG_MASK_ALL)) return zcclSuccess;
@@ -308,13 +356,110 @@ static zcclResult_t zp_framed_left(const zp_ctx_t* ctx, const char* what, char* 
                  .dtype = zcclUint8, .coll = 1, .tag = tag};
   zp_ctx_t c = *ctx;
   c.sig_framed = NULL;
+  c.sig_carried = NULL;
   if (zp_xfers_run(&c, what, &x, 1) != zcclSuccess ||
-      !zp_sig_differs(ctx->sig_framed, &theirs, ctx->rank, left, what, why, len))
+      !zp_sig_differs(mine, &theirs, ctx->rank, left, what, why, len))
     snprintf(why, len,
              "%s: rank %d's call went another way than rank %d's, with the same arguments: are the buffers of one "
              "kind (host or device) on every rank, and ZCCL_ALGO the same?",
              what, left, ctx->rank);
   return zcclInvalidUsage;
+}
+
+/* A message of this operation from a peer that no receive took, while
+ * this rank waits for another from that peer, means their calls went
+ * different ways: in calls that agree, a rank posts its receives from a
+ * peer in the order the peer sends (zp_tag.h), so a peer's message that
+ * finds no receive came after every one posted, and those have matched.
+ * (A rendezvous still moving its bytes is the exception, which is why the
+ * wait first stalls this long.) A wait for the left neighbour's signature
+ * message is the same: the signature goes before the messages. */
+#define ZP_STRAY_PROBE_SECONDS 0.25
+
+static int zp_stray_from(const zp_ctx_t* ctx, int peer) {
+  return zt_probe(ctx->w, zp_tag(peer, ctx->seq, 0), zp_tag_op_mask());
+}
+
+/* Stalled signatures: a call that carries its signature in its messages
+ * and stalls ZP_STRAY_PROBE_SECONDS sends it to every peer it waits on,
+ * again as often, and a stalled peer (waiting on this rank, say, in a call
+ * that sends other messages) compares it. Stray messages (above) do not
+ * find two ranks whose calls send each other nothing; the separate
+ * signature message would have. */
+zcclResult_t zp_stall_sig_check(const zp_ctx_t* ctx, const zp_sig_t* mine, const char* what, char* why,
+                                size_t len) {
+  zp_notice_t* n = ctx->notice;
+  if (n == NULL || mine == NULL) return zcclSuccess;
+  zcclResult_t res = zcclSuccess;
+  /* Taken one at a time, each receive posted again at once (UCX matches
+   * one already in, so a few came in a row are all seen). */
+  for (int k = 0; k < 4 * ctx->nranks && n->stall_listening && n->stall_rx.done; k++) {
+    zp_stall_sig_t in = n->stall_in;
+    int whole = n->stall_rx.status == 0 && n->stall_rx.length == sizeof in;
+    n->stall_listening = 0;
+    if (zp_stall_listen(ctx->w, n) != zcclSuccess) n->stall_listening = 0;
+    if (res == zcclSuccess && whole && in.seq == ctx->seq &&
+        zp_sig_differs(mine, &in.sig, ctx->rank, in.rank, what, why, len))
+      res = zcclInvalidUsage;
+  }
+  return res;
+}
+
+/* Sends mine to every peer that x waits for a message from, but not while
+ * an earlier one to that peer is in flight (the message's room is the
+ * communicator's). */
+static void zp_stall_sig_send(const zp_ctx_t* ctx, const zp_sig_t* mine, const zp_xfer_t* x, int n) {
+  zp_notice_t* nt = ctx->notice;
+  if (nt == NULL) return;
+  if (nt->stall_tx == NULL) {
+    nt->stall_tx = calloc((size_t)ctx->nranks, sizeof *nt->stall_tx);
+    if (nt->stall_tx == NULL) return;
+    nt->nstall = ctx->nranks;
+  }
+  int busy = 0;
+  for (int p = 0; p < nt->nstall; p++) busy += zt_req_pending(&nt->stall_tx[p]);
+  if (busy && nt->stall_out.seq != ctx->seq) return; /* the room holds another call's */
+  nt->stall_out = (zp_stall_sig_t){.seq = ctx->seq, .rank = ctx->rank, .sig = *mine};
+  for (int i = 0; i < n; i++) {
+    int p = x[i].peer;
+    if (x[i].is_send || x[i].req.done || p < 0 || p >= nt->nstall || zt_req_pending(&nt->stall_tx[p])) continue;
+    (void)zt_isend(ctx->w, p, zp_stall_sig_tag(ctx->rank), &nt->stall_out, sizeof nt->stall_out, NULL,
+                   &nt->stall_tx[p]);
+  }
+}
+
+/* What a stalled wait looks for: a signature message beside a framed or
+ * carried call, a peer's stray message and stalled call signatures
+ * (above); and it sends its own (*sent_at: when it last did). */
+static zcclResult_t zp_stall_probe(const zp_ctx_t* ctx, const char* what, const zp_xfer_t* x, int n, double stalled,
+                                   double now, double* sent_at, char* why, size_t len) {
+  const zp_sig_t* mine = ctx->sig_framed ? ctx->sig_framed : ctx->sig_carried;
+  if (mine) ZU_CHECK(zp_framed_left(ctx, mine, what, why, len));
+  if (stalled < ZP_STRAY_PROBE_SECONDS) return zcclSuccess;
+  ZU_CHECK(zp_stall_sig_check(ctx, mine ? mine : ctx->sig_mine, what, why, len));
+  if (mine && now - *sent_at > ZP_STRAY_PROBE_SECONDS) {
+    zp_stall_sig_send(ctx, mine, x, n);
+    *sent_at = now;
+  }
+  int left = (ctx->rank + ctx->nranks - 1) % ctx->nranks;
+  if (ctx->sig_rx && !ctx->sig_rx->done && zp_stray_from(ctx, left)) {
+    snprintf(why, len,
+             "%s: rank %d's messages of this operation came without its call signature: its call went another "
+             "way than rank %d's (a different collective, count, datatype or compression setting)",
+             what, left, ctx->rank);
+    return zcclInvalidUsage;
+  }
+  if (!mine) return zcclSuccess;
+  for (int i = 0; i < n; i++)
+    if (!x[i].is_send && x[i].coll && !x[i].req.done && zp_stray_from(ctx, x[i].peer)) {
+      snprintf(why, len,
+               "%s: rank %d sent a message of this operation that no receive of rank %d takes, while rank %d "
+               "waits for another: their calls differ (collective, count, datatype, compression setting, "
+               "ZCCL_CHECK_CALLS or ZCCL_ALGO)",
+               what, x[i].peer, ctx->rank, ctx->rank);
+      return zcclInvalidUsage;
+    }
+  return zcclSuccess;
 }
 
 /* zcclInvalidUsage (why says so) once the left neighbour's call signature
@@ -343,10 +488,14 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
     x[i].checked = 0;
     left++;
   }
-  double noticed_at = 0;
+  double noticed_at = 0, stall_sig_at = 0;
   int crowded = ctx->link == NULL || ctx->link->cpu_share > 1;
   unsigned idle_polls = 0;
   int progressed = 0;
+  /* The stall probes' clock: since the last of these messages completed
+   * (other events, such as peers' stalled signatures, do not reset it). */
+  int completed = 0;
+  double last_done = last_progress;
   while (left > 0) {
     int events = zt_progress(ctx->w);
     for (int i = 0; i < n && fatal == zcclSuccess; i++) {
@@ -354,7 +503,13 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
       x[i].checked = 1;
       left--;
       events = 1;
+      completed = 1;
       char m[400] = "";
+      if (x[i].carried && !x[i].is_send && zp_carried_in(ctx, what, &x[i], m, sizeof m) != zcclSuccess) {
+        fatal = zcclInvalidUsage; /* the calls differ: the rest may never come */
+        snprintf(why, sizeof why, "%s", m);
+        break;
+      }
       zcclResult_t r = zp_xfer_check(ctx, what, &x[i], m, sizeof m);
 
       if (r == zcclInvalidUsage && !mismatch[0]) snprintf(mismatch, sizeof mismatch, "%s", m);
@@ -377,7 +532,8 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
     if (!crowded && (++idle_polls & ZP_CHECK_EVERY_MASK) != 0) continue;
     double now = zu_now();
     if (progressed) last_progress = now;
-    progressed = 0;
+    if (completed) last_done = now;
+    progressed = completed = 0;
     if (noticed_at == 0 && ctx->notice && ctx->notice->rx.done) noticed_at = now;
     /* Made only now: a peer that finished and destroyed its worker early
      * is normal, and connecting to it would fail. */
@@ -406,8 +562,8 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
         now - (last_progress > noticed_at ? last_progress : noticed_at) > ZP_NOTICE_PATIENCE_SECONDS &&
         zp_noticed(ctx, what, why, sizeof why))
       fatal = zcclRemoteError;
-    if (fatal == zcclSuccess && ctx->sig_framed && now - last_progress > ZP_FRAMED_PROBE_SECONDS)
-      fatal = zp_framed_left(ctx, what, why, sizeof why);
+    if (fatal == zcclSuccess && now - last_progress > ZP_FRAMED_PROBE_SECONDS)
+      fatal = zp_stall_probe(ctx, what, x, n, now - last_done, now, &stall_sig_at, why, sizeof why);
     if (fatal == zcclSuccess && now - last_progress > patience) {
       const zp_xfer_t* p = NULL;
       for (int i = 0; i < n && !p; i++)

@@ -90,18 +90,24 @@ static inline uint64_t zp_tag(int src, uint32_t seq, uint32_t sub) {
          (uint64_t)(sub & ((1u << ZP_TAG_SUB_BITS) - 1));
 }
 
+/* Matches every message of rank src in operation seq, whatever its sub. */
+static inline uint64_t zp_tag_op_mask(void) { return ZT_TAG_MASK_ALL & ~(uint64_t)((1u << ZP_TAG_SUB_BITS) - 1); }
+
 /* ---- proto's internal messages (kind INTERNAL, zt_tag's layout) ---------------
  * sub 0 and 2 are zcclCommSplit's and zcclCommShrink's exchanges
  * (zccl_connect.c), ZP_SIG_SUB the call signatures (sequence: the
  * collective's, 24 bits), ZP_NOTICE_SUB the failure notices: a sub of
  * their own, so the notices' receive, which takes any sender, takes
- * nothing else. */
+ * nothing else; ZP_STALL_SIG_SUB likewise for a stalled call's signature. */
 #define ZP_SIG_SUB 1u
 #define ZP_NOTICE_SEQ 0xffffffu
 #define ZP_NOTICE_SUB 0xffffu
+#define ZP_STALL_SIG_SUB 0xfffeu
 static inline uint64_t zp_sig_tag(int src, uint32_t seq) { return zt_tag(ZT_TAG_INTERNAL, src, seq, ZP_SIG_SUB); }
 static inline uint64_t zp_notice_tag(int src) { return zt_tag(ZT_TAG_INTERNAL, src, ZP_NOTICE_SEQ, ZP_NOTICE_SUB); }
-/* A notice is taken from any sender: the source bits are left out of the match. */
+/* A stalled call's signature (zp_stall_sig_t, which carries its sequence). */
+static inline uint64_t zp_stall_sig_tag(int src) { return zt_tag(ZT_TAG_INTERNAL, src, ZP_NOTICE_SEQ, ZP_STALL_SIG_SUB); }
+/* A notice (or a stalled call's signature) is taken from any sender: the source bits are left out of the match. */
 static inline uint64_t zp_notice_mask(void) { return ZT_TAG_MASK_ALL & ~ZT_TAG_SRC_MASK; }
 
 #endif /* ZP_TAG_H_ */

@@ -69,6 +69,12 @@ typedef struct {
   uint64_t tag;     /* receives: the matched tag */
   int peer;         /* for error reports */
   int is_recv;
+  /* A message in two pieces (zt_isend_head, zt_irecv_head): UCX reads the
+   * list until the request completes. */
+  struct {
+    void* buf;
+    size_t len;
+  } piece[2];
 } zt_req_t;
 
 /* Creates a worker for a communicator; the process's context is made on
@@ -105,6 +111,14 @@ zcclResult_t zt_isend(zt_worker_t* w, int peer, uint64_t tag, const void* buf, s
                       zt_req_t* req);
 zcclResult_t zt_irecv(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, void* buf, size_t len,
                       void* memh, zt_req_t* req);
+/* The same for a message that is a head and a body, sent as one message
+ * from two places (no copy, no second message): the receive puts the
+ * first hlen bytes into head and up to len more into buf; req->length
+ * counts both. memh is not taken (a registration covers one piece). */
+zcclResult_t zt_isend_head(zt_worker_t* w, int peer, uint64_t tag, const void* head, size_t hlen, const void* buf,
+                           size_t len, zt_req_t* req);
+zcclResult_t zt_irecv_head(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, void* head, size_t hlen, void* buf,
+                           size_t len, zt_req_t* req);
 /* 1 when a message matching tag under mask has arrived that no receive
  * has taken yet (it stays for one). */
 int zt_probe(zt_worker_t* w, uint64_t tag, uint64_t mask);

@@ -484,10 +484,29 @@ static zcclResult_t zt_req_started(zt_req_t* req, ucs_status_ptr_t p, const char
   return zcclSuccess;
 }
 
-zcclResult_t zt_isend(zt_worker_t* w, int peer, uint64_t tag, const void* buf, size_t len, void* memh,
-                      zt_req_t* req) {
+/* A message from buf, or (head not NULL) from head and buf as UCX's iov
+ * list in req->piece. */
+static void zt_pieces(zt_req_t* req, const void* head, size_t hlen, const void* buf, size_t len,
+                      ucp_request_param_t* p, void** buffer, size_t* count) {
+  if (head == NULL) {
+    *buffer = (void*)buf;
+    *count = len;
+    return;
+  }
+  req->piece[0].buf = (void*)head;
+  req->piece[0].len = hlen;
+  req->piece[1].buf = (void*)buf;
+  req->piece[1].len = len;
+  p->op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+  p->datatype = ucp_dt_make_iov();
+  *buffer = req->piece;
+  *count = 2;
+}
+
+static zcclResult_t zt_send(zt_worker_t* w, int peer, uint64_t tag, const void* head, size_t hlen, const void* buf,
+                            size_t len, void* memh, zt_req_t* req) {
   zt_req_start(req, peer, 0);
-  req->length = len;
+  req->length = hlen + len;
   req->tag = tag;
   if (peer < 0 || peer >= w->nranks) {
     zt_req_end(req, UCS_ERR_INVALID_PARAM);
@@ -511,13 +530,16 @@ zcclResult_t zt_isend(zt_worker_t* w, int peer, uint64_t tag, const void* buf, s
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
     p.memh = memh;
   }
+  void* buffer;
+  size_t count;
+  zt_pieces(req, head, hlen, buf, len, &p, &buffer, &count);
   size_t eager = zt_peer_eager(w, peer, ep);
-  if (eager && len <= eager) p.op_attr_mask |= UCP_OP_ATTR_FLAG_FAST_CMPL;
-  return zt_req_started(req, ucp_tag_send_nbx(ep, buf, len, tag, &p), "send to");
+  if (eager && hlen + len <= eager) p.op_attr_mask |= UCP_OP_ATTR_FLAG_FAST_CMPL;
+  return zt_req_started(req, ucp_tag_send_nbx(ep, buffer, count, tag, &p), "send to");
 }
 
-zcclResult_t zt_irecv(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, void* buf, size_t len,
-                      void* memh, zt_req_t* req) {
+static zcclResult_t zt_recv(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, void* head, size_t hlen,
+                            void* buf, size_t len, void* memh, zt_req_t* req) {
   zt_req_start(req, peer, 1);
   /* Completion always through the callback, which carries the length. */
   ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
@@ -528,7 +550,30 @@ zcclResult_t zt_irecv(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, voi
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
     p.memh = memh;
   }
-  return zt_req_started(req, ucp_tag_recv_nbx(w->worker, buf, len, tag, mask, &p), "receive from");
+  void* buffer;
+  size_t count;
+  zt_pieces(req, head, hlen, buf, len, &p, &buffer, &count);
+  return zt_req_started(req, ucp_tag_recv_nbx(w->worker, buffer, count, tag, mask, &p), "receive from");
+}
+
+zcclResult_t zt_isend(zt_worker_t* w, int peer, uint64_t tag, const void* buf, size_t len, void* memh,
+                      zt_req_t* req) {
+  return zt_send(w, peer, tag, NULL, 0, buf, len, memh, req);
+}
+
+zcclResult_t zt_irecv(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, void* buf, size_t len,
+                      void* memh, zt_req_t* req) {
+  return zt_recv(w, peer, tag, mask, NULL, 0, buf, len, memh, req);
+}
+
+zcclResult_t zt_isend_head(zt_worker_t* w, int peer, uint64_t tag, const void* head, size_t hlen, const void* buf,
+                           size_t len, zt_req_t* req) {
+  return zt_send(w, peer, tag, head, hlen, buf, len, NULL, req);
+}
+
+zcclResult_t zt_irecv_head(zt_worker_t* w, int peer, uint64_t tag, uint64_t mask, void* head, size_t hlen, void* buf,
+                           size_t len, zt_req_t* req) {
+  return zt_recv(w, peer, tag, mask, head, hlen, buf, len, NULL, req);
 }
 
 int zt_probe(zt_worker_t* w, uint64_t tag, uint64_t mask) {

@@ -454,16 +454,21 @@ int main(int argc, char** argv) {
    * counts that differ (both small), an op that differs (same length), and
    * one rank's call too large to be framed while the others' are. In case
    * 6 the calls agree but rank 0's ZCCL_ALGO sends its call another way:
-   * the framed ranks find its signature message once they stall. Only
-   * host memory frames: on the sim device every rank sends its signature
-   * apart, and ranks whose ZCCL_ALGO differs while their calls agree wait
-   * for ZCCL_TIMEOUT there (not tested). Nor where the test's own
-   * ZCCL_ALGO already chooses for every rank. */
+   * the framed ranks find its signature message once they stall. Calls
+   * of more than 4 KiB up to 1 MiB a rank (cases 0 and 5, 7 and 8) carry
+   * their signature in front of every message instead (zp_xfers_post):
+   * case 7 is an allgather whose counts differ, case 8 an allgather on
+   * rank 0 beside an alltoall elsewhere (a rank whose messages find no
+   * receive is found once its peers stall). Only host memory frames or carries: on the sim device every
+   * rank sends its signature apart, and ranks whose ZCCL_ALGO differs
+   * while their calls agree wait for ZCCL_TIMEOUT there (not tested). Nor
+   * where the test's own ZCCL_ALGO already chooses for every rank. */
   if (nranks > 1) {
     setenv("ZCCL_TIMEOUT", "30", 1);
     const char* dev = getenv("ZCCL_DEVICE");
     int framed = (dev == NULL || strcmp(dev, "sim") != 0) && getenv("ZCCL_ALGO") == NULL;
-    for (int kase = 0; kase < (framed ? 7 : 6); kase++) {
+    for (int kase = 0; kase < 9; kase++) {
+      if (kase == 6 && !framed) continue;
       zcclComm_t c2 = NULL;
       if (rank == 0) zcclGetUniqueId(&id);
       MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -476,6 +481,7 @@ int main(int argc, char** argv) {
                  : kase == 4 ? 7
                  : kase == 5 ? (rank == 0 ? 3000 : 16)
                  : kase == 6 ? 16
+                 : kase >= 7 ? 600 * (size_t)nranks
                              : 3000;
       float* x = calloc(n + 64, sizeof(float));
       float* y = calloc(n + 64, sizeof(float));
@@ -483,8 +489,12 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
       zcclRedOp_t op = kase == 4 && rank == 0 ? zcclMax : zcclSum;
-      zcclResult_t res = kase != 2 ? zcclAllReduce(x, y, n, zcclFloat32, op, c2, NULL)
-                                   : zcclBroadcast(x, y, n, zcclFloat32, rank == 0 ? 0 : 1, c2, NULL);
+      size_t per = n / (size_t)nranks; /* cases 7 and 8: a rank's share */
+      zcclResult_t res = kase == 2   ? zcclBroadcast(x, y, n, zcclFloat32, rank == 0 ? 0 : 1, c2, NULL)
+                         : kase == 7 ? zcclAllGather(x, y, rank == 0 ? per - 100 : per, zcclFloat32, c2, NULL)
+                         : kase == 8 ? (rank == 0 ? zcclAllGather(x, y, per, zcclFloat32, c2, NULL)
+                                                  : zcclAlltoAll(x, y, per / (size_t)nranks, zcclFloat32, c2, NULL))
+                                     : zcclAllReduce(x, y, n, zcclFloat32, op, c2, NULL);
       double took = MPI_Wtime() - t0;
       printf("mismatch case %d: rank %d returned %s after %.2f s: %s\n", kase, rank, zcclGetErrorString(res), took,
                zcclGetLastError(c2));
