@@ -280,6 +280,7 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
       g.sig_framed = &mine;
     else
       g.sig_carried = &mine;
+    g.sig_algo = algo ? algo->name : NULL;
     return zp_plain_run(&g, a, algo, t, ruled);
   }
   zp_xfer_t x[2];

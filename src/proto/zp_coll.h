@@ -108,6 +108,7 @@ typedef struct {
   uint32_t seq;
   int32_t rank;
   zp_sig_t sig;
+  char algo[24]; /* the algorithm the call runs: calls alike but for ZCCL_ALGO differ here */
 } zp_stall_sig_t;
 
 /* A rank's word that its communicator broke: sent to every peer when an
@@ -220,6 +221,7 @@ typedef struct {
    * copy), and every receive checks its sender's (zp_coll_run: a medium
    * uncompressed call on host memory). NULL otherwise. */
   const zp_sig_t* sig_carried;
+  const char* sig_algo; /* a framed or carried call's algorithm (its stalled signature says it) */
   zp_choice_memo_t* memo; /* the communicator's (NULL: none) */
 } zp_ctx_t;
 

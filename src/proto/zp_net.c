@@ -366,14 +366,11 @@ static zcclResult_t zp_framed_left(const zp_ctx_t* ctx, const zp_sig_t* mine, co
   return zcclInvalidUsage;
 }
 
-/* A message of this operation from a peer that no receive took, while
- * this rank waits for another from that peer, means their calls went
- * different ways: in calls that agree, a rank posts its receives from a
- * peer in the order the peer sends (zp_tag.h), so a peer's message that
- * finds no receive came after every one posted, and those have matched.
- * (A rendezvous still moving its bytes is the exception, which is why the
- * wait first stalls this long.) A wait for the left neighbour's signature
- * message is the same: the signature goes before the messages. */
+/* A wait for the left neighbour's signature message while a message of
+ * this operation from that neighbour is in means its call went another way
+ * (it frames or carries its signature): the signature goes before the
+ * messages, on the same endpoint. Looked for once the wait stalls this
+ * long, as are stalled signatures (below). */
 #define ZP_STRAY_PROBE_SECONDS 0.25
 
 static int zp_stray_from(const zp_ctx_t* ctx, int peer) {
@@ -383,9 +380,11 @@ static int zp_stray_from(const zp_ctx_t* ctx, int peer) {
 /* Stalled signatures: a call that carries its signature in its messages
  * and stalls ZP_STRAY_PROBE_SECONDS sends it to every peer it waits on,
  * again as often, and a stalled peer (waiting on this rank, say, in a call
- * that sends other messages) compares it. Stray messages (above) do not
- * find two ranks whose calls send each other nothing; the separate
- * signature message would have. */
+ * that sends other messages) compares it: two ranks whose calls send each
+ * other nothing, or messages no receive takes, still meet. (A stray
+ * message from a peer this rank waits on would say the same, but a
+ * rendezvous that moves its bytes slowly, with the peer's next message
+ * already in, looks alike.) */
 zcclResult_t zp_stall_sig_check(const zp_ctx_t* ctx, const zp_sig_t* mine, const char* what, char* why,
                                 size_t len) {
   zp_notice_t* n = ctx->notice;
@@ -398,9 +397,17 @@ zcclResult_t zp_stall_sig_check(const zp_ctx_t* ctx, const zp_sig_t* mine, const
     int whole = n->stall_rx.status == 0 && n->stall_rx.length == sizeof in;
     n->stall_listening = 0;
     if (zp_stall_listen(ctx->w, n) != zcclSuccess) n->stall_listening = 0;
-    if (res == zcclSuccess && whole && in.seq == ctx->seq &&
-        zp_sig_differs(mine, &in.sig, ctx->rank, in.rank, what, why, len))
+    if (res != zcclSuccess || !whole || in.seq != ctx->seq) continue;
+    in.algo[sizeof in.algo - 1] = 0;
+    if (zp_sig_differs(mine, &in.sig, ctx->rank, in.rank, what, why, len)) {
       res = zcclInvalidUsage;
+    } else if (ctx->sig_algo && in.algo[0] && strncmp(ctx->sig_algo, in.algo, sizeof in.algo - 1) != 0) {
+      snprintf(why, len,
+               "%s: the same call went another way on rank %d (%s) than on rank %d (%s): is ZCCL_ALGO the same on "
+               "every rank?",
+               what, ctx->rank, ctx->sig_algo, in.rank, in.algo);
+      res = zcclInvalidUsage;
+    }
   }
   return res;
 }
@@ -420,6 +427,7 @@ static void zp_stall_sig_send(const zp_ctx_t* ctx, const zp_sig_t* mine, const z
   for (int p = 0; p < nt->nstall; p++) busy += zt_req_pending(&nt->stall_tx[p]);
   if (busy && nt->stall_out.seq != ctx->seq) return; /* the room holds another call's */
   nt->stall_out = (zp_stall_sig_t){.seq = ctx->seq, .rank = ctx->rank, .sig = *mine};
+  if (ctx->sig_algo) snprintf(nt->stall_out.algo, sizeof nt->stall_out.algo, "%s", ctx->sig_algo);
   for (int i = 0; i < n; i++) {
     int p = x[i].peer;
     if (x[i].is_send || x[i].req.done || p < 0 || p >= nt->nstall || zt_req_pending(&nt->stall_tx[p])) continue;
@@ -429,8 +437,9 @@ static void zp_stall_sig_send(const zp_ctx_t* ctx, const zp_sig_t* mine, const z
 }
 
 /* What a stalled wait looks for: a signature message beside a framed or
- * carried call, a peer's stray message and stalled call signatures
- * (above); and it sends its own (*sent_at: when it last did). */
+ * carried call, the left neighbour's messages without its signature, and
+ * stalled call signatures (above); and it sends its own (*sent_at: when it
+ * last did). */
 static zcclResult_t zp_stall_probe(const zp_ctx_t* ctx, const char* what, const zp_xfer_t* x, int n, double stalled,
                                    double now, double* sent_at, char* why, size_t len) {
   const zp_sig_t* mine = ctx->sig_framed ? ctx->sig_framed : ctx->sig_carried;
@@ -449,16 +458,6 @@ static zcclResult_t zp_stall_probe(const zp_ctx_t* ctx, const char* what, const 
              what, left, ctx->rank);
     return zcclInvalidUsage;
   }
-  if (!mine) return zcclSuccess;
-  for (int i = 0; i < n; i++)
-    if (!x[i].is_send && x[i].coll && !x[i].req.done && zp_stray_from(ctx, x[i].peer)) {
-      snprintf(why, len,
-               "%s: rank %d sent a message of this operation that no receive of rank %d takes, while rank %d "
-               "waits for another: their calls differ (collective, count, datatype, compression setting, "
-               "ZCCL_CHECK_CALLS or ZCCL_ALGO)",
-               what, x[i].peer, ctx->rank, ctx->rank);
-      return zcclInvalidUsage;
-    }
   return zcclSuccess;
 }
 

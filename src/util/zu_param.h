@@ -43,8 +43,9 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
   X(CHECK_CALLS, INT, "1",                                                                \
     "1: each collective also checks its call (collective, count, datatype, op, root, "    \
     "compression) across ranks, so a call that differs fails at once on every rank "      \
-    "instead of after ZCCL_TIMEOUT: sent to the ring neighbour, or, in a small "          \
-    "uncompressed allreduce on host memory, in front of its own messages; 0: none.")       \
+    "instead of after ZCCL_TIMEOUT: sent to the ring neighbour, or, in an uncompressed "  \
+    "allreduce, allgather, reduce-scatter or alltoall of up to 1 MiB a rank on host "     \
+    "memory, in front of each of its own messages (docs/runtime.md); 0: none.")           \
   X(UCX_ERR_MODE, STR, "none",                                                           \
     "UCX endpoint error handling: none (shared memory usable; a dead peer is found by "   \
     "ZCCL_TIMEOUT, at once over TCP) or peer (UCX reports a dead peer at once, but UCX "  \
