@@ -55,10 +55,11 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "eagerly (UCX's buffered protocol; zccl sets UCX_RNDV_SEND_NBR_THRESH to match "      \
     "unless it is set) instead of by rendezvous; 0: UCX's own choice. Other transports "  \
     "are left to UCX.")                                                                   \
-  X(TCP_SEG_BYTES, SIZE, "32K",                                                           \
+  X(TCP_SEG_BYTES, SIZE, "40K",                                                           \
     "UCX's TCP send segment (UCX_TCP_TX_SEG_SIZE; receive segments 4 times as large, "    \
     "UCX_TCP_RX_SEG_SIZE) unless those are set: an eager message goes in pieces of this " \
-    "size, each its own system call (UCX's default is 8K); 0: UCX's own.")                \
+    "size, each its own system call (UCX's default is 8K; 40K leaves a 32 KiB message "   \
+    "and its headers one piece); 0: UCX's own.")                                          \
   X(SHM_FIFO_BYTES, SIZE, "2048",                                                        \
     "The element of UCX's shared-memory FIFOs (UCX_POSIX_FIFO_ELEM_SIZE and "             \
     "UCX_SYSV_FIFO_ELEM_SIZE) unless either is set: a message that fits in one, less "    \
