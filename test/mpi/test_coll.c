@@ -453,13 +453,14 @@ int main(int argc, char** argv) {
    * recursive doubling carries the signature in its own messages (zp_rd.c):
    * counts that differ (both small), an op that differs (same length), and
    * one rank's call too large to be framed while the others' are. In case
-   * 6 the calls agree but rank 0's ZCCL_ALGO sends its call another way:
-   * the framed ranks find its signature message once they stall. Calls
-   * of more than 4 KiB up to 1 MiB a rank (cases 0 and 5, 7 and 8) carry
-   * their signature in front of every message instead (zp_xfers_post):
-   * case 7 is an allgather whose counts differ, case 8 an allgather on
-   * rank 0 beside an alltoall elsewhere (a rank whose messages find no
-   * receive is found once its peers stall). Only host memory frames or carries: on the sim device every
+   * 6 the calls agree but rank 0's ZCCL_ALGO (ring, which carries its
+   * signature) sends its call another way: the stalled ranks' signatures
+   * name their algorithms. Calls of more than 4 KiB up to 1 MiB a rank
+   * (cases 0 and 5, 7 and 8) carry their signature in front of every
+   * message instead (zp_xfers_post): case 7 is an allgather whose counts
+   * differ, case 8 an allgather on rank 0 beside an alltoall elsewhere,
+   * whose messages may never match (the stalled ranks' signatures meet).
+   * Only host memory frames or carries: on the sim device every
    * rank sends its signature apart, and ranks whose ZCCL_ALGO differs
    * while their calls agree wait for ZCCL_TIMEOUT there (not tested). Nor
    * where the test's own ZCCL_ALGO already chooses for every rank. */
