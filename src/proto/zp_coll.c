@@ -270,8 +270,8 @@ zcclResult_t zp_coll_run(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
    * zp_carries takes carry all of it in front of each message instead
    * (zp_xfers_post). The choice depends on the signature's fields and the
    * communicator's model only, so ranks whose calls agree make it alike; a
-   * rank whose call differs sends messages its peers reject, and a peer
-   * that stalls looks for its stray messages (zp_xfers_wait). */
+   * rank whose call differs sends messages its peers reject, and ranks
+   * that stall send each other their signatures (zp_xfers_wait). */
   if (zp_carries(ctx, a)) {
     double t = 0;
     int ruled = 0;

@@ -145,7 +145,6 @@ void zp_notice_send(zt_worker_t* w, zp_notice_t* n, int rank, int nranks, zcclRe
 /* Cancels the receive and gives back sends not done (before the worker goes). */
 void zp_notice_close(zt_worker_t* w, zp_notice_t* n);
 
-
 /* A communicator's last uncompressed choice of algorithm (zp_algo_select):
  * a small call's selection costs about as much as its exchange, and calls
  * repeat. It holds while everything the choice reads is unchanged: the

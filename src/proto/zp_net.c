@@ -344,7 +344,7 @@ static zcclResult_t zp_carried_in(const zp_ctx_t* ctx, const char* what, zp_xfer
  * stalls this long. */
 #define ZP_FRAMED_PROBE_SECONDS 0.01
 
-static zcclResult_t zp_framed_left(const zp_ctx_t* ctx, const zp_sig_t* mine, const char* what, char* why,
+static zcclResult_t zp_left_sig_apart(const zp_ctx_t* ctx, const zp_sig_t* mine, const char* what, char* why,
                                    size_t len) {
   int left = (ctx->rank + ctx->nranks - 1) % ctx->nranks;
   uint64_t tag = zp_sig_tag(left, ctx->seq);
@@ -371,14 +371,14 @@ static zcclResult_t zp_framed_left(const zp_ctx_t* ctx, const zp_sig_t* mine, co
  * (it frames or carries its signature): the signature goes before the
  * messages, on the same endpoint. Looked for once the wait stalls this
  * long, as are stalled signatures (below). */
-#define ZP_STRAY_PROBE_SECONDS 0.25
+#define ZP_STALL_PROBE_SECONDS 0.25
 
-static int zp_stray_from(const zp_ctx_t* ctx, int peer) {
+static int zp_sent_from(const zp_ctx_t* ctx, int peer) {
   return zt_probe(ctx->w, zp_tag(peer, ctx->seq, 0), zp_tag_op_mask());
 }
 
 /* Stalled signatures: a call that carries its signature in its messages
- * and stalls ZP_STRAY_PROBE_SECONDS sends it to every peer it waits on,
+ * and stalls ZP_STALL_PROBE_SECONDS sends it to every peer it waits on,
  * again as often, and a stalled peer (waiting on this rank, say, in a call
  * that sends other messages) compares it: two ranks whose calls send each
  * other nothing, or messages no receive takes, still meet. (A stray
@@ -396,7 +396,7 @@ zcclResult_t zp_stall_sig_check(const zp_ctx_t* ctx, const zp_sig_t* mine, const
     zp_stall_sig_t in = n->stall_in;
     int whole = n->stall_rx.status == 0 && n->stall_rx.length == sizeof in;
     n->stall_listening = 0;
-    if (zp_stall_listen(ctx->w, n) != zcclSuccess) n->stall_listening = 0;
+    (void)zp_stall_listen(ctx->w, n); /* failing, stays 0: no more are taken */
     if (res != zcclSuccess || !whole || in.seq != ctx->seq) continue;
     in.algo[sizeof in.algo - 1] = 0;
     if (zp_sig_differs(mine, &in.sig, ctx->rank, in.rank, what, why, len)) {
@@ -443,15 +443,15 @@ static void zp_stall_sig_send(const zp_ctx_t* ctx, const zp_sig_t* mine, const z
 static zcclResult_t zp_stall_probe(const zp_ctx_t* ctx, const char* what, const zp_xfer_t* x, int n, double stalled,
                                    double now, double* sent_at, char* why, size_t len) {
   const zp_sig_t* mine = ctx->sig_framed ? ctx->sig_framed : ctx->sig_carried;
-  if (mine) ZU_CHECK(zp_framed_left(ctx, mine, what, why, len));
-  if (stalled < ZP_STRAY_PROBE_SECONDS) return zcclSuccess;
+  if (mine) ZU_CHECK(zp_left_sig_apart(ctx, mine, what, why, len));
+  if (stalled < ZP_STALL_PROBE_SECONDS) return zcclSuccess;
   ZU_CHECK(zp_stall_sig_check(ctx, mine ? mine : ctx->sig_mine, what, why, len));
-  if (mine && now - *sent_at > ZP_STRAY_PROBE_SECONDS) {
+  if (mine && now - *sent_at > ZP_STALL_PROBE_SECONDS) {
     zp_stall_sig_send(ctx, mine, x, n);
     *sent_at = now;
   }
   int left = (ctx->rank + ctx->nranks - 1) % ctx->nranks;
-  if (ctx->sig_rx && !ctx->sig_rx->done && zp_stray_from(ctx, left)) {
+  if (ctx->sig_rx && !ctx->sig_rx->done && zp_sent_from(ctx, left)) {
     snprintf(why, len,
              "%s: rank %d's messages of this operation came without its call signature: its call went another "
              "way than rank %d's (a different collective, count, datatype or compression setting)",
