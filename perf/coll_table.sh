@@ -12,6 +12,13 @@
 # median against the luckiest of 7 OpenMPI runs, which on a shared 2-core
 # machine reads noise as a gap. Builds nothing; rows and logs go to out/coll/.
 #   perf/coll_table.sh [build dir] [rate] [max size]
+# Environment: COLL_ROUNDS (default 1) sweeps of every variant, each
+# OpenMPI variant then counting the median of its rounds and zccl the
+# median of all its runs; COLL_TIMING each|loop (zccl-perf --timing;
+# default each); COLL_MIN (default 1M) the netlab sweep's smallest size;
+# COLL_ITERS (default 5) timed iterations a size. For example, back to
+# back from 64 KiB in five rounds:
+#   COLL_ROUNDS=5 COLL_TIMING=loop COLL_MIN=64K COLL_ITERS=200 perf/coll_table.sh build 10gbit 4M
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 BUILD=$(cd "${1:-build}" && pwd) || exit 2
@@ -22,6 +29,14 @@ NETLAB=$PWD/scripts/netlab
 OUT=$PWD/out/coll
 STEP=${COLL_TIMEOUT:-600}
 REMATCH=${COLL_REMATCH:-3}
+ROUNDS=${COLL_ROUNDS:-1}
+TIMING=${COLL_TIMING:-each}
+MINSZ=${COLL_MIN:-1M}
+ITERS=${COLL_ITERS:-5}
+RM_ITERS=9 # a rematch's iterations (back to back: as many as the sweep's)
+[ "$TIMING" = loop ] && [ "$ITERS" -gt 9 ] && RM_ITERS=$ITERS
+case "$TIMING" in each | loop) ;; *) echo "coll_table: COLL_TIMING is each or loop" >&2; exit 2 ;; esac
+case "$ROUNDS$ITERS" in *[!0-9]*) echo "coll_table: COLL_ROUNDS and COLL_ITERS are whole numbers" >&2; exit 2 ;; esac
 [ -x "$PERF" ] || { echo "coll_table: no $PERF (build first)" >&2; exit 2; }
 mkdir -p "$OUT"
 rm -f "$OUT"/*.json "$OUT"/*.log
@@ -51,12 +66,13 @@ launch() { # launch WHERE LOG [ENV...] -- CMD...: 4 ranks of CMD there, output t
   fi
 }
 
-run() { # run WHERE COLL TAG [ENV...]: one zccl-perf sweep, rows to $OUT/WHERE_COLL_TAG.json
-  local where=$1 coll=$2 tag=$3 sizes
-  shift 3
-  if [ "$where" = shm ]; then sizes=(-b 1K -e "$MAXSZ" -f 4); else sizes=(-b 1M -e "$MAXSZ" -f 4); fi
-  launch "$where" "$OUT/${where}_${coll}_$tag.log" "$@" -- "$PERF" "$coll" "${sizes[@]}" -n 5 -w 1 \
-    --data levitus_climatology.cdf:TEMP --json "$OUT/${where}_${coll}_$tag.json" ||
+run() { # run WHERE COLL TAG ROUND [ENV...]: one zccl-perf sweep, rows to $OUT/WHERE_COLL_TAG@ROUND.json
+  local where=$1 coll=$2 tag=$3 round=$4 sizes warm=1
+  shift 4
+  if [ "$where" = shm ]; then sizes=(-b 1K -e "$MAXSZ" -f 4); else sizes=(-b "$MINSZ" -e "$MAXSZ" -f 4); fi
+  [ "$TIMING" = loop ] && warm=$((ITERS / 10 + 1))
+  launch "$where" "$OUT/${where}_${coll}_$tag.log" "$@" -- "$PERF" "$coll" "${sizes[@]}" -n "$ITERS" -w "$warm" \
+    --timing "$TIMING" --data levitus_climatology.cdf:TEMP --json "$OUT/${where}_${coll}_$tag@$round.json" ||
     echo "coll_table: $where $coll $tag failed (see $OUT/${where}_${coll}_$tag.log)" >&2
 }
 
@@ -68,19 +84,21 @@ for where in shm netlab; do
     fi
     netlab_up=1
   fi
-  for coll in allreduce allgather broadcast; do
-    run "$where" "$coll" default
-    for a in ${ALGOS[$coll]}; do
-      run "$where" "$coll" "mpi${a%%:*}" OMPI_MCA_coll_tuned_use_dynamic_rules=1 \
-        "OMPI_MCA_coll_tuned_${MCA[$coll]}_algorithm=${a%%:*}"
+  for ((round = 0; round < ROUNDS; round++)); do
+    for coll in allreduce allgather broadcast; do
+      run "$where" "$coll" default "$round"
+      for a in ${ALGOS[$coll]}; do
+        run "$where" "$coll" "mpi${a%%:*}" "$round" OMPI_MCA_coll_tuned_use_dynamic_rules=1 \
+          "OMPI_MCA_coll_tuned_${MCA[$coll]}_algorithm=${a%%:*}"
+      done
     done
   done
 done
 
 summary() { # summary MODE: the Markdown table, or (candidates) the rows to rematch
-  /usr/bin/python3 - "$1" "$OUT" "$RATE" "$LOAD" <<'EOF'
+  /usr/bin/python3 - "$1" "$OUT" "$RATE" "$LOAD" "$ROUNDS" "$TIMING" "$ITERS" "$RM_ITERS" <<'EOF'
 import glob, json, os, sys
-mode, out, rate, load = sys.argv[1:5]
+mode, out, rate, load, rounds, timing, iters, rm_iters = sys.argv[1:9]
 names = {"allreduce": dict(a.split(":") for a in "2:nonoverlapping 3:recursive_doubling 4:ring 5:segmented_ring 6:rabenseifner".split()),
          "allgather": dict(a.split(":") for a in "2:bruck 3:recursive_doubling 4:ring 5:neighbor_exchange".split()),
          "broadcast": dict(a.split(":") for a in "5:binary_tree 6:binomial 7:knomial 8:scatter_allgather 9:scatter_allgather_ring 3:pipeline".split())}
@@ -88,7 +106,7 @@ rows, tags = {}, {}
 for f in sorted(glob.glob(os.path.join(out, "*.json"))):
     if os.path.basename(f).startswith("rematch_"):
         continue
-    where, coll, tag = os.path.basename(f)[:-5].split("_", 2)
+    where, coll, tag = os.path.basename(f)[:-5].split("@")[0].split("_", 2)
     try:
         data = json.load(open(f))
     except Exception:
@@ -100,12 +118,15 @@ for f in sorted(glob.glob(os.path.join(out, "*.json"))):
             d["zccl"].append(r["busbw_gbps"])
         elif r["method"] == "mpi":
             label = "default" if tag == "default" else names[coll].get(tag[3:], tag)
-            d["mpi"][label] = r["busbw_gbps"]
+            d["mpi"].setdefault(label, []).append(r["busbw_gbps"])
             tags[(where, coll, label)] = tag
         d["wrong"] = d.get("wrong", 0) + r["wrong"]
+def median(v):
+    return sorted(v)[len(v) // 2]
+
 def standing(d):
-    """zccl's median over the sweep's runs and OpenMPI's best (label, busbw)."""
-    return sorted(d["zccl"])[len(d["zccl"]) // 2], max(d["mpi"].items(), key=lambda kv: kv[1])
+    """zccl's median over the sweep's runs and OpenMPI's best variant (label, the median of its rounds)."""
+    return median(d["zccl"]), max(((k, median(v)) for k, v in d["mpi"].items()), key=lambda kv: kv[1])
 
 def rematch(where, coll, size):
     """Same-run ratios zccl / OpenMPI of the rematch runs of this row."""
@@ -140,7 +161,7 @@ for (where, coll, size), d in sorted(rows.items(), key=lambda kv: (kv[0][0] != "
     wh = "shm" if where == "shm" else f"netlab {rate}"
     rm = rematch(where, coll, size)
     rm_s = (f"{rm[len(rm) // 2]:.2f} ({', '.join(f'{x:.2f}' for x in rm)})" if rm else "")
-    print(f"| {wh} | {coll} | {size_s} | {z:.3f} | {d['mpi'].get('default', float('nan')):.3f} | "
+    print(f"| {wh} | {coll} | {size_s} | {z:.3f} | {median(d['mpi'].get('default', [float('nan')])):.3f} | "
           f"{best[1]:.3f} ({best[0]}) | {z / best[1] if best[1] else float('nan'):.2f} | {rm_s} |")
     wrong += d.get("wrong", 0)
 for f in glob.glob(os.path.join(out, "rematch_*.json")):
@@ -148,9 +169,11 @@ for f in glob.glob(os.path.join(out, "rematch_*.json")):
         wrong += sum(max(r["wrong"], 0) for r in json.load(open(f)))
     except Exception:
         pass
-print(f"\nbusbw in GB/s (nccl-tests' factors), median of 5 iterations; zccl's figure is the median over all "
-      f"runs of the sweep; rematch: median (all runs) of zccl / the best variant in the same run, that size alone, "
-      f"9 iterations. Link rate of netlab: {rate}. machine: {load}. elements wrong, all runs: {wrong}")
+how = "median of" if timing == "each" else "back to back, the mean of"
+print(f"\nbusbw in GB/s (nccl-tests' factors), {how} {iters} iterations; {rounds} round(s): OpenMPI's figures "
+      f"are each variant's median over the rounds, zccl's the median over all runs of the sweep; rematch: median "
+      f"(all runs) of zccl / the best variant in the same run, that size alone, {rm_iters} iterations. Link rate of netlab: "
+      f"{rate}. machine: {load}. elements wrong, all runs: {wrong}")
 sys.exit(1 if wrong else 0)
 EOF
 }
@@ -161,8 +184,8 @@ summary candidates | while read -r where coll bytes tag; do
   [ "$tag" != default ] && envs=(OMPI_MCA_coll_tuned_use_dynamic_rules=1
                                  "OMPI_MCA_coll_tuned_${MCA[$coll]}_algorithm=${tag#mpi}")
   for ((i = 0; i < REMATCH; i++)); do
-    launch "$where" "$OUT/rematch.log" "${envs[@]}" -- "$PERF" "$coll" -b "$bytes" -e "$bytes" -n 9 -w 1 \
-      --data levitus_climatology.cdf:TEMP --json "$OUT/rematch_${where}_${coll}_${bytes}_$i.json" ||
+    launch "$where" "$OUT/rematch.log" "${envs[@]}" -- "$PERF" "$coll" -b "$bytes" -e "$bytes" -n "$RM_ITERS" -w 1 \
+      --timing "$TIMING" --data levitus_climatology.cdf:TEMP --json "$OUT/rematch_${where}_${coll}_${bytes}_$i.json" ||
       echo "coll_table: rematch $where $coll $bytes failed (see $OUT/rematch.log)" >&2
   done
 done
