@@ -665,6 +665,8 @@ static int zp_cmp_double(const void* a, const void* b) {
 #define ZP_CAL_FAN (ZP_CAL_SMALL + 2 * ZP_CAL_LARGE) /* steps of the fan-out rounds, their readies, two direct rounds */
 #define ZP_CAL_FAN_ROUNDS 4 /* the first untimed */
 #define ZP_CAL_DIRECT (ZP_CAL_FAN + 2 * ZP_CAL_FAN_ROUNDS)
+#define ZP_CAL_ROUNDS 3 /* rounds of small exchanges: the first above, then each after a mid-size one */
+#define ZP_CAL_LATER (ZP_CAL_DIRECT + 2) /* their steps */
 zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   int N = ctx->nranks, right = (ctx->rank + 1) % N, left = (ctx->rank + N - 1) % N;
   /* 4 MiB and 1 MiB, or what a small pool holds (two of them, and room
@@ -689,10 +691,32 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
     if (!large) t_smalls[k] = t;
     else if (t < *best) *best = t;
   }
-  /* Latency: the median small exchange (the fastest is one whose message
-   * had arrived before it was posted). */
+  /* Latency: the median small exchange of a round (the fastest is one
+   * whose message had arrived before it was posted), in three rounds: the
+   * first, right after the communicator's creation, reads the ranks' start
+   * (the worst rank's read 69-462 us on 4 hosts at 10 Gbit/s where later
+   * rounds read 7-56; docs/measurements/net.md). Each rank's figure is the
+   * median of its rounds; the model's, the median over the rounds of the
+   * worst rank's (below). */
+  double t_round[ZP_CAL_ROUNDS];
   qsort(t_smalls, ZP_CAL_SMALL, sizeof(double), zp_cmp_double);
-  double t_small = t_smalls[ZP_CAL_SMALL / 2];
+  t_round[0] = t_smalls[ZP_CAL_SMALL / 2];
+  for (uint32_t r = 1; r < ZP_CAL_ROUNDS; r++) {
+    uint32_t k0 = ZP_CAL_LATER + (r - 1) * (1 + ZP_CAL_SMALL);
+    ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", right, sb, mid, left, rb, mid, zp_sub(ZP_TAG_ALGO, k0, 0)), res, out);
+    for (uint32_t k = 0; k < ZP_CAL_SMALL; k++) {
+      double t0 = zu_now();
+      ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", right, sb, 8, left, rb, 8, zp_sub(ZP_TAG_ALGO, k0 + 1 + k, 0)), res,
+                    out);
+      t_smalls[k] = zu_now() - t0;
+    }
+    qsort(t_smalls, ZP_CAL_SMALL, sizeof(double), zp_cmp_double);
+    t_round[r] = t_smalls[ZP_CAL_SMALL / 2];
+  }
+  double sorted_rounds[ZP_CAL_ROUNDS];
+  memcpy(sorted_rounds, t_round, sizeof t_round);
+  qsort(sorted_rounds, ZP_CAL_ROUNDS, sizeof(double), zp_cmp_double);
+  double t_small = sorted_rounds[ZP_CAL_ROUNDS / 2];
   /* Seconds a byte: the slope between the two sizes, never slower than the
    * larger size alone less the latency (small pools leave sizes where the
    * difference is mostly noise). */
@@ -772,17 +796,21 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
     incast = (t_all - t_small) / (one > 1e-9 ? one : 1e-9);
     incast = incast < 1 ? 1 : incast > N - 1 ? N - 1 : incast;
   }
-  double mine[5] = {t_small, per_byte, fan, incast, (double)zt_eager_bytes(ctx->w, right)}, all[5];
+  double mine[5 + ZP_CAL_ROUNDS] = {t_small, per_byte, fan, incast, (double)zt_eager_bytes(ctx->w, right)};
+  memcpy(mine + 5, t_round, sizeof t_round);
+  double all[5 + ZP_CAL_ROUNDS];
   ZU_CHECK_GOTO(zd_copy(ctx->dev, sb, mine, sizeof mine), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-  zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 5,
+  zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 5 + ZP_CAL_ROUNDS,
                       .datatype = zcclFloat64, .op = zcclMax, .rank = ctx->rank, .nranks = N};
   zp_ctx_t c2 = *ctx;
   c2.seq = ctx->seq; /* same operation: its own part of the tags */
   ZU_CHECK_GOTO(zp_rd_allreduce_sub(&c2, &a, zp_sub(ZP_TAG_NESTED_RD, 0, 0)), res, out);
   ZU_CHECK_GOTO(zd_copy(ctx->dev, all, rb, sizeof all), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-  link->alpha = all[0] > 1e-7 ? all[0] : 1e-7;
+  qsort(all + 5, ZP_CAL_ROUNDS, sizeof(double), zp_cmp_double);
+  double lat = all[5 + ZP_CAL_ROUNDS / 2];
+  link->alpha = lat > 1e-7 ? lat : 1e-7;
   link->bandwidth = all[1] > 1e-12 ? 1.0 / all[1] : 1e12;
   link->fanout = N > 2 ? all[2] : 1;
   link->incast = N > 2 ? all[3] : 1;

@@ -172,7 +172,7 @@ static const use_t uses[] = {
     {"compressed broadcast", "the stream's size: tree broadcast", ZP_TAG_BCAST_SIZE, 0, 0, 0, 0},
     {"compressed scatter, gather, hz tree", "one message a pair", ZP_TAG_ALGO, 0, 0, 0, 0},
     {"compressed alltoall", "steps", ZP_TAG_ALGO, ALL_S, 0, 0},
-    {"calibration", "exchanges, fan-out, readies, direct rounds", ZP_TAG_ALGO, 0, 27, 0, 0},
+    {"calibration", "exchanges, fan-out, readies, direct rounds, later latency rounds", ZP_TAG_ALGO, 0, 53, 0, 0},
     {"calibration", "max-allreduce: fold-in, rounds", ZP_TAG_NESTED_RD, 0, 20, 0, 0},
     {"calibration", "max-allreduce: fold-out", ZP_TAG_NESTED_RD, LAST, 0, 0},
     {NULL, "REL bound: max-allreduce", ZP_TAG_EB_AGREE, 0, 20, 0, 0},
