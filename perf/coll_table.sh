@@ -33,10 +33,10 @@ ROUNDS=${COLL_ROUNDS:-1}
 TIMING=${COLL_TIMING:-each}
 MINSZ=${COLL_MIN:-1M}
 ITERS=${COLL_ITERS:-5}
-RM_ITERS=9 # a rematch's iterations (back to back: as many as the sweep's)
-[ "$TIMING" = loop ] && [ "$ITERS" -gt 9 ] && RM_ITERS=$ITERS
 case "$TIMING" in each | loop) ;; *) echo "coll_table: COLL_TIMING is each or loop" >&2; exit 2 ;; esac
 case "$ROUNDS$ITERS" in *[!0-9]*) echo "coll_table: COLL_ROUNDS and COLL_ITERS are whole numbers" >&2; exit 2 ;; esac
+RM_ITERS=9 # a rematch's iterations (back to back: as many as the sweep's)
+[ "$TIMING" = loop ] && [ "$ITERS" -gt 9 ] && RM_ITERS=$ITERS
 [ -x "$PERF" ] || { echo "coll_table: no $PERF (build first)" >&2; exit 2; }
 mkdir -p "$OUT"
 rm -f "$OUT"/*.json "$OUT"/*.log
@@ -160,7 +160,7 @@ for (where, coll, size), d in sorted(rows.items(), key=lambda kv: (kv[0][0] != "
     size_s = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
     wh = "shm" if where == "shm" else f"netlab {rate}"
     rm = rematch(where, coll, size)
-    rm_s = (f"{rm[len(rm) // 2]:.2f} ({', '.join(f'{x:.2f}' for x in rm)})" if rm else "")
+    rm_s = (f"{median(rm):.2f} ({', '.join(f'{x:.2f}' for x in rm)})" if rm else "")
     print(f"| {wh} | {coll} | {size_s} | {z:.3f} | {median(d['mpi'].get('default', [float('nan')])):.3f} | "
           f"{best[1]:.3f} ({best[0]}) | {z / best[1] if best[1] else float('nan'):.2f} | {rm_s} |")
     wrong += d.get("wrong", 0)

@@ -660,13 +660,33 @@ static int zp_cmp_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
 }
-#define ZP_CAL_SMALL 12 /* latency samples */
+/* The median of v[0 .. n-1] (sorts v). */
+static double zp_median(double* v, size_t n) {
+  qsort(v, n, sizeof(double), zp_cmp_double);
+  return v[n / 2];
+}
+#define ZP_CAL_SMALL 12 /* latency samples a round */
 #define ZP_CAL_LARGE 3  /* samples of each large size */
 #define ZP_CAL_FAN (ZP_CAL_SMALL + 2 * ZP_CAL_LARGE) /* steps of the fan-out rounds, their readies, two direct rounds */
 #define ZP_CAL_FAN_ROUNDS 4 /* the first untimed */
 #define ZP_CAL_DIRECT (ZP_CAL_FAN + 2 * ZP_CAL_FAN_ROUNDS)
 #define ZP_CAL_ROUNDS 3 /* rounds of small exchanges: the first above, then each after a mid-size one */
 #define ZP_CAL_LATER (ZP_CAL_DIRECT + 2) /* their steps */
+
+/* A round of ZP_CAL_SMALL 8-byte exchanges with the ring neighbours, steps
+ * k0 ...: the median exchange's seconds. */
+static zcclResult_t zp_cal_small_round(const zp_ctx_t* ctx, void* sb, void* rb, uint32_t k0, double* median) {
+  int N = ctx->nranks, right = (ctx->rank + 1) % N, left = (ctx->rank + N - 1) % N;
+  double t[ZP_CAL_SMALL];
+  for (uint32_t k = 0; k < ZP_CAL_SMALL; k++) {
+    double t0 = zu_now();
+    ZU_CHECK(zp_sendrecv(ctx, "calibration", right, sb, 8, left, rb, 8, zp_sub(ZP_TAG_ALGO, k0 + k, 0)));
+    t[k] = zu_now() - t0;
+  }
+  *median = zp_median(t, ZP_CAL_SMALL);
+  return zcclSuccess;
+}
+
 zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   int N = ctx->nranks, right = (ctx->rank + 1) % N, left = (ctx->rank + N - 1) % N;
   /* 4 MiB and 1 MiB, or what a small pool holds (two of them, and room
@@ -680,17 +700,6 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   ZU_CHECK_GOTO(zd_buf_get(ctx->dev, big, &sb), res, out);
   ZU_CHECK_GOTO(zd_buf_get(ctx->dev, big, &rb), res, out);
   if (zd_dev_kind(ctx->dev) != ZD_CUDA) memset(sb, 0, big); /* (device memory: any bytes time the same) */
-  double t_smalls[ZP_CAL_SMALL], t_mid = 1e9, t_big = 1e9;
-  for (uint32_t k = 0; k < ZP_CAL_FAN; k++) {
-    int large = k >= ZP_CAL_SMALL, is_big = large && (k - ZP_CAL_SMALL) % 2;
-    size_t bytes = !large ? 8 : is_big ? big : mid;
-    double t0 = zu_now();
-    ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", right, sb, bytes, left, rb, bytes, zp_sub(ZP_TAG_ALGO, k, 0)), res,
-                  out);
-    double t = zu_now() - t0, *best = is_big ? &t_big : &t_mid;
-    if (!large) t_smalls[k] = t;
-    else if (t < *best) *best = t;
-  }
   /* Latency: the median small exchange of a round (the fastest is one
    * whose message had arrived before it was posted), in three rounds: the
    * first, right after the communicator's creation, reads the ranks' start
@@ -698,25 +707,25 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
    * rounds read 7-56; docs/measurements/net.md). Each rank's figure is the
    * median of its rounds; the model's, the median over the rounds of the
    * worst rank's (below). */
-  double t_round[ZP_CAL_ROUNDS];
-  qsort(t_smalls, ZP_CAL_SMALL, sizeof(double), zp_cmp_double);
-  t_round[0] = t_smalls[ZP_CAL_SMALL / 2];
+  double t_round[ZP_CAL_ROUNDS], t_mid = 1e9, t_big = 1e9;
+  ZU_CHECK_GOTO(zp_cal_small_round(ctx, sb, rb, 0, &t_round[0]), res, out);
+  for (uint32_t k = ZP_CAL_SMALL; k < ZP_CAL_FAN; k++) {
+    int is_big = (k - ZP_CAL_SMALL) % 2;
+    size_t bytes = is_big ? big : mid;
+    double t0 = zu_now();
+    ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", right, sb, bytes, left, rb, bytes, zp_sub(ZP_TAG_ALGO, k, 0)), res,
+                  out);
+    double t = zu_now() - t0, *best = is_big ? &t_big : &t_mid;
+    if (t < *best) *best = t;
+  }
   for (uint32_t r = 1; r < ZP_CAL_ROUNDS; r++) {
     uint32_t k0 = ZP_CAL_LATER + (r - 1) * (1 + ZP_CAL_SMALL);
     ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", right, sb, mid, left, rb, mid, zp_sub(ZP_TAG_ALGO, k0, 0)), res, out);
-    for (uint32_t k = 0; k < ZP_CAL_SMALL; k++) {
-      double t0 = zu_now();
-      ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", right, sb, 8, left, rb, 8, zp_sub(ZP_TAG_ALGO, k0 + 1 + k, 0)), res,
-                    out);
-      t_smalls[k] = zu_now() - t0;
-    }
-    qsort(t_smalls, ZP_CAL_SMALL, sizeof(double), zp_cmp_double);
-    t_round[r] = t_smalls[ZP_CAL_SMALL / 2];
+    ZU_CHECK_GOTO(zp_cal_small_round(ctx, sb, rb, k0 + 1, &t_round[r]), res, out);
   }
-  double sorted_rounds[ZP_CAL_ROUNDS];
-  memcpy(sorted_rounds, t_round, sizeof t_round);
-  qsort(sorted_rounds, ZP_CAL_ROUNDS, sizeof(double), zp_cmp_double);
-  double t_small = sorted_rounds[ZP_CAL_ROUNDS / 2];
+  double rounds[ZP_CAL_ROUNDS];
+  memcpy(rounds, t_round, sizeof rounds); /* t_round keeps its order: the max below is per round */
+  double t_small = zp_median(rounds, ZP_CAL_ROUNDS);
   /* Seconds a byte: the slope between the two sizes, never slower than the
    * larger size alone less the latency (small pools leave sizes where the
    * difference is mostly noise). */
@@ -796,25 +805,25 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
     incast = (t_all - t_small) / (one > 1e-9 ? one : 1e-9);
     incast = incast < 1 ? 1 : incast > N - 1 ? N - 1 : incast;
   }
-  double mine[5 + ZP_CAL_ROUNDS] = {t_small, per_byte, fan, incast, (double)zt_eager_bytes(ctx->w, right)};
-  memcpy(mine + 5, t_round, sizeof t_round);
-  double all[5 + ZP_CAL_ROUNDS];
+  /* The worst rank's figures; its latency per round in the last slots. */
+  double mine[4 + ZP_CAL_ROUNDS] = {per_byte, fan, incast, (double)zt_eager_bytes(ctx->w, right)};
+  memcpy(mine + 4, t_round, sizeof t_round);
+  double all[4 + ZP_CAL_ROUNDS];
   ZU_CHECK_GOTO(zd_copy(ctx->dev, sb, mine, sizeof mine), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-  zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 5 + ZP_CAL_ROUNDS,
+  zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 4 + ZP_CAL_ROUNDS,
                       .datatype = zcclFloat64, .op = zcclMax, .rank = ctx->rank, .nranks = N};
   zp_ctx_t c2 = *ctx;
   c2.seq = ctx->seq; /* same operation: its own part of the tags */
   ZU_CHECK_GOTO(zp_rd_allreduce_sub(&c2, &a, zp_sub(ZP_TAG_NESTED_RD, 0, 0)), res, out);
   ZU_CHECK_GOTO(zd_copy(ctx->dev, all, rb, sizeof all), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-  qsort(all + 5, ZP_CAL_ROUNDS, sizeof(double), zp_cmp_double);
-  double lat = all[5 + ZP_CAL_ROUNDS / 2];
+  double lat = zp_median(all + 4, ZP_CAL_ROUNDS);
   link->alpha = lat > 1e-7 ? lat : 1e-7;
-  link->bandwidth = all[1] > 1e-12 ? 1.0 / all[1] : 1e12;
-  link->fanout = N > 2 ? all[2] : 1;
-  link->incast = N > 2 ? all[3] : 1;
-  link->eager_bytes = all[4];
+  link->bandwidth = all[0] > 1e-12 ? 1.0 / all[0] : 1e12;
+  link->fanout = N > 2 ? all[1] : 1;
+  link->incast = N > 2 ? all[2] : 1;
+  link->eager_bytes = all[3];
   ZU_INFO(ZU_LOG_TUNING, "calibration: latency %.1f us, bandwidth %.4g GB/s (worst rank), fan-out to %d ranks %.2fx "
           "one, all to all %.2fx the ring; %.2f ranks per core on the busiest machine; eager up to %.0f bytes",
           link->alpha * 1e6, link->bandwidth / 1e9, N - 1, link->fanout, link->incast, link->cpu_share,
