@@ -16,7 +16,7 @@
 #define ZP_ALGO_LIST(X)                                                                                    \
   X(zp_algo_ring_allreduce) X(zp_algo_rd_allreduce) X(zp_algo_rabenseifner_allreduce)                      \
   X(zp_algo_direct_allreduce) X(zp_algo_oneshot_allreduce) X(zp_algo_ring_reduce_scatter)                   \
-  X(zp_algo_ring_allgather)                                                                                \
+  X(zp_algo_ring_allgather) X(zp_algo_rd_allgather)                                                        \
   X(zp_algo_bruck_allgather) X(zp_algo_direct_allgather) X(zp_algo_tree_broadcast)                         \
   X(zp_algo_chain_broadcast) X(zp_algo_scatter_allgather_broadcast) X(zp_algo_direct_broadcast)            \
   X(zp_algo_tree_reduce) X(zp_algo_chain_reduce) X(zp_algo_tree_gather) X(zp_algo_linear_gather)           \

@@ -2,7 +2,9 @@
  * whole buffer. For N not a power of two, the first 2*rem ranks pair up:
  * even ones hand their data to the odd neighbour and wait for the result
  * (MPICH's scheme). Both partners of an exchange combine the same two
- * operands (lower rank's first), so every rank ends bit-identical. */
+ * operands (lower rank's first), so every rank ends bit-identical.
+ * Also Rabenseifner's allreduce, and the allgathers by recursive doubling
+ * (N a power of two) and by Bruck's dissemination (any N). */
 #include <stdio.h>
 #include <string.h>
 
@@ -215,6 +217,26 @@ out:
   return res;
 }
 
+/* Recursive-doubling allgather for N a power of two: step k swaps the 2^k
+ * blocks gathered so far with rank r ^ 2^k, in place in recvbuff (both
+ * runs are contiguous there). Bruck's bytes and steps, without its
+ * temporary and the final rotation, which at 64-256 KiB on 4 ranks cost as
+ * much as a step. */
+static zcclResult_t zp_rd_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  int N = ctx->nranks, r = ctx->rank;
+  size_t es = zu_dtype_size(a->datatype), bb = a->count * es;
+  uint8_t *rb = a->recvbuff, *own = rb + (size_t)r * bb;
+  if ((const uint8_t*)a->sendbuff != own) ZU_CHECK(zd_copy(ctx->dev, own, a->sendbuff, bb));
+  ZU_CHECK(zd_sync(ctx->dev));
+  for (uint32_t k = 0; (1 << k) < N; k++) {
+    int d = 1 << k, peer = r ^ d;
+    size_t mine = (size_t)(r & ~(d - 1)) * bb, theirs = (size_t)(peer & ~(d - 1)) * bb;
+    ZU_CHECK(zp_sendrecv(ctx, "rd allgather", peer, rb + mine, (size_t)d * bb, peer, rb + theirs, (size_t)d * bb,
+                         zp_sub(ZP_TAG_ALGO, k, 0)));
+  }
+  return zcclSuccess;
+}
+
 /* Recursive doubling over P = 2^floor(log2 N) ranks; the others fold in
  * first and out last (a whole buffer each way, and its reduction). */
 static double zp_rd_fold_cost(const zp_ctx_t* ctx, double n) {
@@ -251,6 +273,26 @@ static double zp_rabenseifner_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a)
          (P - 1) / P * n / zp_reduce_bps(ctx) + zp_rd_fold_cost(ctx, n);
 }
 
+/* N a power of two, and the last step's message (half the output) at most
+ * this: above it the ring's pipelined pieces, which travel only between
+ * neighbours (one link between two hosts, where ranks share hosts), are
+ * worth its extra steps; recursive doubling's last step crosses between
+ * hosts from every rank at once, which the model does not see. */
+#define ZP_RD_ALLGATHER_MAX_MSG ((size_t)1 << 20)
+
+static int zp_rd_allgather_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t room) {
+  (void)room;
+  size_t N = (size_t)ctx->nranks;
+  return (N & (N - 1)) == 0 && N / 2 * a->count * zu_dtype_size(a->datatype) <= ZP_RD_ALLGATHER_MAX_MSG;
+}
+
+/* log2 N steps; nothing copied but this rank's own block (which the ring
+ * and direct allgathers copy too, unpriced). */
+static double zp_rd_allgather_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
+  double N = ctx->nranks, n = zp_call_bytes(a);
+  return zp_log2_floor(ctx->nranks) * zp_link_alpha(ctx) + (N - 1) * n / zp_link_bandwidth(ctx);
+}
+
 /* All N blocks in one temporary. */
 static int zp_bruck_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_t room) {
   return (size_t)ctx->nranks * a->count * zu_dtype_size(a->datatype) <= room;
@@ -271,3 +313,6 @@ const zp_algo_t zp_algo_rabenseifner_allreduce = {"rabenseifner", "recursive hal
                                                   zp_rabenseifner_cost, zp_rabenseifner_allreduce};
 const zp_algo_t zp_algo_bruck_allgather = {"bruck", "Bruck's dissemination, any N", ZP_COLL_ALLGATHER, 0, 0,
                                            zp_bruck_usable, zp_bruck_cost, zp_bruck_allgather};
+const zp_algo_t zp_algo_rd_allgather = {"rd", "recursive doubling, in place (N a power of two, up to 1 MiB a message)",
+                                        ZP_COLL_ALLGATHER, 0, 0, zp_rd_allgather_usable, zp_rd_allgather_cost,
+                                        zp_rd_allgather};

@@ -68,6 +68,12 @@ static const select_case_t cases[] = {
     {ZP_COLL_ALLGATHER, 1 << 20, 4, 20e-6, GBIT, zcclCodecNone, "bruck ; allreduce : direct@64K-", "bruck", NULL, 1},
     {ZP_COLL_ALLREDUCE, 1 << 20, 4, 20e-6, GBIT, zcclCodecNone, "bruck ; allreduce : direct@64K-", "direct", NULL, 1},
     {ZP_COLL_ALLREDUCE, 1 << 10, 4, 20e-6, GBIT, zcclCodecNone, "bruck ; allreduce : direct@64K-", "rd", NULL, 0},
+    /* Allgathers up to 1 MiB a step: recursive doubling where N is a power
+     * of two; not at 6 ranks, nor at 2 MiB a step even when named. */
+    {ZP_COLL_ALLGATHER, 64 << 10, 4, 20e-6, 10 * GBIT, zcclCodecNone, "", "rd", NULL, 0},
+    {ZP_COLL_ALLGATHER, 256 << 10, 8, 20e-6, 10 * GBIT, zcclCodecNone, "", "rd", NULL, 0},
+    {ZP_COLL_ALLGATHER, 8 << 10, 6, 20e-6, 10 * GBIT, zcclCodecNone, "rd", "direct", NULL, 0},
+    {ZP_COLL_ALLGATHER, 4 << 20, 4, 20e-6, 10 * GBIT, zcclCodecNone, "rd", "direct", NULL, 0},
     /* Bruck's N blocks (256 MiB) do not fit the pool: the model chooses. */
     {ZP_COLL_ALLGATHER, 64 << 20, 4, 20e-6, GBIT, zcclCodecNone, "bruck", "direct", NULL, 0},
     /* rd's temporary (the whole buffer) does not fit a 64 MiB pool. */

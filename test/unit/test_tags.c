@@ -153,6 +153,7 @@ static const use_t uses[] = {
     {"rabenseifner", "halving and doubling rounds", ZP_TAG_ALGO, 1, 40, 0, 0},
     {"rabenseifner", "fold-out", ZP_TAG_ALGO, LAST, 0, 0},
     {"bruck allgather", "steps", ZP_TAG_ALGO, 0, 19, 0, 0},
+    {"rd allgather", "steps", ZP_TAG_ALGO, 0, 19, 0, 0},
     {"pairwise alltoall", "steps", ZP_TAG_ALGO, ALL_S, 0, 0},
     {"chain", "pieces", ZP_TAG_ALGO, 0, 0, ALL_C},
     {"doc ring", "step, chunk", ZP_TAG_ALGO, ALL_S, 0, 31},
