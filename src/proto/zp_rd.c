@@ -220,8 +220,7 @@ out:
 /* Recursive-doubling allgather for N a power of two: step k swaps the 2^k
  * blocks gathered so far with rank r ^ 2^k, in place in recvbuff (both
  * runs are contiguous there). Bruck's bytes and steps, without its
- * temporary and the final rotation, which at 64-256 KiB on 4 ranks cost as
- * much as a step. */
+ * temporary and its final rotation (a copy of the whole output). */
 static zcclResult_t zp_rd_allgather(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank;
   size_t es = zu_dtype_size(a->datatype), bb = a->count * es;
