@@ -80,6 +80,11 @@ typedef struct {
    * largest such limit; 0: none): pipelines keep their pieces within it,
    * a larger piece goes by rendezvous, which over TCP idles the link. */
   double eager_bytes;
+  /* 1: every rank reaches its ring neighbour over shared memory only (one
+   * machine, UCX's shared-memory transports); 0: a network, or not
+   * measured. Decides whether the fan-out and all-to-all factors, which
+   * price messages queueing on one link, apply (zp_direct.c). */
+  int shm;
   zp_speeds_t speeds; /* the codec's rates and ratio (zeros: the model's defaults) */
 } zp_link_t;
 

@@ -188,13 +188,13 @@ static double zp_direct_rounds(const zp_ctx_t* ctx, int rounds) {
 }
 
 /* What a direct round's bytes cost more than a ring's: the measured
- * all-to-all factor, where the links are what limits (the root's N-1
- * copies took at least 0.7 (N-1) times one: a network). Over shared memory
- * it is left out: the factor is noisy there (1.06-2.26 in three runs on 2
- * cores) and direct rounds measured as fast as the ring's or faster. */
+ * all-to-all factor, over a network (zp_link_t.shm), where N-1 flows meet
+ * at each receiver's link. Over shared memory it is left out: the factor
+ * is noisy there and direct rounds measured as fast as the ring's or
+ * faster (docs/collectives.md). */
 static double zp_direct_bytes_factor(const zp_ctx_t* ctx) {
   const zp_link_t* l = ctx->link;
-  if (!l || ctx->nranks < 3 || !(l->fanout >= 0.7 * (ctx->nranks - 1))) return 1.0;
+  if (!l || ctx->nranks < 3 || l->shm) return 1.0;
   return l->incast > 1 ? l->incast : 1.0;
 }
 
@@ -209,9 +209,13 @@ static double zp_direct_allgather_cost(const zp_ctx_t* ctx, const zp_coll_args_t
          zp_direct_bytes_factor(ctx) * (ctx->nranks - 1) * zp_call_bytes(a) / zp_link_bandwidth(ctx);
 }
 
-/* The root's N-1 copies cost the measured fan-out. */
+/* The root's N-1 copies cost the measured fan-out over a network; over
+ * shared memory the receivers copy in parallel, and the fan-out is noise
+ * that handed large broadcasts to a chain twice as slow
+ * (docs/measurements/collectives.md, "Shared memory or a network"). */
 static double zp_direct_broadcast_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  double fan = ctx->link && ctx->link->fanout >= 1 ? ctx->link->fanout : ctx->nranks - 1;
+  const zp_link_t* l = ctx->link;
+  double fan = l && l->shm ? 1.0 : l && l->fanout >= 1 ? l->fanout : ctx->nranks - 1;
   return zp_direct_rounds(ctx, 1) + fan * zp_call_bytes(a) / zp_link_bandwidth(ctx);
 }
 
@@ -230,19 +234,17 @@ static int zp_oneshot_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_
 }
 
 /* One round and N-1 copies of the buffer sent and reduced. Over a network
- * the round is priced as a direct round (a latency, and half of one per
- * message: recursive doubling wins at 4 ranks, as measured on netlab).
- * Where the messages do not queue on one link (the calibrated fan-out
- * well under N-1: shared memory; 0, not measured, counts as a network) a
- * round is one latency however many messages it has: with more ranks than
- * cores it is mostly the wait for the peers' time slices, which one round
- * pays once and recursive doubling once a step
+ * (or not measured) the round is priced as a direct round (a latency, and
+ * half of one per message: recursive doubling wins at 4 ranks, as
+ * measured on netlab). Over shared memory, where the messages do not queue
+ * on one link, a round is one latency however many messages it has: with
+ * more ranks than cores it is mostly the wait for the peers' time slices,
+ * which one round pays once and recursive doubling once a step
  * (docs/measurements/latency.md). */
 static double zp_oneshot_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = zp_call_bytes(a);
   const zp_link_t* l = ctx->link;
-  double round = l && N > 2 && l->fanout >= 1 && l->fanout < 0.7 * (N - 1) ? zp_link_alpha(ctx)
-                                                                             : zp_direct_rounds(ctx, 1);
+  double round = l && N > 2 && l->shm ? zp_link_alpha(ctx) : zp_direct_rounds(ctx, 1);
   return round + zp_direct_bytes_factor(ctx) * (N - 1) * n / zp_link_bandwidth(ctx) + (N - 1) * n / zp_reduce_bps(ctx);
 }
 

@@ -805,29 +805,33 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
     incast = (t_all - t_small) / (one > 1e-9 ? one : 1e-9);
     incast = incast < 1 ? 1 : incast > N - 1 ? N - 1 : incast;
   }
-  /* The worst rank's figures; its latency per round in the last slots. */
-  double mine[4 + ZP_CAL_ROUNDS] = {per_byte, fan, incast, (double)zt_eager_bytes(ctx->w, right)};
-  memcpy(mine + 4, t_round, sizeof t_round);
-  double all[4 + ZP_CAL_ROUNDS];
+  /* The worst rank's figures; its latency per round in the last slots.
+   * Whether the ring crosses a network anywhere: 1 unless this rank's
+   * right neighbour is on shared memory only. */
+  double mine[5 + ZP_CAL_ROUNDS] = {per_byte, fan, incast, (double)zt_eager_bytes(ctx->w, right),
+                                    zt_peer_shm(ctx->w, right) ? 0.0 : 1.0};
+  memcpy(mine + 5, t_round, sizeof t_round);
+  double all[5 + ZP_CAL_ROUNDS];
   ZU_CHECK_GOTO(zd_copy(ctx->dev, sb, mine, sizeof mine), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-  zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 4 + ZP_CAL_ROUNDS,
+  zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 5 + ZP_CAL_ROUNDS,
                       .datatype = zcclFloat64, .op = zcclMax, .rank = ctx->rank, .nranks = N};
   zp_ctx_t c2 = *ctx;
   c2.seq = ctx->seq; /* same operation: its own part of the tags */
   ZU_CHECK_GOTO(zp_rd_allreduce_sub(&c2, &a, zp_sub(ZP_TAG_NESTED_RD, 0, 0)), res, out);
   ZU_CHECK_GOTO(zd_copy(ctx->dev, all, rb, sizeof all), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-  double lat = zp_median(all + 4, ZP_CAL_ROUNDS);
+  double lat = zp_median(all + 5, ZP_CAL_ROUNDS);
   link->alpha = lat > 1e-7 ? lat : 1e-7;
   link->bandwidth = all[0] > 1e-12 ? 1.0 / all[0] : 1e12;
   link->fanout = N > 2 ? all[1] : 1;
   link->incast = N > 2 ? all[2] : 1;
   link->eager_bytes = all[3];
+  link->shm = all[4] == 0;
   ZU_INFO(ZU_LOG_TUNING, "calibration: latency %.1f us, bandwidth %.4g GB/s (worst rank), fan-out to %d ranks %.2fx "
-          "one, all to all %.2fx the ring; %.2f ranks per core on the busiest machine; eager up to %.0f bytes",
+          "one, all to all %.2fx the ring; %.2f ranks per core on the busiest machine; eager up to %.0f bytes; %s",
           link->alpha * 1e6, link->bandwidth / 1e9, N - 1, link->fanout, link->incast, link->cpu_share,
-          link->eager_bytes);
+          link->eager_bytes, link->shm ? "shared memory" : "a network");
   res = zcclSuccess;
 out:
   if (sb) zd_buf_put(ctx->dev, sb);

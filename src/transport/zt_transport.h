@@ -151,6 +151,9 @@ int zt_peer_failed(const zt_worker_t* w, int peer);
  * reaches it over TCP only, known once something was sent to it); 0: UCX
  * chooses. */
 size_t zt_eager_bytes(const zt_worker_t* w, int peer);
+/* 1 when UCX reaches peer over shared memory only (known once something
+ * was sent to it); 0: a network, or not known. */
+int zt_peer_shm(const zt_worker_t* w, int peer);
 /* Makes the endpoint to peer now, without sending, so UCX can report the
  * peer's death while we wait for it (where UCX can tell). Best effort:
  * returns 0 when the peer cannot be reached (its worker may be gone after

@@ -205,7 +205,7 @@ struct zt_worker {
   ucs_status_t* failed;  /* per peer: UCS_OK or the error UCX reported */
   void** closing;        /* per peer: UCX's close request of a force-closed endpoint */
   uint8_t* unwatchable;  /* per peer: zt_watch could not reach it */
-  uint8_t* tcp;          /* per peer: 0 not known yet, 1 every lane is TCP, 2 not */
+  uint8_t* lanes;        /* per peer, what UCX reaches it over (ZT_LANES_*; 0 not known yet) */
   struct zt_ep_arg* ep_args; /* per peer: what the error callback is told */
   uint8_t** peer_addr;   /* copies of the peers' addresses */
   size_t* peer_len;
@@ -225,7 +225,7 @@ static void zt_worker_free(zt_worker_t* w) {
   free(w->closing);
   free(w->ep_args);
   free(w->unwatchable);
-  free(w->tcp);
+  free(w->lanes);
   free(w->regs);
   free(w);
 }
@@ -285,9 +285,9 @@ zcclResult_t zt_worker_set_peers(zt_worker_t* w, int nranks, const void* table, 
   w->closing = calloc(n, sizeof *w->closing);
   w->ep_args = calloc(n, sizeof *w->ep_args);
   w->unwatchable = calloc(n, 1);
-  w->tcp = calloc(n, 1);
+  w->lanes = calloc(n, 1);
   ZU_RETURN_ERR_IF(!w->eps || !w->failed || !w->peer_addr || !w->peer_len || !w->closing || !w->ep_args ||
-                       !w->unwatchable || !w->tcp,
+                       !w->unwatchable || !w->lanes,
                    zcclSystemError, "transport: out of memory for %d peers", nranks);
   w->nranks = nranks;
   const uint8_t* t = table;
@@ -351,17 +351,28 @@ static zcclResult_t zt_ep(zt_worker_t* w, int peer, ucp_ep_h* ep) {
   return zcclSuccess;
 }
 
-/* Whether every lane of ep is UCX's tcp transport. UCP has no query for an
+/* What every lane of ep is (ZT_LANES_*). UCP has no query for an
  * endpoint's transports, so this reads its configuration as UCX prints it
  * ("lane[0]:  1:tcp/eth0.0 md[1] -> ..."); a format it does not recognise
- * reads as not TCP, which leaves the protocol choice to UCX. */
-static int zt_ep_all_tcp(ucp_ep_h ep) {
+ * reads as a network other than TCP, which leaves the protocol choice to
+ * UCX and the cost model's network prices as they are. */
+#define ZT_LANES_TCP 1   /* every lane TCP */
+#define ZT_LANES_SHM 2   /* every lane shared memory (or this process) */
+#define ZT_LANES_OTHER 3 /* anything else: verbs, a mix, not understood */
+static int zt_shm_lane(const char* c) {
+  static const char* const shm[] = {":posix/", ":sysv/", ":xpmem/", ":cma/", ":knem/", ":self/"};
+  for (size_t i = 0; i < sizeof shm / sizeof shm[0]; i++)
+    if (strncmp(c, shm[i], strlen(shm[i])) == 0) return 1;
+  return 0;
+}
+
+static int zt_ep_lanes(ucp_ep_h ep) {
   char* text = NULL;
   size_t len = 0;
   FILE* f = open_memstream(&text, &len);
-  if (f == NULL) return 0;
+  if (f == NULL) return ZT_LANES_OTHER;
   ucp_ep_print_info(ep, f);
-  int lanes = 0, tcp = 0;
+  int lanes = 0, tcp = 0, shm = 0;
   if (fclose(f) == 0 && text) {
     for (const char* l = strstr(text, "lane["); l; l = strstr(l + 1, "lane[")) {
       const char* c = strstr(l, "]:");
@@ -371,22 +382,25 @@ static int zt_ep_all_tcp(ucp_ep_h ep) {
       while (*c >= '0' && *c <= '9') c++; /* the resource index */
       lanes++;
       tcp += strncmp(c, ":tcp/", 5) == 0;
+      shm += zt_shm_lane(c);
     }
   }
   free(text);
-  return lanes > 0 && tcp == lanes;
+  return lanes > 0 && tcp == lanes ? ZT_LANES_TCP : lanes > 0 && shm == lanes ? ZT_LANES_SHM : ZT_LANES_OTHER;
 }
 
 size_t zt_eager_bytes(const zt_worker_t* w, int peer) {
-  return zt_tcp_eager > 0 && w->tcp[peer] == 1 ? (size_t)zt_tcp_eager : 0;
+  return zt_tcp_eager > 0 && w->lanes[peer] == ZT_LANES_TCP ? (size_t)zt_tcp_eager : 0;
 }
 
-/* zt_eager_bytes for peer, deciding whether UCX reaches it over TCP on its
- * first send. */
+int zt_peer_shm(const zt_worker_t* w, int peer) { return w->lanes[peer] == ZT_LANES_SHM; }
+
+/* zt_eager_bytes for peer, learning on its first send what UCX reaches it
+ * over. */
 static size_t zt_peer_eager(zt_worker_t* w, int peer, ucp_ep_h ep) {
-  if (zt_tcp_eager > 0 && w->tcp[peer] == 0) {
-    w->tcp[peer] = zt_ep_all_tcp(ep) ? 1 : 2;
-    if (w->tcp[peer] == 1)
+  if (w->lanes[peer] == 0) {
+    w->lanes[peer] = (uint8_t)zt_ep_lanes(ep);
+    if (w->lanes[peer] == ZT_LANES_TCP && zt_tcp_eager > 0)
       ZU_INFO(ZU_LOG_NET, "transport: rank %d is reached over TCP: messages up to %lld bytes go eagerly", peer,
               (long long)zt_tcp_eager);
   }

@@ -102,21 +102,24 @@ static void check_case(const select_case_t* c) {
   CHECK(ok);
 }
 
-/* The small allreduce: where the calibrated fan-out says the messages of a
- * round do not queue on one link (shared memory), the one-shot's single
- * round beats recursive doubling's log2 N steps; over a network (fan-out
- * near N-1, or not measured) its N-1 messages cost more. Never for large
- * calls: the one-shot sends N-1 copies of the buffer ("!": any but). */
+/* The small allreduce: over shared memory (zp_link_t.shm) the one-shot's
+ * single round beats recursive doubling's log2 N steps; over a network
+ * (or not measured) its N-1 messages cost more, whatever the fan-out read
+ * (1.2-1.8 on emulated 10 Gbit/s links). Never for large calls: the
+ * one-shot sends N-1 copies of the buffer ("!": any but). */
 static void check_small_allreduce(void) {
   struct {
+    int shm;
     double fanout;
     size_t bytes;
     int nranks;
     const char* want;
-  } k[] = {{1.0, 8, 4, "oneshot"}, {1.2, 512, 4, "oneshot"}, {1.0, 8, 3, "oneshot"}, {2.9, 8, 4, "rd"},
-           {0, 8, 4, "rd"},        {1.0, 8, 2, "rd"},          {1.0, 1 << 20, 4, "!oneshot"}};
+  } k[] = {{1, 1.0, 8, 4, "oneshot"}, {1, 1.2, 512, 4, "oneshot"}, {1, 1.0, 8, 3, "oneshot"},
+           {1, 2.9, 8, 4, "oneshot"}, {0, 2.9, 8, 4, "rd"},         {0, 1.2, 8, 4, "rd"},
+           {0, 0, 8, 4, "rd"},        {1, 1.0, 8, 2, "rd"},         {1, 1.0, 1 << 20, 4, "!oneshot"}};
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
-    zp_link_t link = {.alpha = 5e-6, .bandwidth = 3e9, .fanout = k[i].fanout, .incast = 1, .cpu_share = 2};
+    zp_link_t link = {.alpha = 5e-6, .bandwidth = 3e9, .fanout = k[i].fanout, .incast = 1, .cpu_share = 2,
+                      .shm = k[i].shm};
     zp_ctx_t ctx = {.dev = dev, .link = &link, .rank = 0, .nranks = k[i].nranks};
     zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .count = k[i].bytes / 4, .datatype = zcclFloat32,
                         .op = zcclSum, .nranks = k[i].nranks};
@@ -124,8 +127,34 @@ static void check_small_allreduce(void) {
     const zp_algo_t* al = zp_algo_select(&ctx, &a, NULL, &t, NULL);
     int ok = al && (k[i].want[0] == '!' ? strcmp(al->name, k[i].want + 1) != 0 : strcmp(al->name, k[i].want) == 0);
     if (!ok)
-      fprintf(stderr, "allreduce %zu bytes, %d ranks, fan-out %.1f: got %s, want %s\n", k[i].bytes, k[i].nranks,
-              k[i].fanout, al ? al->name : "none", k[i].want);
+      fprintf(stderr, "allreduce %zu bytes, %d ranks, %s, fan-out %.1f: got %s, want %s\n", k[i].bytes,
+              k[i].nranks, k[i].shm ? "shared memory" : "network", k[i].fanout, al ? al->name : "none", k[i].want);
+    CHECK(ok);
+  }
+}
+
+/* Large broadcasts over shared memory go direct (the receivers copy in
+ * parallel), whatever the fan-out read; over a network the fan-out prices
+ * the root's N-1 copies and the chain wins. */
+static void check_shm_broadcast(void) {
+  struct {
+    int shm;
+    double fanout;
+    size_t bytes;
+    const char* want;
+  } k[] = {{1, 1.0, 16 << 20, "direct"}, {1, 1.5, 16 << 20, "direct"}, {1, 1.9, 64 << 20, "direct"},
+           {0, 1.5, 16 << 20, "chain"},  {0, 3.0, 64 << 20, "chain"},  {1, 1.5, 256, "tree"}};
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    zp_link_t link = {.alpha = 3e-6, .bandwidth = 3e9, .fanout = k[i].fanout, .incast = 1, .cpu_share = 2,
+                      .shm = k[i].shm};
+    zp_ctx_t ctx = {.dev = dev, .link = &link, .rank = 0, .nranks = 4};
+    zp_coll_args_t a = {.coll = ZP_COLL_BROADCAST, .count = k[i].bytes, .datatype = zcclUint8, .nranks = 4};
+    double t = -1;
+    const zp_algo_t* al = zp_algo_select(&ctx, &a, NULL, &t, NULL);
+    int ok = al && strcmp(al->name, k[i].want) == 0;
+    if (!ok)
+      fprintf(stderr, "broadcast %zu bytes, 4 ranks, %s, fan-out %.1f: got %s, want %s\n", k[i].bytes,
+              k[i].shm ? "shared memory" : "network", k[i].fanout, al ? al->name : "none", k[i].want);
     CHECK(ok);
   }
 }
@@ -283,6 +312,7 @@ int main(void) {
   CHECK(zd_dev_create(ZD_HOST, &dev) == zcclSuccess);
   check_table();
   check_small_allreduce();
+  check_shm_broadcast();
   check_speeds();
   check_eb_cost();
   check_parse();
