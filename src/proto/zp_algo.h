@@ -89,6 +89,9 @@ static inline zcclRedOp_t zp_reduce_op(zcclRedOp_t op) { return op == zcclAvg ? 
  * guess before calibration. */
 static inline double zp_link_alpha(const zp_ctx_t* ctx) { return ctx->link ? ctx->link->alpha : 20e-6; }
 static inline double zp_link_bandwidth(const zp_ctx_t* ctx) { return ctx->link ? ctx->link->bandwidth : 1e9; }
+/* Whether the ranks reach each other over shared memory only
+ * (zp_link_t.shm); not calibrated yet counts as a network. */
+static inline int zp_link_shm(const zp_ctx_t* ctx) { return ctx->link && ctx->link->shm; }
 /* Pipeline pieces of at most cap bytes, cut to what goes eagerly over the
  * link (zp_link_t.eager_bytes, over TCP; a multiple of 4 KiB) where that
  * is less: a larger piece goes by rendezvous, whose handshake queues

@@ -194,7 +194,7 @@ static double zp_direct_rounds(const zp_ctx_t* ctx, int rounds) {
  * faster (docs/collectives.md). */
 static double zp_direct_bytes_factor(const zp_ctx_t* ctx) {
   const zp_link_t* l = ctx->link;
-  if (!l || ctx->nranks < 3 || l->shm) return 1.0;
+  if (!l || ctx->nranks < 3 || zp_link_shm(ctx)) return 1.0;
   return l->incast > 1 ? l->incast : 1.0;
 }
 
@@ -215,7 +215,7 @@ static double zp_direct_allgather_cost(const zp_ctx_t* ctx, const zp_coll_args_t
  * (docs/measurements/collectives.md, "Shared memory or a network"). */
 static double zp_direct_broadcast_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   const zp_link_t* l = ctx->link;
-  double fan = l && l->shm ? 1.0 : l && l->fanout >= 1 ? l->fanout : ctx->nranks - 1;
+  double fan = zp_link_shm(ctx) ? 1.0 : l && l->fanout >= 1 ? l->fanout : ctx->nranks - 1;
   return zp_direct_rounds(ctx, 1) + fan * zp_call_bytes(a) / zp_link_bandwidth(ctx);
 }
 
@@ -243,8 +243,7 @@ static int zp_oneshot_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_
  * (docs/measurements/latency.md). */
 static double zp_oneshot_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = zp_call_bytes(a);
-  const zp_link_t* l = ctx->link;
-  double round = l && N > 2 && l->shm ? zp_link_alpha(ctx) : zp_direct_rounds(ctx, 1);
+  double round = N > 2 && zp_link_shm(ctx) ? zp_link_alpha(ctx) : zp_direct_rounds(ctx, 1);
   return round + zp_direct_bytes_factor(ctx) * (N - 1) * n / zp_link_bandwidth(ctx) + (N - 1) * n / zp_reduce_bps(ctx);
 }
 

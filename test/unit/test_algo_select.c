@@ -102,59 +102,45 @@ static void check_case(const select_case_t* c) {
   CHECK(ok);
 }
 
-/* The small allreduce: over shared memory (zp_link_t.shm) the one-shot's
- * single round beats recursive doubling's log2 N steps; over a network
- * (or not measured) its N-1 messages cost more, whatever the fan-out read
- * (1.2-1.8 on emulated 10 Gbit/s links). Never for large calls: the
- * one-shot sends N-1 copies of the buffer ("!": any but). */
-static void check_small_allreduce(void) {
+/* What the kind of link decides, whatever the calibrated fan-out read
+ * (1.0-1.9 over shared memory, 1.2-3.0 on emulated 10 Gbit/s links):
+ * - the small allreduce: over shared memory (zp_link_t.shm) the one-shot's
+ *   single round beats recursive doubling's log2 N steps; over a network
+ *   (or not measured) its N-1 messages cost more. Never for large calls:
+ *   the one-shot sends N-1 copies of the buffer ("!": any but).
+ * - large broadcasts: over shared memory direct (the receivers copy in
+ *   parallel); over a network the fan-out prices the root's N-1 copies
+ *   and the chain wins. */
+static void check_link_kind(void) {
   struct {
+    zp_coll_id_t coll;
     int shm;
     double fanout;
     size_t bytes;
     int nranks;
     const char* want;
-  } k[] = {{1, 1.0, 8, 4, "oneshot"}, {1, 1.2, 512, 4, "oneshot"}, {1, 1.0, 8, 3, "oneshot"},
-           {1, 2.9, 8, 4, "oneshot"}, {0, 2.9, 8, 4, "rd"},         {0, 1.2, 8, 4, "rd"},
-           {0, 0, 8, 4, "rd"},        {1, 1.0, 8, 2, "rd"},         {1, 1.0, 1 << 20, 4, "!oneshot"}};
+  } k[] = {{ZP_COLL_ALLREDUCE, 1, 1.0, 8, 4, "oneshot"},        {ZP_COLL_ALLREDUCE, 1, 1.2, 512, 4, "oneshot"},
+           {ZP_COLL_ALLREDUCE, 1, 1.0, 8, 3, "oneshot"},        {ZP_COLL_ALLREDUCE, 1, 2.9, 8, 4, "oneshot"},
+           {ZP_COLL_ALLREDUCE, 0, 2.9, 8, 4, "rd"},             {ZP_COLL_ALLREDUCE, 0, 1.2, 8, 4, "rd"},
+           {ZP_COLL_ALLREDUCE, 0, 0, 8, 4, "rd"},               {ZP_COLL_ALLREDUCE, 1, 1.0, 8, 2, "rd"},
+           {ZP_COLL_ALLREDUCE, 1, 1.0, 1 << 20, 4, "!oneshot"}, {ZP_COLL_BROADCAST, 1, 1.0, 16 << 20, 4, "direct"},
+           {ZP_COLL_BROADCAST, 1, 1.5, 16 << 20, 4, "direct"},  {ZP_COLL_BROADCAST, 1, 1.9, 64 << 20, 4, "direct"},
+           {ZP_COLL_BROADCAST, 0, 1.5, 16 << 20, 4, "chain"},   {ZP_COLL_BROADCAST, 0, 3.0, 64 << 20, 4, "chain"},
+           {ZP_COLL_BROADCAST, 1, 1.5, 256, 4, "tree"}};
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
-    zp_link_t link = {.alpha = 5e-6, .bandwidth = 3e9, .fanout = k[i].fanout, .incast = 1, .cpu_share = 2,
-                      .shm = k[i].shm};
+    int bcast = k[i].coll == ZP_COLL_BROADCAST;
+    zp_link_t link = {.alpha = bcast ? 3e-6 : 5e-6, .bandwidth = 3e9, .fanout = k[i].fanout, .incast = 1,
+                      .cpu_share = 2, .shm = k[i].shm};
     zp_ctx_t ctx = {.dev = dev, .link = &link, .rank = 0, .nranks = k[i].nranks};
-    zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .count = k[i].bytes / 4, .datatype = zcclFloat32,
-                        .op = zcclSum, .nranks = k[i].nranks};
+    zp_coll_args_t a = {.coll = k[i].coll, .count = bcast ? k[i].bytes : k[i].bytes / 4,
+                        .datatype = bcast ? zcclUint8 : zcclFloat32, .op = zcclSum, .nranks = k[i].nranks};
     double t = -1;
     const zp_algo_t* al = zp_algo_select(&ctx, &a, NULL, &t, NULL);
     int ok = al && (k[i].want[0] == '!' ? strcmp(al->name, k[i].want + 1) != 0 : strcmp(al->name, k[i].want) == 0);
     if (!ok)
-      fprintf(stderr, "allreduce %zu bytes, %d ranks, %s, fan-out %.1f: got %s, want %s\n", k[i].bytes,
-              k[i].nranks, k[i].shm ? "shared memory" : "network", k[i].fanout, al ? al->name : "none", k[i].want);
-    CHECK(ok);
-  }
-}
-
-/* Large broadcasts over shared memory go direct (the receivers copy in
- * parallel), whatever the fan-out read; over a network the fan-out prices
- * the root's N-1 copies and the chain wins. */
-static void check_shm_broadcast(void) {
-  struct {
-    int shm;
-    double fanout;
-    size_t bytes;
-    const char* want;
-  } k[] = {{1, 1.0, 16 << 20, "direct"}, {1, 1.5, 16 << 20, "direct"}, {1, 1.9, 64 << 20, "direct"},
-           {0, 1.5, 16 << 20, "chain"},  {0, 3.0, 64 << 20, "chain"},  {1, 1.5, 256, "tree"}};
-  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
-    zp_link_t link = {.alpha = 3e-6, .bandwidth = 3e9, .fanout = k[i].fanout, .incast = 1, .cpu_share = 2,
-                      .shm = k[i].shm};
-    zp_ctx_t ctx = {.dev = dev, .link = &link, .rank = 0, .nranks = 4};
-    zp_coll_args_t a = {.coll = ZP_COLL_BROADCAST, .count = k[i].bytes, .datatype = zcclUint8, .nranks = 4};
-    double t = -1;
-    const zp_algo_t* al = zp_algo_select(&ctx, &a, NULL, &t, NULL);
-    int ok = al && strcmp(al->name, k[i].want) == 0;
-    if (!ok)
-      fprintf(stderr, "broadcast %zu bytes, 4 ranks, %s, fan-out %.1f: got %s, want %s\n", k[i].bytes,
-              k[i].shm ? "shared memory" : "network", k[i].fanout, al ? al->name : "none", k[i].want);
+      fprintf(stderr, "%s %zu bytes, %d ranks, %s, fan-out %.1f: got %s, want %s\n", zp_algo_coll_name(k[i].coll),
+              k[i].bytes, k[i].nranks, k[i].shm ? "shared memory" : "network", k[i].fanout, al ? al->name : "none",
+              k[i].want);
     CHECK(ok);
   }
 }
@@ -311,8 +297,7 @@ int main(void) {
   unsetenv("ZCCL_BUFFER_POOL_BYTES"); /* the cases assume the default pool (64 MiB) */
   CHECK(zd_dev_create(ZD_HOST, &dev) == zcclSuccess);
   check_table();
-  check_small_allreduce();
-  check_shm_broadcast();
+  check_link_kind();
   check_speeds();
   check_eb_cost();
   check_parse();
