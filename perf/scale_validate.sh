@@ -7,6 +7,7 @@
 # measured one, and the relative error.
 # Builds nothing; rows and logs go to out/scale/. Needs root (netlab).
 #   perf/scale_validate.sh [build dir] [rate] [hosts] [sizes]
+# SCALE_PREDICT_ONLY=1 skips the runs and predicts the rows already there.
 # rate defaults to 200mbit: with every host on this machine's cores, 16
 # hosts at 1 Gbit/s each would need more TCP processing than 2 cores do, and
 # the measurement would time the machine, not the links (docs/performance.md,
@@ -28,8 +29,11 @@ SCALE=$BUILD/perf/zccl-scale
 NETLAB=$PWD/scripts/netlab
 OUT=$PWD/out/scale
 for t in "$PERF" "$SCALE"; do [ -x "$t" ] || { echo "scale_validate: no $t (build first)" >&2; exit 2; }; done
+# SCALE_PREDICT_ONLY=1: no runs; the model again beside the rows and logs
+# already in out/scale (after a change to the model).
+ONLY=${SCALE_PREDICT_ONLY:-0}
 mkdir -p "$OUT"
-rm -f "$OUT"/*.json "$OUT"/*.log
+[ "$ONLY" = 1 ] || rm -f "$OUT"/*.json "$OUT"/*.log
 export NETLAB_PREFIX=zs$$ NETLAB_NET=10.203.91
 trap '"$NETLAB" down >/dev/null 2>&1' EXIT
 # tc's rate in bit/s, for the model's link.
@@ -38,6 +42,7 @@ print(float(m[1])*{'':1e-9,'k':1e-6,'m':1e-3,'g':1}[m[2]]) if m else sys.exit(1)
   { echo "scale_validate: rate $RATE is not NUMBER[k|m|g]bit" >&2; exit 2; }
 fail=0
 for n in $HOSTS; do
+  [ "$ONLY" = 1 ] && break
   "$NETLAB" down >/dev/null 2>&1
   "$NETLAB" up "$n" "$RATE" >"$OUT/netlab_$n.log" 2>&1 || { echo "scale_validate: netlab up $n failed (root?)" >&2; exit 2; }
   # The link as the library measures it when a communicator is created
@@ -66,20 +71,24 @@ for n in $HOSTS; do
     # that run's algorithms by); else the probe's; else the shaped rate. One
     # probe on crowded cores reads the latency anywhere from 1 to 5 ms on
     # 16 hosts (docs/measurements/scale.md).
-    lat= bw=
+    # Its fan-out and all-to-all factors too: they decide between the
+    # direct round and the ring or tree.
+    lat= bw= fan= a2a=
     for log in "$OUT/${coll}_np$n.log" "$OUT/link_np$n.log"; do
-      read -r lat bw < <(sed -n 's/.*calibration: latency \([0-9.]*\) us, bandwidth \([0-9.]*\) GB\/s.*/\1 \2/p' \
+      read -r lat bw fan a2a < <(sed -n 's/.*calibration: latency \([0-9.]*\) us, bandwidth \([0-9.]*\) GB\/s.*ranks \([0-9.]*\)x one, all to all \([0-9.]*\)x.*/\1 \2 \3 \4/p' \
         "$log" 2>/dev/null | head -1)
       [ -n "${lat:-}" ] && [ -n "${bw:-}" ] && break
     done
+    factors=()
+    [ -n "${fan:-}" ] && factors=(--fanout "$fan" --all-to-all "$a2a")
     if [ -n "${lat:-}" ] && [ -n "${bw:-}" ]; then
       lgbps=$(python3 -c "print($bw * 8)")
     else
       echo "scale_validate: no measured link for $n hosts: the model takes $RATE and ${LAT} us" >&2
       lat=$LAT lgbps=$gbps
     fi
-    "$SCALE" --predict "$f" --gbps "$lgbps" --latency-us "$lat" --cpu-share "$share" --codec "$CODEC" --eb-rel "$EB" \
-      --data "$DATA" >"$OUT/predict_${coll}_np$n.txt" 2>&1 || { echo "scale_validate: predict $f failed" >&2; fail=1; }
+    "$SCALE" --predict "$f" --gbps "$lgbps" --latency-us "$lat" --cpu-share "$share" "${factors[@]}" --codec "$CODEC" \
+      --eb-rel "$EB" --data "$DATA" >"$OUT/predict_${coll}_np$n.txt" 2>&1 || { echo "scale_validate: predict $f failed" >&2; fail=1; }
     cat "$OUT/predict_${coll}_np$n.txt"
   done
 done

@@ -52,6 +52,7 @@ typedef struct {
   const char* csv_path;
   const char* json_path;
   const char* predict_path;
+  double fanout, incast; /* --predict: the calibrated factors (zp_link_t); 0: N-1 and 1 */
 } opts_t;
 
 /* The GPU codec's rates when --gpu-speeds does not give them, in GB/s of
@@ -94,7 +95,10 @@ static void usage(FILE* out) {
           "  --csv FILE, --json FILE  write the rows\n"
           "  --predict ROWS.json  zccl-perf --json rows: each row's method as the model prices it\n"
           "              (the first --gbps and --latency-us; compressed rows with their own\n"
-          "              measured ratio), the measured time and the relative error\n");
+          "              measured ratio), the measured time and the relative error\n"
+          "  --fanout F, --all-to-all F  with --predict: the link's fan-out and all-to-all\n"
+          "              factors as the library calibrated them (its TUNING calibration line;\n"
+          "              zp_link_t.fanout, .incast; default N-1 and 1)\n");
 }
 
 /* Comma-separated numbers into v (at most MAX_LIST); their count, -1: bad. */
@@ -207,7 +211,11 @@ static int parse_args(int argc, char** argv, opts_t* o) {
     } else if (strcmp(a, "--csv") == 0) o->csv_path = v;
     else if (strcmp(a, "--json") == 0) o->json_path = v;
     else if (strcmp(a, "--predict") == 0) o->predict_path = v;
-    else return fprintf(stderr, "zccl-scale: unknown option %s\n", a), -1;
+    else if (strcmp(a, "--fanout") == 0) {
+      if (!((o->fanout = atof(v)) >= 1)) return fprintf(stderr, "zccl-scale: --fanout >= 1\n"), -1;
+    } else if (strcmp(a, "--all-to-all") == 0) {
+      if (!((o->incast = atof(v)) >= 1)) return fprintf(stderr, "zccl-scale: --all-to-all >= 1\n"), -1;
+    } else return fprintf(stderr, "zccl-scale: unknown option %s\n", a), -1;
   }
   if (o->min_bytes == 0 || o->max_bytes < o->min_bytes || !(o->factor > 1))
     return fprintf(stderr, "zccl-scale: need 0 < -b <= -e and -f > 1\n"), -1;
@@ -645,9 +653,10 @@ static char* read_file(const char* path) {
 /* The model's time for one zccl-perf row, as the library would run it:
  * mpi: the best OpenMPI-like algorithm ("default") or the one named;
  * zccl: the cost model's pick ("auto") or the named algorithm;
- * zccl-compressed: the same among the codec's algorithms, with the row's
- * measured ratio, uncompressed below the default threshold, and codec=auto
- * taking the cheaper of compressed and not. Returns NULL when the model has
+ * zccl-compressed: the same among the codec's algorithms as the library
+ * chose them (its default codec figures), priced with the row's measured
+ * ratio, uncompressed below the default threshold, and codec=auto taking
+ * the cheaper of compressed and not as the library saw them. Returns NULL when the model has
  * no algorithm for the row. */
 static const zp_algo_t* predict_row(const zp_ctx_t* ctx, const perf_row_t* r, int c, double* t) {
   zp_coll_args_t a = call_args(c, (size_t)r->bytes, ctx->nranks, strcmp(r->type, "double") == 0);
@@ -658,14 +667,23 @@ static const zp_algo_t* predict_row(const zp_ctx_t* ctx, const perf_row_t* r, in
   int compress = strcmp(r->method, "zccl-compressed") == 0 && ci && ci->id != zcclCodecNone &&
                  a.count * zu_dtype_size(a.datatype) >= dflt.minBytes;
   if (compress) {
+    /* The library chose before any stream was made: on the link it
+     * measured and the model's default codec figures (a communicator
+     * leaves zp_speeds_t at 0). That choice is priced with the figures
+     * measured here and the row's ratio. */
+    zp_link_t lib_link = *ctx->link;
+    memset(&lib_link.speeds, 0, sizeof lib_link.speeds);
+    zp_ctx_t lib = *ctx;
+    lib.link = &lib_link;
     zp_coll_args_t cmp = a;
     cmp.compression.codec = ci->id; /* auto's row prices hz's algorithms */
-    const zp_algo_t* al = name ? named_algo(&cmp, name) : zp_algo_select(ctx, &cmp, NULL, t, NULL);
-    if (al && name) *t = al->cost(ctx, &cmp);
+    double t_lib = 0, tp = 0;
+    const zp_algo_t* al = name ? named_algo(&cmp, name) : zp_algo_select(&lib, &cmp, NULL, &t_lib, NULL);
+    if (al && name) t_lib = al->cost(&lib, &cmp);
+    if (al) *t = al->cost(ctx, &cmp);
     if (al && ci->id != zcclCodecAuto) return al;
-    double tp = 0;
     const zp_algo_t* plain = zp_algo_select(ctx, &a, NULL, &tp, NULL);
-    if (!al || (plain && tp < *t)) return *t = tp, plain;
+    if (!al || (plain && tp < t_lib)) return *t = tp, plain;
     return al;
   }
   if (name) {
@@ -711,8 +729,11 @@ static int predict_file(const opts_t* o, const measured_t* m, zd_dev_t* dev) {
       skipped++; /* point to point, one rank, or not measured */
       continue;
     }
-    zp_link_t link = {.alpha = link_alpha(o, 0), .bandwidth = o->gbps[0] * 1e9 / 8, .fanout = r.nranks - 1,
-                      .incast = 1, .cpu_share = o->cpu_share, .speeds = m->s};
+    double most = r.nranks - 1; /* both factors are at most N-1 (zp_calibrate) */
+    zp_link_t link = {.alpha = link_alpha(o, 0), .bandwidth = o->gbps[0] * 1e9 / 8,
+                      .fanout = o->fanout > 0 && o->fanout < most ? o->fanout : most,
+                      .incast = o->incast > 0 ? (o->incast < most ? o->incast : most) : 1,
+                      .cpu_share = o->cpu_share, .speeds = m->s};
     if (strcmp(r.method, "zccl-compressed") == 0 && r.ratio > 0) link.speeds.ratio = r.ratio;
     zp_ctx_t ctx = {.dev = dev, .link = &link, .rank = 0, .nranks = (int)r.nranks};
     double t = 0;

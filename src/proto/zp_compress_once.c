@@ -188,11 +188,13 @@ out:
 }
 
 /* Raw elements per piece of the compressed chain: the chain's piece for
- * the stream the model expects (n / ratio bytes), in raw values. The
- * model is the same on every rank, so is the piece. */
+ * the stream expected before any is made (n / ZP_AUTO_RATIO bytes), in raw
+ * values. Every rank knows that figure before the call, so every rank
+ * cuts the same; a ratio given to the model (zccl-scale's measured one)
+ * prices the wire, not the cut, so the model prices the pieces that run. */
 static size_t zp_once_chain_elems(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   size_t es = zu_dtype_size(a->datatype);
-  double q = zp_ratio(ctx), wire = (double)zp_chain_piece(ctx, (size_t)(zp_call_bytes(a) / q));
+  double q = ZP_AUTO_RATIO, wire = (double)zp_chain_piece(ctx, (size_t)(zp_call_bytes(a) / q));
   double elems = wire * q / (double)es;
   return elems < 1 ? 1 : (size_t)elems;
 }

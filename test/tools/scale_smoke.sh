@@ -49,6 +49,32 @@ cat "$WORK/predict.txt"
 [ "$(grep -cE '^  (allreduce|broadcast) .*%$' "$WORK/predict.txt")" = 4 ] || fail "--predict: not 4 predicted rows"
 grep -qE '^# 4 rows \(1 skipped\): worst error' "$WORK/predict.txt" || fail "--predict: no summary line"
 
+# The rows priced as the library chose: a compressed broadcast by the pick
+# at the library's default codec figures (the chain here, where the row's
+# ratio of 10.7 would price the tree lower), and an allgather by the
+# calibrated all-to-all factor (all to all 3x the ring: the ring, not the
+# direct round the factor 1 gives).
+row2() { # row2 COLL METHOD CODEC BYTES RANKS RATIO
+  printf '{"collective": "%s", "method": "%s", "codec": "%s", "algo": "auto", "bytes": %s, "count": 1, "type": "float", "redop": "-", "nranks": %s, "time_us": 20000, "speedup": null, "ratio": %s, "psnr": null, "wrong": 0}' "$@"
+}
+{
+  echo "["
+  row2 broadcast zccl-compressed hz 4194304 8 10.7; echo ","
+  row2 allgather zccl none 16777216 4 1
+  echo "]"
+} >"$WORK/rows2.json"
+for a2a in 1 3; do
+  "$SCALE" --predict "$WORK/rows2.json" --gbps 0.13 --latency-us 193 --cpu-share 4 --fanout 3 --all-to-all $a2a \
+    --quick >"$WORK/predict_a2a$a2a.txt" 2>&1 || fail "--predict --all-to-all $a2a: exit $?"
+  cat "$WORK/predict_a2a$a2a.txt"
+  grep -qE '^  broadcast +zccl-compressed +hz +auto +4194304 +8 chain ' "$WORK/predict_a2a$a2a.txt" ||
+    fail "--predict: the compressed broadcast not priced as the library's chain"
+done
+grep -qE '^  allgather +zccl +none +auto +16777216 +4 direct ' "$WORK/predict_a2a1.txt" ||
+  fail "--predict --all-to-all 1: the allgather not the direct round"
+grep -qE '^  allgather +zccl +none +auto +16777216 +4 ring ' "$WORK/predict_a2a3.txt" ||
+  fail "--predict --all-to-all 3: the allgather not the ring"
+
 python3 "$SRC/perf/scale_plot.py" -o "$WORK/scale.png" "$WORK/scale.json" >"$WORK/plot.log" 2>&1
 rc=$?
 if [ $rc = 3 ]; then
