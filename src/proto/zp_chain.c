@@ -7,8 +7,11 @@
 #include "zp_algo.h"
 
 size_t zp_chain_piece(const zp_ctx_t* ctx, size_t bytes) {
-  /* A chain of N ranks and k pieces takes (N - 2 + k) (alpha + bytes/k/B):
-   * best at k = sqrt((N - 2) bytes / (alpha B)). Pieces of 64 KiB ... 4 MiB
+  /* Sized as if each piece paid a latency, (N - 2 + k) (alpha + bytes/k/B):
+   * best at k = sqrt((N - 2) bytes / (alpha B)). The price (zp_chain_cost)
+   * overlaps the latencies, whose optimum, pieces of alpha B bytes, would
+   * be thousands of messages whose costs on the cores the model does not
+   * see. Pieces of 64 KiB ... 4 MiB
    * in multiples of 4 KiB (so of every element size). The link model is
    * the same on every rank, so is the piece. */
   double alpha = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
@@ -147,11 +150,17 @@ out:
   return res;
 }
 
+/* The first piece crosses every hop, a latency and its bytes each; every
+ * later piece follows one stage behind: its bytes, or a latency where that
+ * is longer. The pieces are posted back to back (receives two ahead), so
+ * their latencies overlap the pieces before them instead of adding to
+ * them; a latency each put the 256 KiB chain at 10 Gbit/s above the tree,
+ * which it beats (docs/measurements/collectives.md). */
 double zp_chain_cost(const zp_ctx_t* ctx, double n, int reduces) {
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
   double piece = (double)zp_chain_piece(ctx, (size_t)n), k = n / piece < 1 ? 1 : n / piece;
-  double hops = ctx->nranks - 1;
-  return (hops - 1 + k) * (al_s + n / k / B + (reduces ? n / k / zp_reduce_bps(ctx) : 0));
+  double hops = ctx->nranks - 1, p = n / k / B + (reduces ? n / k / zp_reduce_bps(ctx) : 0);
+  return hops * (al_s + p) + (k - 1) * (p > al_s ? p : al_s);
 }
 
 static double zp_chain_broadcast_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
