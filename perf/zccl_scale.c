@@ -656,8 +656,8 @@ static char* read_file(const char* path) {
  * zccl-compressed: the same among the codec's algorithms as the library
  * chose them (its default codec figures), priced with the row's measured
  * ratio, uncompressed below the default threshold, and codec=auto taking
- * the cheaper of compressed and not as the library saw them. Returns NULL when the model has
- * no algorithm for the row. */
+ * the cheaper of compressed and not as the library saw them. Returns NULL
+ * when the model has no algorithm for the row. */
 static const zp_algo_t* predict_row(const zp_ctx_t* ctx, const perf_row_t* r, int c, double* t) {
   zp_coll_args_t a = call_args(c, (size_t)r->bytes, ctx->nranks, strcmp(r->type, "double") == 0);
   const char* name = strcmp(r->algo, "auto") == 0 || strcmp(r->algo, "default") == 0 ? NULL : r->algo;
@@ -677,13 +677,13 @@ static const zp_algo_t* predict_row(const zp_ctx_t* ctx, const perf_row_t* r, in
     lib.link = &lib_link;
     zp_coll_args_t cmp = a;
     cmp.compression.codec = ci->id; /* auto's row prices hz's algorithms */
-    double t_lib = 0, tp = 0;
+    double t_lib = 0, tp_lib = 0;
     const zp_algo_t* al = name ? named_algo(&cmp, name) : zp_algo_select(&lib, &cmp, NULL, &t_lib, NULL);
     if (al && name) t_lib = al->cost(&lib, &cmp);
     if (al) *t = al->cost(ctx, &cmp);
     if (al && ci->id != zcclCodecAuto) return al;
-    const zp_algo_t* plain = zp_algo_select(ctx, &a, NULL, &tp, NULL);
-    if (!al || (plain && tp < t_lib)) return *t = tp, plain;
+    const zp_algo_t* plain = zp_algo_select(&lib, &a, NULL, &tp_lib, NULL);
+    if (!al || (plain && tp_lib < t_lib)) return *t = plain ? plain->cost(ctx, &a) : 0, plain;
     return al;
   }
   if (name) {
