@@ -277,6 +277,14 @@ static inline double zp_codec_rate(const zp_ctx_t* ctx, double rate) {
   double share = ctx->link && ctx->link->cpu_share > 1 ? ctx->link->cpu_share : 1;
   return zd_dev_kind(ctx->dev) == ZD_CUDA ? rate : rate / share;
 }
+/* A pipeline of k pieces down `hops` links: the first piece crosses every
+ * hop, a latency and `first` seconds each; every later one follows a
+ * stage behind, `stage` seconds or a latency where that is longer. Pieces
+ * posted back to back overlap their latencies instead of adding them. */
+static inline double zp_pipeline_cost(const zp_ctx_t* ctx, double hops, double k, double first, double stage) {
+  double al_s = zp_link_alpha(ctx);
+  return hops * (al_s + first) + (k - 1) * (stage > al_s ? stage : al_s);
+}
 /* A pipelined chain of n bytes (broadcast, or reduce adding each piece on the way): zp_chain.c. */
 double zp_chain_cost(const zp_ctx_t* ctx, double n, int reduces);
 /* The sparse chain (zp_sparse.c), which codec=auto also weighs. */

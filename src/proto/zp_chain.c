@@ -150,17 +150,15 @@ out:
   return res;
 }
 
-/* The first piece crosses every hop, a latency and its bytes each; every
- * later piece follows one stage behind: its bytes, or a latency where that
- * is longer. The pieces are posted back to back (receives two ahead), so
- * their latencies overlap the pieces before them instead of adding to
- * them; a latency each put the 256 KiB chain at 10 Gbit/s above the tree,
- * which it beats (docs/measurements/collectives.md). */
+/* The pieces are posted back to back (receives two ahead), so their
+ * latencies overlap (zp_pipeline_cost); a latency each put the 256 KiB
+ * chain at 10 Gbit/s above the tree, which it beats
+ * (docs/measurements/collectives.md). */
 double zp_chain_cost(const zp_ctx_t* ctx, double n, int reduces) {
-  double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
+  double B = zp_link_bandwidth(ctx);
   double piece = (double)zp_chain_piece(ctx, (size_t)n), k = n / piece < 1 ? 1 : n / piece;
-  double hops = ctx->nranks - 1, p = n / k / B + (reduces ? n / k / zp_reduce_bps(ctx) : 0);
-  return hops * (al_s + p) + (k - 1) * (p > al_s ? p : al_s);
+  double p = n / k / B + (reduces ? n / k / zp_reduce_bps(ctx) : 0);
+  return zp_pipeline_cost(ctx, ctx->nranks - 1, k, p, p);
 }
 
 static double zp_chain_broadcast_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {

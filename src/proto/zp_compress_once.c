@@ -730,18 +730,17 @@ static double zp_once_broadcast_cost(const zp_ctx_t* ctx, const zp_coll_args_t* 
 }
 
 /* The compressed chain: the first piece's compression, its N - 1 hops,
- * then one piece per stage of the slowest of the link (a latency where
- * that is longer: zp_chain_cost) and the root's codec (it compresses and
- * decompresses every piece), and the last piece's decompression. */
+ * then one piece per stage of the slower of the link and the root's codec
+ * (it compresses and decompresses every piece; zp_pipeline_cost), and the
+ * last piece's decompression. */
 static double zp_once_chain_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double n = zp_call_bytes(a), C = zp_codec_rate(ctx, zp_compress_bps(ctx));
   double D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
   double piece = (double)zp_once_chain_elems(ctx, a) * zu_dtype_size(a->datatype);
   if (piece > n) piece = n;
-  double al_s = zp_link_alpha(ctx), wire = piece / zp_ratio(ctx) / zp_link_bandwidth(ctx);
-  double k = piece > 0 ? ceil(n / piece) : 1, stage = wire > al_s ? wire : al_s;
-  if (piece / C + piece / D > stage) stage = piece / C + piece / D;
-  return piece / C + (ctx->nranks - 1) * (al_s + wire) + (k - 1) * stage + piece / D;
+  double k = piece > 0 ? ceil(n / piece) : 1, wire = piece / zp_ratio(ctx) / zp_link_bandwidth(ctx);
+  double codec = piece / C + piece / D;
+  return piece / C + zp_pipeline_cost(ctx, ctx->nranks - 1, k, wire, wire > codec ? wire : codec) + piece / D;
 }
 
 const zp_algo_t zp_algo_once_allgather = {"ring", "compress-once ring", ZP_COLL_ALLGATHER, ZP_NEEDS_ANY, 0, NULL,

@@ -30,8 +30,9 @@ if command -v python3 >/dev/null; then
     "$WORK/scale.json" || fail "scale.json: not 40 rows of JSON"
 fi
 
-row() { # row COLL METHOD CODEC ALGO BYTES TIME RATIO
-  printf '{"collective": "%s", "method": "%s", "codec": "%s", "algo": "%s", "bytes": %s, "count": 1, "type": "float", "redop": "-", "nranks": 4, "time_us": %s, "speedup": null, "ratio": %s, "psnr": null, "wrong": 0}' "$@"
+row() { # row COLL METHOD CODEC ALGO BYTES TIME RATIO [RANKS, default 4]
+  printf '{"collective": "%s", "method": "%s", "codec": "%s", "algo": "%s", "bytes": %s, "count": 1, "type": "float", "redop": "-", "nranks": %s, "time_us": %s, "speedup": null, "ratio": %s, "psnr": null, "wrong": 0}' \
+    "$1" "$2" "$3" "$4" "$5" "${8:-4}" "$6" "$7"
 }
 {
   echo "["
@@ -54,13 +55,10 @@ grep -qE '^# 4 rows \(1 skipped\): worst error' "$WORK/predict.txt" || fail "--p
 # ratio of 10.7 would price the tree lower), and an allgather by the
 # calibrated all-to-all factor (all to all 3x the ring: the ring, not the
 # direct round the factor 1 gives).
-row2() { # row2 COLL METHOD CODEC BYTES RANKS RATIO
-  printf '{"collective": "%s", "method": "%s", "codec": "%s", "algo": "auto", "bytes": %s, "count": 1, "type": "float", "redop": "-", "nranks": %s, "time_us": 20000, "speedup": null, "ratio": %s, "psnr": null, "wrong": 0}' "$@"
-}
 {
   echo "["
-  row2 broadcast zccl-compressed hz 4194304 8 10.7; echo ","
-  row2 allgather zccl none 16777216 4 1
+  row broadcast zccl-compressed hz auto 4194304 20000 10.7 8; echo ","
+  row allgather zccl none auto 16777216 20000 1
   echo "]"
 } >"$WORK/rows2.json"
 for a2a in 1 3; do
