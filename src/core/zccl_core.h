@@ -83,6 +83,7 @@ struct zcclComm {
   zp_link_t link;          /* the cost model's view of the network */
   zp_algo_rules_t algo_rules; /* ZCCL_ALGO, parsed at creation */
   zp_choice_memo_t algo_memo;  /* the last uncompressed choice (under worker_lock) */
+  zp_mbox_t mbox;              /* small exchanges by stores, one machine (under worker_lock) */
   zp_stats_t stats;        /* compressed bytes sent (under worker_lock) */
   zp_notice_t notice;      /* peers' failures, and this rank's (under worker_lock) */
   struct zccl_redop* redops; /* zcclRedOpCreatePreMulSum's ops (ZCCL_MAX_REDOPS, made at the first) */

@@ -72,7 +72,7 @@ static void zccl_op_execute(zcclComm_t comm, zccl_op_t* op) {
   zp_ctx_t ctx = {.w = comm->worker, .dev = dev, .host = host, .link = &comm->link, .stats = &comm->stats, .rank = comm->rank, .nranks = comm->nranks,
                   .timeout = comm->timeout, .spin = comm->spin, .abort = op->despite_error ? &comm->abort : &comm->cancel,
                   .cancel_by = &cancel_by, .rules = &comm->algo_rules, .check_calls = comm->check_calls, .checksum = comm->checksum,
-                  .memo = &comm->algo_memo};
+                  .memo = &comm->algo_memo, .mbox = &comm->mbox};
   /* Peers' failure notices: posted at the first operation (UCX keeps one
    * that comes earlier); without it peers are found out by ZCCL_TIMEOUT.
    * An exchange that runs despite an error does not heed them. */
@@ -259,6 +259,7 @@ void zccl_runtime_stop(zcclComm_t comm, int abort) {
    * close gracefully (flushing what was sent) unless aborting. */
   pthread_mutex_lock(&comm->worker_lock);
   if (comm->worker) zp_notice_close(comm->worker, &comm->notice);
+  zp_mbox_close(comm->worker, &comm->mbox);
   if (comm->worker) zt_worker_destroy(comm->worker, abort ? 0.0 : comm->timeout, abort);
   comm->worker = NULL;
   pthread_mutex_unlock(&comm->worker_lock);

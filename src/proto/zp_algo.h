@@ -137,6 +137,22 @@ zcclResult_t zp_tree_broadcast_sub(const zp_ctx_t* ctx, void* buf, size_t bytes,
  * step 0 the fold-in, 1 + i round i, ZP_TAG_STEP_LAST the fold-out. */
 zcclResult_t zp_rd_allreduce_sub(const zp_ctx_t* ctx, const zp_coll_args_t* a, uint32_t sub0);
 
+/* ---- the mailbox (zp_mailbox.c) ------------------------------------------------
+ * Made with the calibration where every rank is on one machine: every rank
+ * exchanges its window's key with every other (ZP_TAG_ALGO at step
+ * ZP_MBOX_STEP, above the calibration's steps), then all agree. */
+#define ZP_MBOX_STEP 1000
+zcclResult_t zp_mbox_open(const zp_ctx_t* ctx, zp_mbox_t* mb);
+/* Whether a message of bytes goes by ctx's mailbox (host memory only). */
+int zp_mbox_fits(const zp_ctx_t* ctx, size_t bytes);
+/* Sends msg to every peer and waits for every peer's: in[q], got[q] its
+ * message and length in this rank's window, readable until this rank's
+ * next exchange. Waits as zp_xfers_wait does (timeouts, lost peers, stalls). */
+zcclResult_t zp_mbox_exchange(const zp_ctx_t* ctx, const char* what, const void* msg, size_t bytes,
+                              const uint8_t** in, size_t* got);
+/* Marks done the mailbox receives among x whose flag came; 1 if any did. */
+int zp_mbox_poll(zp_xfer_t* x, int n);
+
 /* ---- algorithms as descriptors ----------------------------------------------
  * Every algorithm is one zp_algo_t, defined in the file of its family with
  * its cost beside its code; zp_algos.c lists them all (ZP_ALGO_LIST), and

@@ -85,6 +85,12 @@ typedef struct {
    * measured. Decides whether the fan-out and all-to-all factors, which
    * price messages queueing on one link, apply (zp_direct.c). */
   int shm;
+  /* 1: every rank runs on this machine (the same kernel boot id; set at
+   * creation): the mailbox (zp_mailbox.c) may work. */
+  int one_machine;
+  /* A small exchange by the mailbox among all ranks (s; the worst rank's
+   * median, measured with the latency); 0: no mailbox. */
+  double mbox_alpha;
   zp_speeds_t speeds; /* the codec's rates and ratio (zeros: the model's defaults) */
 } zp_link_t;
 
@@ -186,6 +192,18 @@ typedef struct {
  * collective, is left out and reported once at WARN with what is known. */
 void zp_algo_rules_parse(const char* text, zp_algo_rules_t* rules);
 
+/* The communicator's mailbox (zp_mailbox.c): this rank's window, holding
+ * two slots of stride bytes per peer, and every peer's as mapped here.
+ * Used under the worker lock only. */
+typedef struct {
+  int on;          /* every rank mapped every peer's window (they agreed) */
+  size_t cap;      /* a message's bytes at most (ZCCL_MAILBOX_BYTES) */
+  size_t stride;   /* a slot: head and cap, in whole cache lines */
+  uint8_t* mine;   /* this rank's window */
+  uint8_t** peers; /* per peer, its window (NULL for this rank) */
+  uint64_t calls;  /* exchanges so far: alike on every rank */
+} zp_mbox_t;
+
 /* What an algorithm runs with: the communicator's worker, device and
  * ranks, this operation's sequence number (in every tag), and the limits
  * every wait obeys. */
@@ -227,6 +245,7 @@ typedef struct {
   const zp_sig_t* sig_carried;
   const char* sig_algo; /* a framed or carried call's algorithm (its stalled signature says it) */
   zp_choice_memo_t* memo; /* the communicator's (NULL: none) */
+  zp_mbox_t* mbox;         /* the communicator's mailbox (NULL: none) */
 } zp_ctx_t;
 
 /* One message: a send or a receive of bytes with a peer. */
@@ -253,6 +272,10 @@ typedef struct {
   zd_event_t stage_ev;
   int carried;              /* sent with ctx->sig_carried in front; a receive's head lands in head_in */
   zp_sig_t head_in;
+  /* A mailbox receive (zp_mailbox.c), never posted to UCX: done once the
+   * flag reads want; the length follows the flag. NULL: a message. */
+  const uint64_t* flag;
+  uint64_t want;
 } zp_xfer_t;
 
 /* Whether messages of ctx's device go through host staging buffers. */
@@ -298,6 +321,9 @@ zcclResult_t zp_sig_post(const zp_ctx_t* ctx, const zp_sig_t* mine, zp_sig_t* le
 /* Measures the link (latency, bandwidth) with the ring neighbours; every
  * rank ends with the same model (the worst rank's). A collective call. */
 zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link);
+/* Frees what the calibration's mailbox setup made (zp_mailbox.c): the
+ * window too, with w (NULL: the worker is gone). */
+void zp_mbox_close(zt_worker_t* w, zp_mbox_t* mb);
 
 /* The cost model's time for a collective (seconds), as ctx's link stands,
  * without running it: the algorithm the call would take, compressed where

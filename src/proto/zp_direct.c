@@ -118,6 +118,13 @@ static size_t zp_oneshot_stride(size_t bytes, int framed) {
   return (framed ? sizeof(zp_frame_head_t) : 0) + (bytes + 15) / 16 * 16; /* aligned for the reduction */
 }
 
+/* Whether the call's messages go by the mailbox: decided on the framed
+ * size whether the call frames or not, so that its price (below) and its
+ * run agree. */
+static int zp_oneshot_mbox(const zp_ctx_t* ctx, size_t bytes) {
+  return zp_mbox_fits(ctx, sizeof(zp_frame_head_t) + bytes);
+}
+
 static zcclResult_t zp_oneshot_allreduce(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   int N = ctx->nranks, r = ctx->rank;
   size_t es = zu_dtype_size(a->datatype), n = a->count, bytes = n * es;
@@ -133,6 +140,8 @@ static zcclResult_t zp_oneshot_allreduce(const zp_ctx_t* ctx, const zp_coll_args
   if (!on_stack) ZU_CHECK(zp_tmp_get(ctx, (size_t)N * stride, &tmp));
   uint8_t* slots = tmp; /* rank q's buffer at q * stride (its frame when framed) */
   zp_xfer_t x[2 * N];
+  const uint8_t* in[N]; /* each peer's message */
+  size_t got[N];
   zcclResult_t res;
   /* What this rank sends, and its own operand: its input, or its frame
    * (head, then a copy of the input); in place, a copy (the reduction
@@ -150,22 +159,38 @@ static zcclResult_t zp_oneshot_allreduce(const zp_ctx_t* ctx, const zp_coll_args
     own = slot;
     ZU_CHECK_GOTO(zd_copy(ctx->dev, slot, a->sendbuff, bytes), res, out);
   }
-  int nx = 0;
-  for (int s = 1; s < N; s++) {
-    int to = (r + s) % N, from = (r + N - s) % N;
-    zp_recv_at(ctx, &x[nx], from, ZP_SUB_ALGO, slots + (size_t)from * stride, sig ? stride : bytes);
-    x[nx++].var = sig != NULL; /* a peer whose call differs may send any length */
-    zp_send_at(ctx, &x[nx++], to, ZP_SUB_ALGO, msg, head + bytes);
-  }
-  ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nx), res, out);
-  if (sig)
+  /* Each peer's message (its frame when framed): in the mailbox when every
+   * rank is on this machine, else received into its slot. */
+  if (zp_oneshot_mbox(ctx, bytes)) {
+    ZU_CHECK_GOTO(zp_mbox_exchange(ctx, what, msg, head + bytes, in, got), res, out);
+  } else {
+    int nx = 0;
+    for (int s = 1; s < N; s++) {
+      int to = (r + s) % N, from = (r + N - s) % N;
+      zp_recv_at(ctx, &x[nx], from, ZP_SUB_ALGO, slots + (size_t)from * stride, sig ? stride : bytes);
+      x[nx++].var = sig != NULL; /* a peer whose call differs may send any length */
+      zp_send_at(ctx, &x[nx++], to, ZP_SUB_ALGO, msg, head + bytes);
+    }
+    ZU_CHECK_GOTO(zp_xfers_run(ctx, what, x, nx), res, out);
     for (int s = 1; s < N; s++) {
       int from = (r + N - s) % N;
-      ZU_CHECK_GOTO(zp_frame_check(ctx, what, from, &mine, (const zp_frame_head_t*)(slots + (size_t)from * stride),
-                                   x[2 * (s - 1)].req.length, bytes),
-                    res, out);
+      in[from] = slots + (size_t)from * stride;
+      got[from] = x[2 * (s - 1)].req.length;
     }
-#define ZP_OPERAND(q) ((q) == r ? own : slots + (size_t)(q) * stride + head)
+  }
+  for (int s = 1; s < N; s++) {
+    int from = (r + N - s) % N;
+    if (sig)
+      ZU_CHECK_GOTO(zp_frame_check(ctx, what, from, &mine, (const zp_frame_head_t*)in[from], got[from], bytes), res,
+                    out);
+    else if (got[from] != bytes)
+      ZU_CHECK_GOTO(ZU_ERROR(zcclInvalidUsage,
+                             "%s: rank %d expected %zu bytes from rank %d, which sent %zu bytes; the call's count or "
+                             "datatype differs across ranks",
+                             what, r, bytes, from, got[from]),
+                    res, out);
+  }
+#define ZP_OPERAND(q) ((q) == r ? own : in[q] + head)
   zcclRedOp_t op = zp_reduce_op(a->op);
   ZU_CHECK_GOTO(zd_reduce(ctx->dev, a->recvbuff, ZP_OPERAND(0), ZP_OPERAND(1), n, a->datatype, op), res, out);
   for (int q = 2; q < N; q++)
@@ -244,6 +269,7 @@ static int zp_oneshot_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, size_
 static double zp_oneshot_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = zp_call_bytes(a);
   double round = N > 2 && zp_link_shm(ctx) ? zp_link_alpha(ctx) : zp_direct_rounds(ctx, 1);
+  if (ctx->link && ctx->link->mbox_alpha > 0 && zp_oneshot_mbox(ctx, (size_t)n)) round = ctx->link->mbox_alpha;
   return round + zp_direct_bytes_factor(ctx) * (N - 1) * n / zp_link_bandwidth(ctx) + (N - 1) * n / zp_reduce_bps(ctx);
 }
 

@@ -26,6 +26,8 @@
  * lets other work on the machine run. */
 #define ZP_CHECK_EVERY_MASK 15u
 #define ZP_YIELD_EVERY_MASK 1023u
+/* A mailbox wait's nap once it has polled ZCCL_SPIN_US (zp_xfers_wait). */
+#define ZP_MBOX_NAP_NS 20000
 
 /* Checks a completed message into why (empty: fine). A receive must get
  * exactly what was posted. Returns the error class. */
@@ -493,10 +495,12 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
   int progressed = 0;
   /* The stall probes' clock: since the last of these messages completed
    * (other events, such as peers' stalled signatures, do not reset it). */
-  int completed = 0;
+  int completed = 0, mbox = 0;
   double last_done = last_progress;
+  for (int i = 0; i < n; i++) mbox |= x[i].flag != NULL;
   while (left > 0) {
     int events = zt_progress(ctx->w);
+    if (mbox) events |= zp_mbox_poll(x, n);
     for (int i = 0; i < n && fatal == zcclSuccess; i++) {
       if (x[i].checked || !x[i].req.done) continue;
       x[i].checked = 1;
@@ -578,7 +582,15 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
      * has an event (a peer that is compressing for milliseconds gets the
      * whole core; yielding costs it system time). The sleep is short so
      * the checks above still run. */
-    if (ctx->spin >= 0 && now - last_progress > ctx->spin && zt_wait(ctx->w, 0.01)) continue;
+    if (ctx->spin >= 0 && now - last_progress > ctx->spin) {
+      /* A mailbox's flag wakes no one: a short nap instead, so that a late
+       * peer costs a small exchange tens of microseconds, not a millisecond. */
+      if (mbox) {
+        nanosleep(&(struct timespec){.tv_nsec = ZP_MBOX_NAP_NS}, NULL);
+        continue;
+      }
+      if (zt_wait(ctx->w, 0.01)) continue;
+    }
     /* Before that, poll. With more ranks than cores, give the core away
      * after every empty poll: a rank that spins keeps the peer it waits for
      * off the CPU for a whole time slice (docs/measurements/net.md). With a
@@ -707,7 +719,8 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
    * rounds read 7-56; docs/measurements/net.md). Each rank's figure is the
    * median of its rounds; the model's, the median over the rounds of the
    * worst rank's (below). */
-  double t_round[ZP_CAL_ROUNDS], t_mid = 1e9, t_big = 1e9;
+  double t_round[ZP_CAL_ROUNDS], t_mid = 1e9, t_big = 1e9, t_mbox = 0;
+  if (ctx->mbox && link->one_machine) ZU_CHECK_GOTO(zp_mbox_open(ctx, ctx->mbox), res, out);
   ZU_CHECK_GOTO(zp_cal_small_round(ctx, sb, rb, 0, &t_round[0]), res, out);
   for (uint32_t k = ZP_CAL_SMALL; k < ZP_CAL_FAN; k++) {
     int is_big = (k - ZP_CAL_SMALL) % 2;
@@ -722,6 +735,18 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
     uint32_t k0 = ZP_CAL_LATER + (r - 1) * (1 + ZP_CAL_SMALL);
     ZU_CHECK_GOTO(zp_sendrecv(ctx, "calibration", right, sb, mid, left, rb, mid, zp_sub(ZP_TAG_ALGO, k0, 0)), res, out);
     ZU_CHECK_GOTO(zp_cal_small_round(ctx, sb, rb, k0 + 1, &t_round[r]), res, out);
+  }
+  /* The mailbox's exchange of 8 bytes among all ranks, as the latency. */
+  if (ctx->mbox && ctx->mbox->on) {
+    const uint8_t* in[N];
+    size_t got[N];
+    double t[ZP_CAL_SMALL];
+    for (int k = 0; k < ZP_CAL_SMALL; k++) {
+      double t0 = zu_now();
+      ZU_CHECK_GOTO(zp_mbox_exchange(ctx, "calibration", sb, 8, in, got), res, out);
+      t[k] = zu_now() - t0;
+    }
+    t_mbox = zp_median(t, ZP_CAL_SMALL);
   }
   double rounds[ZP_CAL_ROUNDS];
   memcpy(rounds, t_round, sizeof rounds); /* t_round keeps its order: the max below is per round */
@@ -808,30 +833,34 @@ zcclResult_t zp_calibrate(const zp_ctx_t* ctx, zp_link_t* link) {
   /* The worst rank's figures; its latency per round in the last slots.
    * Whether the ring crosses a network anywhere: 1 unless this rank's
    * right neighbour is on shared memory only. */
-  double mine[5 + ZP_CAL_ROUNDS] = {per_byte, fan, incast, (double)zt_eager_bytes(ctx->w, right),
-                                    zt_peer_shm(ctx->w, right) ? 0.0 : 1.0};
-  memcpy(mine + 5, t_round, sizeof t_round);
-  double all[5 + ZP_CAL_ROUNDS];
+  enum { FIGS = 6 };
+  double mine[FIGS + ZP_CAL_ROUNDS] = {per_byte, fan, incast, (double)zt_eager_bytes(ctx->w, right),
+                                       zt_peer_shm(ctx->w, right) ? 0.0 : 1.0, t_mbox};
+  memcpy(mine + FIGS, t_round, sizeof t_round);
+  double all[FIGS + ZP_CAL_ROUNDS];
   ZU_CHECK_GOTO(zd_copy(ctx->dev, sb, mine, sizeof mine), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-  zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = 5 + ZP_CAL_ROUNDS,
+  zp_coll_args_t a = {.coll = ZP_COLL_ALLREDUCE, .sendbuff = sb, .recvbuff = rb, .count = FIGS + ZP_CAL_ROUNDS,
                       .datatype = zcclFloat64, .op = zcclMax, .rank = ctx->rank, .nranks = N};
   zp_ctx_t c2 = *ctx;
   c2.seq = ctx->seq; /* same operation: its own part of the tags */
   ZU_CHECK_GOTO(zp_rd_allreduce_sub(&c2, &a, zp_sub(ZP_TAG_NESTED_RD, 0, 0)), res, out);
   ZU_CHECK_GOTO(zd_copy(ctx->dev, all, rb, sizeof all), res, out);
   ZU_CHECK_GOTO(zd_sync(ctx->dev), res, out);
-  double lat = zp_median(all + 5, ZP_CAL_ROUNDS);
+  double lat = zp_median(all + FIGS, ZP_CAL_ROUNDS);
   link->alpha = lat > 1e-7 ? lat : 1e-7;
   link->bandwidth = all[0] > 1e-12 ? 1.0 / all[0] : 1e12;
   link->fanout = N > 2 ? all[1] : 1;
   link->incast = N > 2 ? all[2] : 1;
   link->eager_bytes = all[3];
   link->shm = all[4] == 0;
+  link->mbox_alpha = ctx->mbox && ctx->mbox->on ? all[5] : 0;
+  char mbox[48] = "";
+  if (link->mbox_alpha > 0) snprintf(mbox, sizeof mbox, "; mailbox exchange %.2f us", link->mbox_alpha * 1e6);
   ZU_INFO(ZU_LOG_TUNING, "calibration: latency %.1f us, bandwidth %.4g GB/s (worst rank), fan-out to %d ranks %.2fx "
-          "one, all to all %.2fx the ring; %.2f ranks per core on the busiest machine; eager up to %.0f bytes; %s",
+          "one, all to all %.2fx the ring; %.2f ranks per core on the busiest machine; eager up to %.0f bytes; %s%s",
           link->alpha * 1e6, link->bandwidth / 1e9, N - 1, link->fanout, link->incast, link->cpu_share,
-          link->eager_bytes, link->shm ? "shared memory" : "a network");
+          link->eager_bytes, link->shm ? "shared memory" : "a network", mbox);
   res = zcclSuccess;
 out:
   if (sb) zd_buf_put(ctx->dev, sb);

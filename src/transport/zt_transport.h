@@ -160,6 +160,29 @@ int zt_peer_shm(const zt_worker_t* w, int peer);
  * finishing with the communicator); never an error. */
 int zt_watch(zt_worker_t* w, int peer);
 
+/* A window: bytes of this rank's memory that UCX allocates where peers on
+ * the same machine can map it (ucp_mem_map, UCP_MEM_MAP_ALLOCATE), and
+ * that they then write with plain stores (ucp_rkey_ptr): no message, no
+ * FIFO. A worker has at most one; it goes with the worker. */
+#define ZT_WINDOW_KEY_BYTES 496
+typedef struct {
+  uint64_t base; /* the window's address in its owner */
+  uint32_t len;  /* of the packed key; 0: no window (none could be made) */
+  uint32_t pad;
+  uint8_t key[ZT_WINDOW_KEY_BYTES];
+} zt_window_key_t;
+/* Makes this rank's window of bytes (zeroed) and its key for the peers.
+ * *base NULL and key->len 0 when UCX cannot make one that peers map (no
+ * RMA in the context: ZCCL_MAILBOX_BYTES=0; a packed key too large). */
+zcclResult_t zt_window_open(zt_worker_t* w, size_t bytes, void** base, zt_window_key_t* key);
+/* Peer's window as mapped into this process, or NULL when it cannot be
+ * (another machine, no shared-memory transport between the two). */
+void* zt_window_peer(zt_worker_t* w, int peer, const zt_window_key_t* key);
+/* Unmaps the peers' windows and frees this rank's (also done by
+ * zt_worker_destroy). Peers that still store into it write memory that
+ * stays mapped on their side until they close theirs. */
+void zt_window_close(zt_worker_t* w);
+
 /* Registrations (ucp_mem_map) of buffers that are reused (zcclCommRegister):
  * the same (buf, len) gives the same handle, counted; deregistered as many
  * times it is unmapped; what is left goes with the worker. zt_mem_find: the

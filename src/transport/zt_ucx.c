@@ -49,6 +49,7 @@ static pthread_mutex_t zt_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static ucp_context_h zt_ctx;
 static int zt_ctx_refs;
 static int zt_ctx_wakeup; /* the context has UCP_FEATURE_WAKEUP */
+static int zt_ctx_rma;    /* the context has UCP_FEATURE_RMA (windows: ZCCL_MAILBOX_BYTES > 0) */
 static int64_t zt_tcp_eager; /* ZCCL_TCP_EAGER_BYTES, read with the context */
 
 /* Whether UCX_TLS lets UCX use a transport of the family: TCP (tcp) or
@@ -108,10 +109,11 @@ static zcclResult_t zt_ctx_get(ucp_context_h* ctx) {
   if (zt_ctx_refs == 0) {
     ucp_config_t* config = NULL;
     ucs_status_t st = UCS_ERR_INVALID_PARAM;
-    int64_t seg = 0, fifo = 0;
+    int64_t seg = 0, fifo = 0, mailbox = 0;
     res = zu_param_int(ZU_PARAM_TCP_EAGER_BYTES, &zt_tcp_eager);
     if (res == zcclSuccess) res = zu_param_int(ZU_PARAM_TCP_SEG_BYTES, &seg);
     if (res == zcclSuccess) res = zu_param_int(ZU_PARAM_SHM_FIFO_BYTES, &fifo);
+    if (res == zcclSuccess) res = zu_param_int(ZU_PARAM_MAILBOX_BYTES, &mailbox);
     if (res == zcclSuccess) st = ucp_config_read(NULL, NULL, &config);
     if (res == zcclSuccess && st == UCS_OK) {
       ucs_status_t seg_st = zt_tcp_segments(config, seg);
@@ -139,9 +141,11 @@ static zcclResult_t zt_ctx_get(ucp_context_h* ctx) {
       int64_t spin = 0;
       int sleeps = zu_param_int(ZU_PARAM_SPIN_US, &spin) != zcclSuccess || spin >= 0;
       ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-                             .features = UCP_FEATURE_TAG | (sleeps ? UCP_FEATURE_WAKEUP : 0),
+                             .features = UCP_FEATURE_TAG | (sleeps ? UCP_FEATURE_WAKEUP : 0) |
+                                         (mailbox > 0 ? UCP_FEATURE_RMA : 0),
                              .mt_workers_shared = 1};
       zt_ctx_wakeup = sleeps;
+      zt_ctx_rma = mailbox > 0;
       st = ucp_init(&params, config, &zt_ctx);
       ucp_config_release(config);
     }
@@ -211,6 +215,8 @@ struct zt_worker {
   size_t* peer_len;
   zt_reg_t* regs;
   int nregs, capregs;
+  ucp_mem_h win;        /* this rank's window (zt_window_open); NULL: none */
+  ucp_rkey_h* win_keys; /* per peer: its window's key, unpacked (NULL: not mapped) */
   int tearing_down; /* zt_worker_destroy runs: peers closing first is normal */
   int efd;          /* the worker's event fd; -1: the transports cannot wake a sleeper */
 };
@@ -227,6 +233,7 @@ static void zt_worker_free(zt_worker_t* w) {
   free(w->unwatchable);
   free(w->lanes);
   free(w->regs);
+  free(w->win_keys);
   free(w);
 }
 
@@ -695,10 +702,74 @@ void* zt_mem_find(const zt_worker_t* w, const void* buf, size_t len) {
   return NULL;
 }
 
+/* ---- windows ------------------------------------------------------------------------ */
+zcclResult_t zt_window_open(zt_worker_t* w, size_t bytes, void** base, zt_window_key_t* key) {
+  *base = NULL;
+  memset(key, 0, sizeof *key);
+  ZU_RETURN_ERR_IF(w->win != NULL, zcclInternalError, "transport: the worker has a window already");
+  if (!zt_ctx_rma || bytes == 0) return zcclSuccess;
+  w->win_keys = calloc((size_t)w->nranks, sizeof *w->win_keys);
+  ZU_RETURN_ERR_IF(w->win_keys == NULL, zcclSystemError, "transport: out of memory for %d peers", w->nranks);
+  ucp_mem_map_params_t mp = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS,
+                             .length = bytes,
+                             .flags = UCP_MEM_MAP_ALLOCATE};
+  ucp_mem_attr_t attr = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH};
+  void* packed = NULL;
+  size_t len = 0;
+  ucs_status_t st = ucp_mem_map(w->ctx, &mp, &w->win);
+  if (st == UCS_OK) st = ucp_mem_query(w->win, &attr);
+  if (st == UCS_OK) st = ucp_rkey_pack(w->ctx, w->win, &packed, &len);
+  if (st != UCS_OK || len > sizeof key->key || attr.length < bytes) {
+    ZU_INFO(ZU_LOG_NET, "transport: no window of %zu bytes: %s", bytes,
+            st != UCS_OK ? ucs_status_string(st) : "its key or size does not fit");
+    if (packed) ucp_rkey_buffer_release(packed);
+    zt_window_close(w);
+    return zcclSuccess;
+  }
+  memcpy(key->key, packed, len);
+  ucp_rkey_buffer_release(packed);
+  key->len = (uint32_t)len;
+  key->base = (uint64_t)(uintptr_t)attr.address;
+  memset(attr.address, 0, bytes);
+  *base = attr.address;
+  return zcclSuccess;
+}
+
+void* zt_window_peer(zt_worker_t* w, int peer, const zt_window_key_t* key) {
+  ucp_ep_h ep;
+  void* ptr = NULL;
+  if (w->win == NULL || key->len == 0 || key->len > sizeof key->key || peer < 0 || peer >= w->nranks ||
+      w->win_keys[peer] != NULL || zt_ep(w, peer, &ep) != zcclSuccess)
+    return NULL;
+  if (ucp_ep_rkey_unpack(ep, key->key, &w->win_keys[peer]) != UCS_OK) {
+    w->win_keys[peer] = NULL;
+    return NULL;
+  }
+  /* UCS_ERR_UNREACHABLE: no transport between the two maps memory. */
+  ucs_status_t st = ucp_rkey_ptr(w->win_keys[peer], key->base, &ptr);
+  if (st != UCS_OK) {
+    ZU_INFO(ZU_LOG_NET, "transport: rank %d's window is not mapped here: %s", peer, ucs_status_string(st));
+    ucp_rkey_destroy(w->win_keys[peer]);
+    w->win_keys[peer] = NULL;
+    return NULL;
+  }
+  return ptr;
+}
+
+void zt_window_close(zt_worker_t* w) {
+  for (int r = 0; w->win_keys && r < w->nranks; r++)
+    if (w->win_keys[r]) ucp_rkey_destroy(w->win_keys[r]);
+  free(w->win_keys);
+  w->win_keys = NULL;
+  if (w->win) ucp_mem_unmap(w->ctx, w->win);
+  w->win = NULL;
+}
+
 /* ---- teardown ---------------------------------------------------------------------- */
 void zt_worker_destroy(zt_worker_t* w, double deadline_s, int force) {
   if (w == NULL) return;
   w->tearing_down = 1;
+  zt_window_close(w); /* the keys before their endpoints */
   double deadline = zu_now() + deadline_s;
   /* Close every endpoint together (flushing, unless forced or the peer is
    * gone: a dead peer can't acknowledge a flush), then progress until all

@@ -65,6 +65,12 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "UCX_SYSV_FIFO_ELEM_SIZE) unless either is set: a message that fits in one, less "    \
     "UCX's header, goes straight into the receiver's FIFO as a short message (UCX 1.13: " \
     "up to 2020 bytes with the default, 100 with UCX's own 128); 0: UCX's own.")          \
+  X(MAILBOX_BYTES, SIZE, "4096",                                                         \
+    "Largest message of a small collective (the one-shot allreduce's) that goes by "      \
+    "plain stores into the peer's memory, a mailbox that UCX maps from the peer "         \
+    "(ucp_rkey_ptr), when every rank of the communicator reaches every other over "       \
+    "shared memory; 0: off (UCX messages). Each rank maps 2 x (32 + this) bytes per "     \
+    "peer.")                                                                              \
   X(SPIN_US, INT, "200",                                                                  \
     "Microseconds a rank waiting for messages polls (giving its core away between "       \
     "polls when its machine has more ranks than cores) before it sleeps until UCX "       \
