@@ -57,6 +57,7 @@ void zccl_comm_set_error(zcclComm_t comm, zcclResult_t res, const char* msg) {
   if (comm->async_error == zcclSuccess) {
     snprintf(comm->async_msg, sizeof comm->async_msg, "%s", msg);
     comm->async_error = res;
+    atomic_store(&comm->troubled, 1);
   }
   pthread_mutex_unlock(&comm->lock);
 }
@@ -118,6 +119,7 @@ static void zccl_op_finish(zcclComm_t comm, zccl_op_t* op) {
   pthread_mutex_lock(&comm->lock);
   comm->head = op->next;
   if (comm->head == NULL) comm->tail = NULL;
+  atomic_store(&comm->queued, comm->head != NULL);
   atomic_store(&op->done, 1);
   pthread_cond_broadcast(&comm->done_cv);
   pthread_mutex_unlock(&comm->lock);
@@ -287,6 +289,7 @@ zcclResult_t zccl_op_submit(zcclComm_t comm, zccl_op_t* op) {
   else
     comm->head = op;
   comm->tail = op;
+  atomic_store(&comm->queued, 1);
   pthread_cond_signal(&comm->wake);
   pthread_mutex_unlock(&comm->lock);
   return zcclSuccess;
@@ -320,11 +323,7 @@ int zccl_op_inline(zcclComm_t comm, zccl_op_t* op, zcclResult_t* res) {
    * wake-ups, which cost most of a small message's time on busy cores).
    * Holding the worker lock keeps the progress thread off the worker; an
    * operation queued meanwhile by another thread runs after this one. */
-  pthread_mutex_lock(&comm->lock);
-  int queued = comm->head != NULL;
-  int refuse = comm->async_error != zcclSuccess || comm->revoked;
-  pthread_mutex_unlock(&comm->lock);
-  if (queued || refuse || atomic_load(&comm->abort)) return 0;
+  if (atomic_load(&comm->queued) || atomic_load(&comm->troubled) || atomic_load(&comm->abort)) return 0;
   pthread_mutex_lock(&comm->worker_lock);
   zccl_op_execute(comm, op);
   pthread_mutex_unlock(&comm->worker_lock);
@@ -436,6 +435,7 @@ void zccl_op_free(zccl_op_t* op) {
 zcclResult_t zccl_comm_revoke(zcclComm_t comm) {
   pthread_mutex_lock(&comm->lock);
   comm->revoked = 1;
+  atomic_store(&comm->troubled, 1);
   atomic_store(&comm->cancel, 1); /* what runs gives up; what is queued fails (zccl_progress_main) */
   pthread_cond_broadcast(&comm->wake);
   double give_up = zu_now() + 2 * comm->timeout + 10;
@@ -454,7 +454,8 @@ zcclResult_t zccl_comm_revoke(zcclComm_t comm) {
 }
 
 zcclResult_t zccl_comm_check_usable(zcclComm_t comm, const char* fn) {
-  pthread_mutex_lock(&comm->lock); /* once: every call asks */
+  if (!atomic_load(&comm->troubled)) return zcclSuccess;
+  pthread_mutex_lock(&comm->lock);
   int revoked = comm->revoked;
   zcclResult_t broken = comm->async_error;
   char why[sizeof comm->async_msg];
