@@ -477,13 +477,17 @@ static zcclResult_t zp_sig_guard(const zp_ctx_t* ctx, const char* what, int* sig
 zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, int n) {
   /* A receive of the wrong size is reported, but the other messages still
    * complete (the peers stay in step); anything else ends the wait. */
-  char mismatch[400] = "", why[400] = "";
+  char mismatch[400], why[400]; /* only the first byte set: a small call's waits are short */
+  mismatch[0] = why[0] = '\0';
   zcclResult_t fatal = zcclSuccess;
   size_t largest = 0;
   for (int i = 0; i < n; i++)
     if (x[i].bytes > largest) largest = x[i].bytes;
   double patience = ctx->timeout + (double)largest / ZP_SLOW_LINK_BYTES_PER_S;
-  double last_progress = zu_now();
+  /* The clock starts at the first check after polls that found nothing: a
+   * wait that ends sooner reads it never (a read costs as much as a small
+   * exchange on some machines, a VM's). */
+  double last_progress = 0;
   int left = 0, sig_done = 0;
   for (int i = 0; i < n; i++) {
     x[i].checked = 0;
@@ -534,6 +538,7 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
      * once per few empty polls. */
     if (!crowded && (++idle_polls & ZP_CHECK_EVERY_MASK) != 0) continue;
     double now = zu_now();
+    if (last_progress == 0) last_progress = last_done = now;
     if (progressed) last_progress = now;
     if (completed) last_done = now;
     progressed = completed = 0;
