@@ -173,7 +173,8 @@ typedef struct {
 } zt_window_key_t;
 /* Makes this rank's window of bytes (zeroed) and its key for the peers.
  * *base NULL and key->len 0 when UCX cannot make one that peers map (no
- * RMA in the context: ZCCL_MAILBOX_BYTES=0; a packed key too large). */
+ * RMA in the context: ZCCL_MAILBOX_BYTES=0; UCX_TLS without shared
+ * memory; a packed key too large). */
 zcclResult_t zt_window_open(zt_worker_t* w, size_t bytes, void** base, zt_window_key_t* key);
 /* Peer's window as mapped into this process, or NULL when it cannot be
  * (another machine, no shared-memory transport between the two). */

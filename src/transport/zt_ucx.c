@@ -707,7 +707,7 @@ zcclResult_t zt_window_open(zt_worker_t* w, size_t bytes, void** base, zt_window
   *base = NULL;
   memset(key, 0, sizeof *key);
   ZU_RETURN_ERR_IF(w->win != NULL, zcclInternalError, "transport: the worker has a window already");
-  if (!zt_ctx_rma || bytes == 0) return zcclSuccess;
+  if (!zt_ctx_rma || bytes == 0 || !zt_tls_allows(1)) return zcclSuccess; /* peers map it over shared memory only */
   w->win_keys = calloc((size_t)w->nranks, sizeof *w->win_keys);
   ZU_RETURN_ERR_IF(w->win_keys == NULL, zcclSystemError, "transport: out of memory for %d peers", w->nranks);
   ucp_mem_map_params_t mp = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS,
