@@ -293,12 +293,22 @@ static inline double zp_codec_rate(const zp_ctx_t* ctx, double rate) {
   double share = ctx->link && ctx->link->cpu_share > 1 ? ctx->link->cpu_share : 1;
   return zd_dev_kind(ctx->dev) == ZD_CUDA ? rate : rate / share;
 }
+/* A relay's hop: the calibrated latency is a round in which every rank
+ * exchanges at once, which with more ranks than cores waits for the time
+ * slices of every rank sharing a core; in a relay (a chain, the pipelined
+ * allgather's ring) one rank wakes a sleeping other, whose core is mostly
+ * free: the latency over the ranks per core. One rank a core: the same
+ * (docs/measurements/scale.md, "A relay's hop on shared cores"). */
+static inline double zp_hop_alpha(const zp_ctx_t* ctx) {
+  double share = ctx->link && ctx->link->cpu_share > 1 ? ctx->link->cpu_share : 1;
+  return zp_link_alpha(ctx) / share;
+}
 /* A pipeline of k pieces down `hops` links: the first piece crosses every
- * hop, a latency and `first` seconds each; every later one follows a
- * stage behind, `stage` seconds or a latency where that is longer. Pieces
+ * hop, a relay's latency and `first` seconds each; every later one follows
+ * a stage behind, `stage` seconds or a latency where that is longer. Pieces
  * posted back to back overlap their latencies instead of adding them. */
 static inline double zp_pipeline_cost(const zp_ctx_t* ctx, double hops, double k, double first, double stage) {
-  double al_s = zp_link_alpha(ctx);
+  double al_s = zp_hop_alpha(ctx);
   return hops * (al_s + first) + (k - 1) * (stage > al_s ? stage : al_s);
 }
 /* A pipelined chain of n bytes (broadcast, or reduce adding each piece on the way): zp_chain.c. */

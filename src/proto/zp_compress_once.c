@@ -536,16 +536,22 @@ static zcclResult_t zp_pipe_allgather(const zp_ctx_t* ctx, const zp_coll_args_t*
   return res;
 }
 
-/* The first piece's compression, then each rank's messages back to back
- * at the slower of the link and the rank's codec work per message (its
- * own pieces' compression, every piece's decompression), then the last
- * piece's decompression. No fill: every rank starts its own at once. */
+/* The first piece's compression, then the slower of two bounds, then the
+ * last piece's decompression. The flow: each rank's k messages back to
+ * back at the slower of the link and its codec work per message (its own
+ * pieces' compression, every piece's decompression). The relay: a piece
+ * reaches the rank N-1 hops on, a relay's latency and its wire time each,
+ * and a rank's P pieces of a block follow a stage apart. Latencies of
+ * messages in flight together overlap: a latency a message priced the
+ * 16-host 4 MiB allgather at ten times its measured time
+ * (docs/measurements/scale.md). */
 static double zp_pipe_allgather_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = zp_call_bytes(a), C = zp_codec_rate(ctx, zp_compress_bps(ctx));
   double D = zp_codec_rate(ctx, zp_decompress_bps(ctx)), P = zp_pipe_pieces(ctx, a), k = (N - 1) * P;
-  double piece = n / P, hop = zp_link_alpha(ctx) + piece / (zp_ratio(ctx) * zp_link_bandwidth(ctx));
-  double codec = (n / C + N * n / D) / k;
-  return piece / C + k * (hop > codec ? hop : codec) + piece / D;
+  double piece = n / P, wire = piece / (zp_ratio(ctx) * zp_link_bandwidth(ctx));
+  double codec = (n / C + N * n / D) / k, stage = wire > codec ? wire : codec;
+  double flow = k * stage, relay = (N - 1) * (zp_hop_alpha(ctx) + wire) + (P - 1) * stage;
+  return piece / C + (flow > relay ? flow : relay) + piece / D;
 }
 
 /* ---- compress once, point to point: scatter, gather, alltoall ----------------

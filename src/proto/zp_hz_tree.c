@@ -55,7 +55,7 @@ out:
 static double zp_hz_tree_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double n = zp_call_bytes(a), q = zp_ratio(ctx), D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
   double C = zp_codec_rate(ctx, zp_compress_bps(ctx)), H = zp_codec_rate(ctx, zp_hop_bps(ctx));
-  return (n / C + n / D) + zp_log2_ceil(ctx->nranks) * (n / H + zp_link_alpha(ctx) + n / (q * zp_link_bandwidth(ctx)));
+  return (n / C + n / D) + zp_log2_ceil(ctx->nranks) * (n / H + zp_hop_alpha(ctx) + n / (q * zp_link_bandwidth(ctx)));
 }
 
 const zp_algo_t zp_algo_hz_tree_reduce = {"tree", "homomorphic binomial tree", ZP_COLL_REDUCE, ZP_NEEDS_HOMOMORPHIC, 0,

@@ -196,13 +196,14 @@ out:
 
 
 static double zp_tree_broadcast_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
-  return zp_log2_floor(ctx->nranks) * (zp_link_alpha(ctx) + zp_call_bytes(a) / zp_link_bandwidth(ctx));
+  return zp_log2_floor(ctx->nranks) * (zp_hop_alpha(ctx) + zp_call_bytes(a) / zp_link_bandwidth(ctx));
 }
 
-/* log2 N latencies of the scatter, N-1 of the ring; 2 (N-1)/N of the bytes. */
+/* log2 N relay hops of the scatter, N-1 rounds of the ring; 2 (N-1)/N of
+ * the bytes. The binomial trees' levels are relays (zp_hop_alpha). */
 static double zp_scatter_allgather_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks;
-  return (zp_log2_floor(ctx->nranks) + N - 1) * zp_link_alpha(ctx) +
+  return zp_log2_floor(ctx->nranks) * zp_hop_alpha(ctx) + (N - 1) * zp_link_alpha(ctx) +
          2 * (N - 1) / N * zp_call_bytes(a) / zp_link_bandwidth(ctx);
 }
 
@@ -213,7 +214,7 @@ static int zp_tree_reduce_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, s
 
 static double zp_tree_reduce_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double n = zp_call_bytes(a);
-  return zp_log2_floor(ctx->nranks) * (zp_link_alpha(ctx) + n / zp_link_bandwidth(ctx) + n / zp_reduce_bps(ctx));
+  return zp_log2_floor(ctx->nranks) * (zp_hop_alpha(ctx) + n / zp_link_bandwidth(ctx) + n / zp_reduce_bps(ctx));
 }
 
 /* A subtree's blocks staged in one temporary: the root's holds all N. */
@@ -224,7 +225,7 @@ static int zp_tree_blocks_usable(const zp_ctx_t* ctx, const zp_coll_args_t* a, s
 /* n: one rank's block; the blocks are staged in temporaries. */
 static double zp_tree_blocks_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a) {
   double N = ctx->nranks, n = zp_call_bytes(a);
-  return zp_log2_floor(ctx->nranks) * zp_link_alpha(ctx) + (N - 1) * n / zp_link_bandwidth(ctx) +
+  return zp_log2_floor(ctx->nranks) * zp_hop_alpha(ctx) + (N - 1) * n / zp_link_bandwidth(ctx) +
          N * n / zp_reduce_bps(ctx);
 }
 
