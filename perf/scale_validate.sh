@@ -33,7 +33,6 @@ for t in "$PERF" "$SCALE"; do [ -x "$t" ] || { echo "scale_validate: no $t (buil
 # already in out/scale (after a change to the model).
 ONLY=${SCALE_PREDICT_ONLY:-0}
 mkdir -p "$OUT"
-[ "$ONLY" = 1 ] || rm -f "$OUT"/*.json "$OUT"/*.log
 export NETLAB_PREFIX=zs$$ NETLAB_NET=10.203.91
 trap '"$NETLAB" down >/dev/null 2>&1' EXIT
 # tc's rate in bit/s, for the model's link.
@@ -43,6 +42,8 @@ print(float(m[1])*{'':1e-9,'k':1e-6,'m':1e-3,'g':1}[m[2]]) if m else sys.exit(1)
 fail=0
 for n in $HOSTS; do
   [ "$ONLY" = 1 ] && break
+  # Only this host count's rows go: a run of "16" keeps the 4 and 8-host ones.
+  rm -f "$OUT"/*_np"$n".json "$OUT"/*_np"$n".log
   "$NETLAB" down >/dev/null 2>&1
   "$NETLAB" up "$n" "$RATE" >"$OUT/netlab_$n.log" 2>&1 || { echo "scale_validate: netlab up $n failed (root?)" >&2; exit 2; }
   # The link as the library measures it when a communicator is created
