@@ -16,7 +16,8 @@
 # OpenMPI variant then counting the median of its rounds and zccl the
 # median of all its runs; COLL_TIMING each|loop (zccl-perf --timing;
 # default each); COLL_MIN (default 1M) the netlab sweep's smallest size;
-# COLL_ITERS (default 5) timed iterations a size. For example, back to
+# COLL_ITERS (default 5) timed iterations a size; COLL_WHERE (default
+# "shm netlab") which of the two to run. For example, back to
 # back from 64 KiB in five rounds:
 #   COLL_ROUNDS=5 COLL_TIMING=loop COLL_MIN=64K COLL_ITERS=200 perf/coll_table.sh build 10gbit 4M
 set -uo pipefail
@@ -33,6 +34,7 @@ ROUNDS=${COLL_ROUNDS:-1}
 TIMING=${COLL_TIMING:-each}
 MINSZ=${COLL_MIN:-1M}
 ITERS=${COLL_ITERS:-5}
+WHERE=${COLL_WHERE:-shm netlab}
 case "$TIMING" in each | loop) ;; *) echo "coll_table: COLL_TIMING is each or loop" >&2; exit 2 ;; esac
 case "$ROUNDS$ITERS" in *[!0-9]*) echo "coll_table: COLL_ROUNDS and COLL_ITERS are whole numbers" >&2; exit 2 ;; esac
 RM_ITERS=9 # a rematch's iterations (back to back: as many as the sweep's)
@@ -76,7 +78,7 @@ run() { # run WHERE COLL TAG ROUND [ENV...]: one zccl-perf sweep, rows to $OUT/W
     echo "coll_table: $where $coll $tag failed (see $OUT/${where}_${coll}_$tag.log)" >&2
 }
 
-for where in shm netlab; do
+for where in $WHERE; do
   if [ "$where" = netlab ]; then
     if [ "$(id -u)" != 0 ] || ! "$NETLAB" up 4 "$RATE" >"$OUT/netlab.log" 2>&1; then
       echo "coll_table: no netlab here (needs root and network namespaces); shared memory only" >&2
