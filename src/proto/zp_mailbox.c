@@ -52,8 +52,7 @@ int zp_mbox_poll(zp_xfer_t* x, int n) {
     /* The message's other cache lines (count: the length expected) asked
      * for with the flag's: the flag is stored last, so lines fetched with
      * the one that shows it are mostly fresh, and the reduction does not
-     * wait for each one after the flag (a 64-byte allreduce of 2 ranks:
-     * 0.6 us, not 0.8). */
+     * wait for each one after the flag (docs/measurements/latency.md). */
     for (size_t o = 64; o < ZP_MBOX_HEAD + x[i].count && o <= ZP_MBOX_PREFETCH; o += 64)
       __builtin_prefetch((const uint8_t*)x[i].flag + o);
     if (__atomic_load_n(x[i].flag, __ATOMIC_ACQUIRE) != x[i].want) continue;
