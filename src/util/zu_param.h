@@ -69,8 +69,9 @@ typedef enum { ZU_PARAM_STR, ZU_PARAM_INT, ZU_PARAM_SIZE } zu_param_type_t;
     "Largest message of a small collective (the one-shot allreduce's) that goes by "      \
     "plain stores into the peer's memory, a mailbox that UCX maps from the peer "         \
     "(ucp_rkey_ptr), when every rank of the communicator reaches every other over "       \
-    "shared memory; 0: off (UCX messages). Each rank maps 2 x (32 + this) bytes per "     \
-    "peer.")                                                                              \
+    "shared memory; 0: off (UCX messages, and a UCX context without RMA, whose "          \
+    "protocols UCX may also use for large messages over TCP). Each rank maps 2 x (16 + " \
+    "this) bytes per peer, in whole cache lines.")                                        \
   X(SPIN_US, INT, "200",                                                                  \
     "Microseconds a rank waiting for messages polls (giving its core away between "       \
     "polls when its machine has more ranks than cores) before it sleeps until UCX "       \
