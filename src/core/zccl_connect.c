@@ -113,9 +113,10 @@ double zccl_cpu_share(const uint8_t* table, int nranks) {
 }
 
 void zccl_set_sharing(zcclComm_t comm, const uint8_t* table) {
+  int here = zccl_node_ranks(table, comm->nranks, comm->rank);
   comm->link.cpu_share = zccl_cpu_share(table, comm->nranks);
-  comm->link.one_machine = zccl_node_ranks(table, comm->nranks, comm->rank) == comm->nranks;
-  zd_set_node_ranks(comm->dev, zccl_node_ranks(table, comm->nranks, comm->rank));
+  comm->link.one_machine = here == comm->nranks;
+  zd_set_node_ranks(comm->dev, here);
 }
 
 /* What each process publishes through PMIx: ranks of the communicator need

@@ -500,7 +500,7 @@ zcclResult_t zp_xfers_wait(const zp_ctx_t* ctx, const char* what, zp_xfer_t* x, 
   /* The stall probes' clock: since the last of these messages completed
    * (other events, such as peers' stalled signatures, do not reset it). */
   int completed = 0, mbox = 0;
-  double last_done = last_progress;
+  double last_done = 0; /* set with last_progress */
   for (int i = 0; i < n; i++) mbox |= x[i].flag != NULL;
   while (left > 0) {
     int events = zt_progress(ctx->w);

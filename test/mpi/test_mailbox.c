@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_util.h"
+#include "test_ccoll_util.h"
 
 static int rank, nranks;
 
@@ -41,11 +41,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   int iters = argc > 1 ? atoi(argv[1]) : 4000;
-  zcclUniqueId id;
-  if (rank == 0) zcclGetUniqueId(&id);
-  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-  zcclComm_t comm = NULL;
-  CHECK_RES(zcclCommInitRank(&comm, nranks, id, rank), zcclSuccess);
+  zcclComm_t comm = ccoll_comm(rank, nranks, NULL);
   if (comm == NULL) {
     MPI_Finalize();
     TEST_DONE();
