@@ -577,17 +577,25 @@ out:
 }
 
 /* The rings: the first compression, then per step the work on a block of
- * b bytes (hop_s seconds a byte), chunk by chunk overlapped with the
- * transfer of its b/q stream bytes (the slower of the two, not their sum).
- * AllReduce then forwards the streams with each received chunk's
- * decompression overlapped likewise, and decompresses its own block. */
+ * b bytes (hop_s seconds a byte) and the transfer of its b/q stream bytes,
+ * in the k chunks the ring cuts the block into (zp_ring_chunk_values). A
+ * chunk crosses a hop in its work plus its transfer, and a step passes k
+ * chunks through both: a step is the slowest of the work, the transfer
+ * and (work + transfer) / k. About 4 chunks: the slower of the two; one
+ * chunk a block (ranks crowding the cores): their sum. AllReduce then
+ * forwards the streams, each received chunk sent on before it is
+ * decompressed (the slower of the two), and decompresses its own block. */
 static double zp_pipe_ring_cost(const zp_ctx_t* ctx, const zp_coll_args_t* a, double hop_s) {
   double N = ctx->nranks, n = zp_call_bytes(a);
   double al_s = zp_link_alpha(ctx), B = zp_link_bandwidth(ctx);
   double C = zp_codec_rate(ctx, zp_compress_bps(ctx)), D = zp_codec_rate(ctx, zp_decompress_bps(ctx));
   double q = zp_ratio(ctx);
   double b = a->coll == ZP_COLL_ALLREDUCE ? n / N : n, wire = b / (q * B), hop = hop_s * b;
-  double t = b / C + (N - 1) * (al_s + (hop > wire ? hop : wire));
+  size_t maxb = a->coll == ZP_COLL_ALLREDUCE ? (a->count + ctx->nranks - 1) / (size_t)ctx->nranks : a->count;
+  size_t c = zp_ring_chunk_values(ctx, maxb);
+  double k = (double)((maxb + c - 1) / c), step = hop > wire ? hop : wire;
+  if (k > 0 && (hop + wire) / k > step) step = (hop + wire) / k;
+  double t = b / C + (N - 1) * (al_s + step);
   if (a->coll == ZP_COLL_ALLREDUCE) t += b / D + (N - 1) * (al_s + (b / D > wire ? b / D : wire));
   return t;
 }
