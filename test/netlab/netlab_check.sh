@@ -17,17 +17,23 @@ ip netns add "${NETLAB_PREFIX}probe" 2>/dev/null || { echo "SKIP: no network nam
 ip netns delete "${NETLAB_PREFIX}probe"
 trap '"$NETLAB" down >/dev/null 2>&1' EXIT
 fail=0
+# iperf3 from h1 to h0 for 3 s must carry LO..HI Mbit/s; an empty or
+# non-numeric figure (iperf3 or its JSON having failed) fails too.
+#   iperf_check RATE LO HI [WHAT]
+iperf_check() {
+  local mbps
+  "$NETLAB" exec 0 -- iperf3 -s -1 -D || exit 1
+  sleep 0.5
+  mbps=$("$NETLAB" exec 1 -- iperf3 -c "$("$NETLAB" addr 0)" -t 3 -J | python3 -c \
+    'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))')
+  echo "iperf3 h1 -> h0${4:-}: $mbps Mbit/s (rate $1)"
+  case "$mbps" in
+    ''|*[!0-9]*) echo "FAIL: no iperf3 figure"; fail=1 ;;
+    *) if [ "$mbps" -lt "$2" ] || [ "$mbps" -gt "$3" ]; then echo "FAIL: not within $2-$3 Mbit/s"; fail=1; fi ;;
+  esac
+}
 "$NETLAB" up 2 1gbit || exit 1
-"$NETLAB" exec 0 -- iperf3 -s -1 -D || exit 1
-sleep 0.5
-mbps=$("$NETLAB" exec 1 -- iperf3 -c "$("$NETLAB" addr 0)" -t 3 -J | python3 -c \
-  'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))')
-echo "iperf3 h1 -> h0: $mbps Mbit/s (rate 1000)"
-# (an empty or non-numeric figure, iperf3 or its JSON having failed, fails too)
-case "$mbps" in
-  ''|*[!0-9]*) echo "FAIL: no iperf3 figure"; fail=1 ;;
-  *) if [ "$mbps" -lt 900 ] || [ "$mbps" -gt 1100 ]; then echo "FAIL: not within 10% of 1 Gbit/s"; fail=1; fi ;;
-esac
+iperf_check 1000 900 1100
 before=$("$NETLAB" stats | awk '{s += $4} END {print s}')
 "$NETLAB" run -- "$PERF" allreduce -b 1M -e 2M -n 2 -w 1 --data levitus_climatology.cdf:TEMP || { echo "FAIL: job"; fail=1; }
 after=$("$NETLAB" stats | awk '{s += $4} END {print s}')
@@ -56,13 +62,5 @@ done
 "$NETLAB" down
 if NETLAB_BURST=12 "$NETLAB" up 2 200mbit 2>/dev/null; then echo "FAIL: NETLAB_BURST=12 accepted"; fail=1; fi
 NETLAB_BURST=4096 "$NETLAB" up 2 200mbit || exit 1
-"$NETLAB" exec 0 -- iperf3 -s -1 -D || exit 1
-sleep 0.5
-mbps=$("$NETLAB" exec 1 -- iperf3 -c "$("$NETLAB" addr 0)" -t 3 -J | python3 -c \
-  'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))')
-echo "iperf3 h1 -> h0 with a 4096-byte burst: $mbps Mbit/s (rate 200)"
-case "$mbps" in
-  ''|*[!0-9]*) echo "FAIL: no iperf3 figure"; fail=1 ;;
-  *) if [ "$mbps" -lt 150 ] || [ "$mbps" -gt 220 ]; then echo "FAIL: not within 150-220 Mbit/s"; fail=1; fi ;;
-esac
+iperf_check 200 150 220 " with a 4096-byte burst"
 exit $fail
