@@ -12,9 +12,9 @@
 # hosts at 1 Gbit/s each would need more TCP processing than 2 cores do, and
 # the measurement would time the machine, not the links (docs/performance.md,
 # "Scale model"). hosts defaults to "4 8 16"; sizes to "-b 4M -e 64M -f 4".
-# SCALE_BURST=BYTES sets the links' tbf burst (netlab's NETLAB_BURST;
-# default netlab's, 32 kB at this rate). A 4 KiB burst keeps a compressed
-# chain's small pieces from crossing at the veth's speed, but with 8 or 16
+# NETLAB_BURST=BYTES in the environment reaches netlab and sets the links'
+# tbf burst (default netlab's, 32 kB at this rate). A 4 KiB burst keeps a
+# compressed chain's small pieces from crossing at the veth's speed, but with 8 or 16
 # hosts on 2 cores the links then carry a third to two thirds of the rate
 # (docs/measurements/scale.md, "The tbf burst").
 set -uo pipefail
@@ -39,7 +39,6 @@ for t in "$PERF" "$SCALE"; do [ -x "$t" ] || { echo "scale_validate: no $t (buil
 ONLY=${SCALE_PREDICT_ONLY:-0}
 mkdir -p "$OUT"
 export NETLAB_PREFIX=zs$$ NETLAB_NET=10.203.91
-[ -n "${SCALE_BURST:-}" ] && export NETLAB_BURST=$SCALE_BURST
 trap '"$NETLAB" down >/dev/null 2>&1' EXIT
 # tc's rate in bit/s, for the model's link.
 gbps=$(python3 -c "import re,sys; m=re.fullmatch(r'([0-9.]+)([kmg]?)bit','$RATE'); \
