@@ -7,6 +7,7 @@
 #include <float.h>
 #include <math.h>
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,26 @@ static inline double eb_abs(const zcclCompression_t* c, const void* all, size_t 
   double range = mx - mn;
   if (!(range > 0) || !isfinite(range)) range = isfinite(mx) && mx != 0 ? fabs(mx) : 1.0;
   return c->eb * range;
+}
+
+/* Where every rank's input is gathered for the reference (MPI_Allgather):
+ * one buffer a process, grown as needed and kept. At 8 ranks a million
+ * float64s gather into 64 MiB, which malloc maps afresh for every case;
+ * on a virtual machine the page faults of its first touch (inside MPI's
+ * copy) took most of an 8-rank test's time. */
+static inline void* gathered(size_t bytes) {
+  static void* buf;
+  static size_t cap;
+  if (bytes > cap) {
+    free(buf);
+    buf = malloc(bytes);
+    cap = bytes;
+    if (buf == NULL) {
+      fprintf(stderr, "out of memory for %zu gathered bytes\n", bytes);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+  return buf;
 }
 
 /* 1 on every rank when buf's bytes are rank 0's everywhere. */

@@ -35,7 +35,7 @@ static void test_reduction(zcclComm_t comm, int kind, int f64, zcclErrorMode_t m
   CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
   void* x = malloc(nin * es);
   void* y = malloc(n * es);
-  void* all = malloc(nin * es * (size_t)nranks);
+  void* all = gathered(nin * es * (size_t)nranks);
   for (size_t i = 0; i < nin; i++) set(x, i, f64, field(rank, i));
   MPI_Allgather(x, (int)(nin * es), MPI_BYTE, all, (int)(nin * es), MPI_BYTE, MPI_COMM_WORLD);
   uint64_t raw0, wire0, raw1, wire1;
@@ -72,7 +72,7 @@ static void test_reduction(zcclComm_t comm, int kind, int f64, zcclErrorMode_t m
   CHECK(bad == 0);
   if (n > 1000 && (kind != 2 || rank == root)) CHECK(worst > 0); /* it was compressed, not sent exactly */
   if (kind == 0) CHECK(same_everywhere(y, n * es));
-  free(x), free(y), free(all);
+  free(x), free(y);
 }
 
 static void test_allreduce(zcclComm_t comm, int f64, zcclErrorMode_t mode, double eb, zcclRedOp_t op, size_t n) {
@@ -89,7 +89,7 @@ static void test_allgather(zcclComm_t comm, int f64, zcclErrorMode_t mode, doubl
   CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
   void* x = malloc(n * es);
   void* y = malloc(n * es * N);
-  void* all = malloc(n * es * N);
+  void* all = gathered(n * es * N);
   for (size_t i = 0; i < n; i++) {
     double v = field(rank, i);
     if (uneven && rank == 0) v = 3.5;
@@ -112,7 +112,7 @@ static void test_allgather(zcclComm_t comm, int f64, zcclErrorMode_t mode, doubl
             (int)mode, eb, n, bad);
   CHECK(bad == 0);
   CHECK(same_everywhere(y, n * es * N));
-  free(x), free(y), free(all);
+  free(x), free(y);
 }
 
 /* Broadcast from the last rank: the root's data within eb (REL from the
@@ -162,7 +162,7 @@ static void test_rooted(zcclComm_t comm, int f64, zcclErrorMode_t mode, double e
   CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
   uint8_t* x = malloc(n * es * N);
   uint8_t* y = malloc(n * es * N);
-  uint8_t* all = malloc(n * es * N * N);
+  uint8_t* all = gathered(n * es * N * N);
   int sroot = 1 % nranks, groot = nranks - 1;
   /* Scatter: every rank makes the root's input (the same function). */
   fill_special(x, n * N, f64, sroot);
@@ -189,7 +189,7 @@ static void test_rooted(zcclComm_t comm, int f64, zcclErrorMode_t mode, double e
   if (bad) fprintf(stderr, "rank %d: scatter/gather/alltoall f%d mode %d n %zu: %ld wrong\n", rank, f64 ? 64 : 32,
                    (int)mode, n, bad);
   CHECK(bad == 0);
-  free(x), free(y), free(all);
+  free(x), free(y);
 }
 
 /* What compression does not apply to stays exact. */

@@ -58,7 +58,7 @@ static void test_allreduce(zcclComm_t comm, int codec, int f64, zcclErrorMode_t 
   CHECK_RES(zcclCommGetCompression(comm, &c), zcclSuccess);
   void* x = malloc(n * es + 1);
   void* y = malloc(n * es + 1);
-  void* all = malloc(n * es * N + 1);
+  void* all = gathered(n * es * N + 1);
   for (size_t i = 0; i < n; i++) set(x, i, f64, fill && i % 211 == 5 && (size_t)rank == i % N ? fv : field(rank, i));
   MPI_Allgather(x, (int)(n * es), MPI_BYTE, all, (int)(n * es), MPI_BYTE, MPI_COMM_WORLD);
   uint64_t raw0, wire0, raw1, wire1;
@@ -100,7 +100,7 @@ static void test_allreduce(zcclComm_t comm, int codec, int f64, zcclErrorMode_t 
   CHECK(bad == 0);
   if (n > 1000) CHECK(worst > 0); /* compressed, not sent exactly */
   CHECK(same_everywhere(y, n * es));
-  free(x), free(y), free(all);
+  free(x), free(y);
 }
 
 static int popcount(int v) {
@@ -129,7 +129,7 @@ static void test_reduction(zcclComm_t comm, int codec, int rs, int f64, zcclErro
   CHECK_RES(zcclCommGetCompression(comm, &c), zcclSuccess);
   uint8_t* x = malloc(nin * es + 1);
   uint8_t* y = malloc(nin * es + 1);
-  uint8_t* all = malloc(nin * es * N + 1);
+  uint8_t* all = gathered(nin * es * N + 1);
   for (size_t i = 0; i < nin; i++) {
     double v = field(rank, i);
     if (special && (size_t)rank == i % N) {
@@ -197,7 +197,7 @@ static void test_reduction(zcclComm_t comm, int codec, int rs, int f64, zcclErro
             inplace ? " in place" : "", bad, bound, worst);
   CHECK(bad == 0);
   if (n > 1000 && out) CHECK(worst > 0); /* compressed, not sent exactly */
-  free(x), free(y), free(all);
+  free(x), free(y);
 }
 
 /* Stream codecs get fill values, NaN and +-Inf too (stored exactly at every
@@ -221,7 +221,7 @@ static void test_allgather(zcclComm_t comm, int codec, int f64, zcclErrorMode_t 
   CHECK_RES(zcclCommGetCompression(comm, &c), zcclSuccess);
   void* x = malloc(n * es + 1);
   uint8_t* y = malloc(n * es * N + 1);
-  void* all = malloc(n * es * N + 1);
+  void* all = gathered(n * es * N + 1);
   make_input(x, n, f64, rank, special);
   MPI_Allgather(x, (int)(n * es), MPI_BYTE, all, (int)(n * es), MPI_BYTE, MPI_COMM_WORLD);
   const void* send = x;
@@ -242,7 +242,7 @@ static void test_allgather(zcclComm_t comm, int codec, int f64, zcclErrorMode_t 
             f64 ? 64 : 32, (int)mode, eb, n, bad);
   CHECK(bad == 0);
   CHECK(memcmp(y + (size_t)rank * n * es, x, n * es) == 0); /* the own block exact: CPRP2P ran, not compress-once */
-  free(x), free(y), free(all);
+  free(x), free(y);
 }
 
 /* Broadcast from rank 1 % N (REL from the root's range). */
@@ -285,7 +285,7 @@ static void test_zfp_once(zcclComm_t comm, int which, int f64, zcclErrorMode_t m
   CHECK_RES(zcclCommGetCompression(comm, &c), zcclSuccess);
   uint8_t* x = malloc(n * es * N + 1);
   uint8_t* y = malloc(n * es * N + 1);
-  uint8_t* all = malloc(n * es * N * N + 1);
+  uint8_t* all = gathered(n * es * N * N + 1);
   long bad = 0;
   if (which == 0) {
     make_input(x, n, f64, rank, 0);
@@ -328,7 +328,7 @@ static void test_zfp_once(zcclComm_t comm, int which, int f64, zcclErrorMode_t m
     fprintf(stderr, "rank %d: zfp compress-once %d f%d mode %d eb %g n %zu: %ld elements wrong\n", rank, which,
             f64 ? 64 : 32, (int)mode, eb, n, bad);
   CHECK(bad == 0);
-  free(x), free(y), free(all);
+  free(x), free(y);
 }
 
 /* ZFP cannot carry NaN, Inf or fill values: every rank gets

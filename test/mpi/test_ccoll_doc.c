@@ -63,7 +63,7 @@ static void test_doc(zcclComm_t comm, int kind, int f64, zcclErrorMode_t mode, d
   CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
   uint8_t* x = malloc(nin * es + 1);
   uint8_t* y = malloc(nin * es + 1);
-  uint8_t* all = malloc(nin * es * N + 1);
+  uint8_t* all = gathered(nin * es * N + 1);
   for (size_t i = 0; i < nin; i++) set(x, i, f64, input(rank, i, special));
   MPI_Allgather(x, (int)(nin * es), MPI_BYTE, all, (int)(nin * es), MPI_BYTE, MPI_COMM_WORLD);
   uint64_t raw0, wire0, raw1, wire1;
@@ -130,7 +130,7 @@ static void test_doc(zcclComm_t comm, int kind, int f64, zcclErrorMode_t mode, d
   CHECK(bad == 0);
   if (n > 1000 && out) CHECK(worst > 0); /* it was compressed, not sent exactly */
   if (kind == 0) CHECK(same_everywhere(recv, n * es));
-  free(x), free(y), free(all);
+  free(x), free(y);
 }
 
 /* Counts that differ across ranks: an error on every rank (a stream of

@@ -84,7 +84,7 @@ static long run(zcclComm_t comm, int f64, zcclErrorMode_t mode, double eb, zcclR
   CHECK_RES(zcclCommSetCompression(comm, &c), zcclSuccess);
   void* x = malloc(n * es + 1);
   void* y = malloc(n * es + 1);
-  void* all = malloc(n * es * (size_t)nranks + 1);
+  void* all = gathered(n * es * (size_t)nranks + 1);
   for (size_t i = 0; i < n; i++) set(x, i, f64, input(rank, i, special, fill));
   MPI_Allgather(x, (int)(n * es), MPI_BYTE, all, (int)(n * es), MPI_BYTE, MPI_COMM_WORLD);
   void* send = x;
@@ -133,7 +133,7 @@ static long run(zcclComm_t comm, int f64, zcclErrorMode_t mode, double eb, zcclR
             "worst %g)\n", rank, f64 ? 64 : 32, (int)mode, eb, (int)op, n, special, fill, inplace, bad, bound, worst);
   if (n > 1000 && !special) CHECK(worst > 0); /* it was compressed, not sent exactly */
   CHECK(same_everywhere(y, n * es));
-  free(x), free(y), free(all);
+  free(x), free(y);
   return bad;
 }
 

@@ -91,7 +91,7 @@ static void test_sparse_codec(zcclComm_t comm, int codec, int all_ranks, int kin
   uint8_t* x = malloc(n * es + 1);
   uint8_t* y = malloc(n * es + 1);
   uint8_t* z = malloc(n * es + 1);
-  uint8_t* all = malloc(n * es * N + 1);
+  uint8_t* all = gathered(n * es * N + 1);
   for (size_t i = 0; i < n; i++) set(x, i, f64, value(kind, rank, i));
   MPI_Allgather(x, (int)(n * es), MPI_BYTE, all, (int)(n * es), MPI_BYTE, MPI_COMM_WORLD);
   memset(y, 0x5a, n * es);
@@ -143,7 +143,7 @@ static void test_sparse_codec(zcclComm_t comm, int codec, int all_ranks, int kin
       for (size_t i = 0; i < n; i++) diff += !equal(get(y, i, f64), get(z, i, f64));
     CHECK(diff == 0);
   }
-  free(x), free(y), free(z), free(all);
+  free(x), free(y), free(z);
 }
 
 static void test_sparse(zcclComm_t comm, int all_ranks, int kind, int f64, zcclRedOp_t op, size_t n, int root,
@@ -175,7 +175,7 @@ static void test_rle_moves(zcclComm_t comm, int coll, int kind, int f64, size_t 
   int root = nranks - 1;
   uint8_t* x = malloc(nin * es + 1);
   uint8_t* y = malloc(nout * es + 1);
-  uint8_t* all = malloc(nin * es * N + 1);
+  uint8_t* all = gathered(nin * es * N + 1);
   for (size_t i = 0; i < nin; i++) set(x, i, f64, value(kind, rank, i));
   MPI_Allgather(x, (int)(nin * es), MPI_BYTE, all, (int)(nin * es), MPI_BYTE, MPI_COMM_WORLD);
   memset(y, 0x5a, nout * es);
@@ -208,7 +208,7 @@ static void test_rle_moves(zcclComm_t comm, int coll, int kind, int f64, size_t 
     fprintf(stderr, "rank %d: rle %s %s f%d n %zu: %ld values differ\n", rank, names[coll], kind_name[kind],
             f64 ? 64 : 32, n, bad);
   CHECK(bad == 0);
-  free(x), free(y), free(all);
+  free(x), free(y);
 }
 
 /* What the chain does not take stays exact and uncompressed: PROD. */
