@@ -205,16 +205,41 @@ static double ref_own(size_t i, void* p) { /* this rank's input, as filled */
   refarg_t* a = p;
   return input(rank, i, a->t, a->op);
 }
+static void fill(void* buf, size_t n, int r, zcclDataType_t t, zcclRedOp_t op) {
+  for (size_t i = 0; i < n; i++) put(buf, i, t, input(r, i, t, op));
+}
+
+/* The bytes the last fill_send wrote, which input_kept compares first:
+ * recomputing every input element after every call took about a fifth
+ * of an 8-rank run. */
+static uint8_t* sent_copy;
+static size_t sent_cap, sent_bytes;
+
+static void fill_send(void* buf, size_t n, int r, zcclDataType_t t, zcclRedOp_t op) {
+  fill(buf, n, r, t, op);
+  size_t bytes = n * tsize(t);
+  if (bytes > sent_cap) {
+    free(sent_copy);
+    sent_copy = malloc(bytes);
+    sent_cap = sent_copy ? bytes : 0;
+  }
+  sent_bytes = sent_copy ? bytes : 0;
+  if (sent_copy) memcpy(sent_copy, buf, bytes);
+}
+
 /* Out of place, the call leaves its input as it was (algorithms that read
- * sendbuff where they used to copy it first must not write it). */
+ * sendbuff where they used to copy it first must not write it): the bytes
+ * fill_send wrote, or else every element against its input (which says
+ * where it differs). */
 static void input_kept(const char* what, const void* sb, size_t n, zcclDataType_t t, const refarg_t* a) {
+  size_t bytes = n * tsize(t);
+  if (bytes <= sent_bytes && memcmp(sb, sent_copy, bytes) == 0) {
+    CHECK(1);
+    return;
+  }
   char w[160];
   snprintf(w, sizeof w, "%s: its input", what);
   compare(w, sb, n, t, ref_own, (void*)a);
-}
-
-static void fill(void* buf, size_t n, int r, zcclDataType_t t, zcclRedOp_t op) {
-  for (size_t i = 0; i < n; i++) put(buf, i, t, input(r, i, t, op));
 }
 
 static const zcclDataType_t types[] = {zcclInt8,   zcclUint8,   zcclInt32,    zcclUint32,     zcclInt64,     zcclUint64,
@@ -229,7 +254,7 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
   for (int op = 0; op < zcclNumOps; op++) {
     refarg_t a = {t, (zcclRedOp_t)op, 0, count};
     /* AllReduce */
-    fill(sb, count, rank, t, a.op);
+    fill_send(sb, count, rank, t, a.op);
     memset(rb, 0xcd, count * es);
     snprintf(what, sizeof what, "allreduce %s %d n=%zu%s", opn[op], (int)t, count, inplace ? " inplace" : "");
     if (inplace) {
@@ -241,7 +266,7 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
       input_kept(what, sb, count, t, &a);
     }
     /* ReduceScatter: input count*N, this rank's block out. */
-    for (size_t i = 0; i < count * N; i++) put(sb, i, t, input(rank, i, t, a.op));
+    fill_send(sb, count * N, rank, t, a.op);
     snprintf(what, sizeof what, "reducescatter %s %d n=%zu%s", opn[op], (int)t, count, inplace ? " inplace" : "");
     if (inplace) {
       CHECK_RES(zcclReduceScatter(sb, sb + (size_t)rank * count * es, count, t, a.op, comm, NULL), zcclSuccess);
@@ -253,7 +278,7 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
     }
     /* Reduce to a root that is not always 0. */
     a.root = (op + 1) % nranks;
-    fill(sb, count, rank, t, a.op);
+    fill_send(sb, count, rank, t, a.op);
     memset(rb, 0xcd, count * es);
     snprintf(what, sizeof what, "reduce %s %d n=%zu root %d%s", opn[op], (int)t, count, a.root, inplace ? " inplace" : "");
     CHECK_RES(zcclReduce(sb, inplace ? sb : rb, count, t, a.op, a.root, comm, NULL), zcclSuccess);
@@ -262,7 +287,7 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
   }
   refarg_t a = {t, zcclSum, nranks - 1, count};
   /* Broadcast from the last rank. */
-  fill(sb, count, rank, t, zcclSum);
+  fill_send(sb, count, rank, t, zcclSum);
   memset(rb, 0xcd, count * es);
   snprintf(what, sizeof what, "broadcast %d n=%zu%s", (int)t, count, inplace ? " inplace" : "");
   CHECK_RES(zcclBroadcast(sb, inplace ? sb : rb, count, t, a.root, comm, NULL), zcclSuccess);
@@ -275,7 +300,7 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
     fill(rb + (size_t)rank * count * es, count, rank, t, zcclSum);
     CHECK_RES(zcclAllGather(rb + (size_t)rank * count * es, rb, count, t, comm, NULL), zcclSuccess);
   } else {
-    fill(sb, count, rank, t, zcclSum);
+    fill_send(sb, count, rank, t, zcclSum);
     CHECK_RES(zcclAllGather(sb, rb, count, t, comm, NULL), zcclSuccess);
     input_kept(what, sb, count, t, &a);
   }
@@ -286,13 +311,13 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
   a.root = inplace ? nranks - 1 : 0;
   memset(rb, 0xcd, count * N * es);
   uint8_t* gsrc = inplace && rank == a.root ? rb + (size_t)rank * count * es : sb;
-  fill(gsrc, count, rank, t, zcclSum);
+  fill_send(gsrc, count, rank, t, zcclSum);
   snprintf(what, sizeof what, "gather %d n=%zu root %d%s", (int)t, count, a.root, inplace ? " inplace" : "");
   CHECK_RES(zcclGather(gsrc, rb, count, t, a.root, comm, NULL), zcclSuccess);
   if (rank == a.root) compare(what, rb, count * N, t, ref_gather, &a);
   if (gsrc == sb) input_kept(what, sb, count, t, &a);
   a.root = 1 % nranks;
-  for (size_t i = 0; i < count * N; i++) put(sb, i, t, input(rank, i, t, zcclSum));
+  fill_send(sb, count * N, rank, t, zcclSum);
   memset(rb, 0xcd, count * es);
   uint8_t* sdst = inplace && rank == a.root ? sb + (size_t)rank * count * es : rb;
   snprintf(what, sizeof what, "scatter %d n=%zu root %d%s", (int)t, count, a.root, inplace ? " inplace" : "");
@@ -300,7 +325,7 @@ static void run_all(zcclComm_t comm, size_t count, zcclDataType_t t, int inplace
   compare(what, sdst, count, t, ref_scatter, &a);
   if (sdst == rb) input_kept(what, sb, count * N, t, &a);
   /* AlltoAll (out of place only). */
-  for (size_t i = 0; i < count * N; i++) put(sb, i, t, input(rank, i, t, zcclSum));
+  fill_send(sb, count * N, rank, t, zcclSum);
   memset(rb, 0xcd, count * N * es);
   snprintf(what, sizeof what, "alltoall %d n=%zu", (int)t, count);
   CHECK_RES(zcclAlltoAll(sb, rb, count, t, comm, NULL), zcclSuccess);
