@@ -4,6 +4,7 @@
 #define ZCCL_TEST_UTIL_H_
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zccl.h"
@@ -46,6 +47,23 @@ static int test_checks = 0;
       fprintf(stderr, "%s:%d: last error \"%s\" lacks \"%s\"\n", __FILE__, __LINE__, m_, (needle)); \
     }                                                                                  \
   } while (0)
+
+/* A buffer of at least bytes in *buf (capacity *cap), grown as needed and
+ * kept from call to call: a test's large per-case buffers, which malloc
+ * would map afresh every case (page faults that cost more than the calls
+ * under test on a virtual machine). Exits when memory runs out. */
+static inline void* test_kept(void** buf, size_t* cap, size_t bytes) {
+  if (*buf == NULL || bytes > *cap) {
+    free(*buf);
+    *buf = malloc(bytes ? bytes : 1);
+    *cap = bytes;
+    if (*buf == NULL) {
+      fprintf(stderr, "out of memory for a kept buffer of %zu bytes\n", bytes);
+      exit(1);
+    }
+  }
+  return *buf;
+}
 
 /* xorshift64: reproducible test inputs from a seed (nothing secret). */
 static inline uint64_t test_xorshift(uint64_t* s) {
